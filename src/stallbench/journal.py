@@ -1,0 +1,270 @@
+"""The cleanup journal: every change to the system is written down before it is made.
+
+Each stallbench process keeps its own journal file (so two runs never clobber each other's) under
+/run/stallbench (or /var/lib/stallbench, or $STALLBENCH_STATE_DIR) and holds an flock on it for
+its lifetime. An entry is an undo action as plain data, e.g. {"kind": "write", "path":
+"/proc/sys/vm/dirty_ratio", "value": "20"}. Entries are undone in reverse order by the code that
+made the change (normally through `Journal.undo`), or, after `kill -9`, by `stallbench cleanup`,
+which takes every journal whose owner no longer holds the lock.
+
+Undo kinds are functions registered with `@register_undo("kind")`; modules that make their own
+kinds of change (env/, monitors/, workloads/) register them at import, and `cleanup_stale`
+imports those packages first.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import importlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .store import write_json_atomic
+
+UndoFn = Callable[[dict[str, Any]], None]
+UNDO_ACTIONS: dict[str, UndoFn] = {}
+
+
+def register_undo(kind: str) -> Callable[[UndoFn], UndoFn]:
+    def wrap(fn: UndoFn) -> UndoFn:
+        UNDO_ACTIONS[kind] = fn
+        return fn
+
+    return wrap
+
+
+def state_dir() -> Path:
+    override = os.environ.get("STALLBENCH_STATE_DIR")
+    candidates = [Path(override)] if override else [Path("/run/stallbench"),
+                                                    Path("/var/lib/stallbench"),
+                                                    Path.home() / ".cache/stallbench/state"]
+    for path in candidates:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            if os.access(path, os.W_OK):
+                return path
+        except OSError:
+            continue
+    raise OSError("no writable state directory for the cleanup journal")
+
+
+@dataclass
+class Entry:
+    id: int
+    action: dict[str, Any]
+
+
+class Journal:
+    """One process's journal. Use as a context manager; `undo_all` runs on exit."""
+
+    def __init__(self, directory: Path | None = None):
+        self.directory = Path(directory) if directory else state_dir()
+        stem = f"journal-{os.getpid()}-{time.monotonic_ns()}"
+        self.path = self.directory / f"{stem}.json"
+        self.lock_path = self.directory / f"{stem}.lock"
+        self._fd = os.open(self.lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+        fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self.entries: list[Entry] = []
+        self._next_id = 1
+        self.errors: list[str] = []
+        self._save()
+
+    # -- recording --------------------------------------------------------------------------
+    def push(self, kind: str, **action: Any) -> Entry:
+        """Record how to undo a change; call this *before* making the change."""
+        if kind not in UNDO_ACTIONS:
+            raise KeyError(f"unknown undo kind {kind!r}")
+        entry = Entry(self._next_id, {"kind": kind, **action})
+        self._next_id += 1
+        self.entries.append(entry)
+        self._save()
+        return entry
+
+    def update(self, entry: Entry, **changes: Any) -> None:
+        """Amend an entry once more is known (e.g. the loop device that losetup chose)."""
+        entry.action.update(changes)
+        self._save()
+
+    def forget(self, entry: Entry) -> None:
+        """Drop an entry without undoing (the change turned out not to happen)."""
+        self.entries = [e for e in self.entries if e.id != entry.id]
+        self._save()
+
+    def undo(self, entry: Entry) -> None:
+        """Undo one change now and drop it from the journal. Errors are kept, not raised."""
+        try:
+            run_undo(entry.action)
+        except Exception as exc:  # noqa: BLE001 - cleanup must go on with the rest
+            self.errors.append(f"{entry.action.get('kind')}: {exc}")
+        self.forget(entry)
+
+    def undo_all(self) -> list[str]:
+        """Undo everything still recorded, newest first; returns the errors met."""
+        for entry in reversed(list(self.entries)):
+            self.undo(entry)
+        return self.errors
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        if not self.entries:
+            self.path.unlink(missing_ok=True)
+            self.lock_path.unlink(missing_ok=True)
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = -1
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.undo_all()
+        self.close()
+
+    def _save(self) -> None:
+        write_json_atomic(self.path, {"pid": os.getpid(),
+                                      "entries": [{"id": e.id, **e.action} for e in self.entries]})
+
+
+def run_undo(action: dict[str, Any]) -> None:
+    kind = action.get("kind")
+    fn = UNDO_ACTIONS.get(kind)
+    if fn is None:
+        raise KeyError(f"unknown undo kind {kind!r}")
+    fn(action)
+
+
+# -- after a crash --------------------------------------------------------------------------------
+
+_PACKAGES_WITH_UNDO = ("stallbench.env", "stallbench.monitors", "stallbench.workloads")
+
+
+def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = print) -> int:
+    """Undo the journals of stallbench processes that died; returns the number of errors."""
+    for package in _PACKAGES_WITH_UNDO:
+        try:
+            importlib.import_module(package)
+        except ImportError:
+            pass
+    directory = Path(directory) if directory else state_dir()
+    errors = 0
+    for path in sorted(directory.glob("journal-*.json")):
+        lock_path = path.with_suffix(".lock")
+        fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno in (errno.EAGAIN, errno.EACCES):
+                    log(f"{path.name}: a stallbench run is still in progress; left alone")
+                    continue
+                raise
+            try:
+                data = json.loads(path.read_text() or "{}")
+            except json.JSONDecodeError:
+                log(f"{path.name}: unreadable journal; removed")
+                path.unlink(missing_ok=True)
+                lock_path.unlink(missing_ok=True)
+                continue
+            entries = data.get("entries", [])
+            for action in reversed(entries):
+                try:
+                    run_undo(action)
+                    log(f"undone: {describe(action)}")
+                except Exception as exc:  # noqa: BLE001
+                    errors += 1
+                    log(f"could not undo {describe(action)}: {exc}")
+            path.unlink(missing_ok=True)
+            lock_path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+    return errors
+
+
+def describe(action: dict[str, Any]) -> str:
+    kind = action.get("kind", "?")
+    details = ", ".join(f"{k}={v}" for k, v in action.items() if k not in ("kind", "id"))
+    return f"{kind} ({details})"
+
+
+# -- generic undo kinds ---------------------------------------------------------------------------
+
+
+@register_undo("write")
+def _undo_write(action: dict[str, Any]) -> None:
+    """Write a saved value back (sysctls, scheduler, tracefs switches, nr_hugepages)."""
+    with open(action["path"], "w") as f:
+        f.write(str(action["value"]))
+
+
+@register_undo("unlink")
+def _undo_unlink(action: dict[str, Any]) -> None:
+    Path(action["path"]).unlink(missing_ok=True)
+
+
+@register_undo("rmdir")
+def _undo_rmdir(action: dict[str, Any]) -> None:
+    path = Path(action["path"])
+    if path.exists():
+        path.rmdir()
+
+
+@register_undo("rmtree")
+def _undo_rmtree(action: dict[str, Any]) -> None:
+    """Remove a directory tree that stallbench created itself (never a user's directory)."""
+    path = Path(action["path"])
+    if path.exists():
+        shutil.rmtree(path)
+
+
+@register_undo("umount")
+def _undo_umount(action: dict[str, Any]) -> None:
+    target = action["target"]
+    if _is_mounted(target):
+        subprocess.run(["umount", target], check=True, capture_output=True, text=True)
+
+
+@register_undo("kill")
+def _undo_kill(action: dict[str, Any]) -> None:
+    """Stop a process stallbench started, if it is still that process (same start time)."""
+    pid = int(action["pid"])
+    if not _same_process(pid, action.get("start_time")):
+        return
+    os.kill(pid, signal.SIGTERM)
+    for _ in range(100):
+        if not _same_process(pid, action.get("start_time")):
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+
+
+def process_start_time(pid: int) -> str | None:
+    """Field 22 of /proc/PID/stat: tells a process from a later one with the same pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _same_process(pid: int, start_time: str | None) -> bool:
+    current = process_start_time(pid)
+    return current is not None and (start_time is None or current == start_time)
+
+
+def _is_mounted(target: str) -> bool:
+    real = os.path.realpath(target)
+    try:
+        with open("/proc/self/mounts") as f:
+            return any(line.split()[1] == real for line in f)
+    except OSError:
+        return False

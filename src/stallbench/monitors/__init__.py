@@ -1,0 +1,52 @@
+"""Monitors, one module each. `get_monitors` turns the --monitors list into classes."""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import UsageError
+from .base import Monitor, MonitorResult
+
+_MODULES = {
+    "counters": "counters",
+    "psi": "psi",
+    "diskstats": "diskstats",
+    "delay": "delay",
+    "stacks": "stacks",
+    "trace": "trace",
+    "trace-full": "trace",
+}
+
+
+def monitor_class(name: str) -> type[Monitor]:
+    module = importlib.import_module(f".{_MODULES[name]}", __name__)
+    return module.MONITORS[name]
+
+
+def default_monitor_names() -> list[str]:
+    return ["counters", "psi", "diskstats", "delay"]
+
+
+def parse_monitor_list(text: str | list[str] | None) -> list[str]:
+    """'default', 'all', 'none' or a comma list -> monitor names (validated)."""
+    if text is None:
+        return default_monitor_names()
+    items = text if isinstance(text, list) else [t.strip() for t in str(text).split(",")]
+    names: list[str] = []
+    for item in items:
+        if item in ("", "none"):
+            continue
+        if item == "default":
+            names += default_monitor_names()
+        elif item == "all":
+            names += [n for n in _MODULES if n != "trace-full"]
+        elif item in _MODULES:
+            names.append(item)
+        else:
+            raise UsageError(f"unknown monitor {item!r}; choose from: {', '.join(_MODULES)}, "
+                             "default, all, none")
+    return list(dict.fromkeys(names))
+
+
+__all__ = ["Monitor", "MonitorResult", "monitor_class", "parse_monitor_list",
+           "default_monitor_names"]

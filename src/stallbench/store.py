@@ -1,0 +1,471 @@
+"""The run directory: RESULTS/<variant>/<workload>/<iteration>/ (see docs/architecture.md).
+
+Writing: `RunWriter` claims the next iteration number atomically (mkdir), writes run.json with
+status "running" at once (so a killed run is never mistaken for a complete one), accepts the ops
+and monitor tables, and finalizes run.json atomically (write to a temp file, fsync, rename).
+
+Reading: `load_run`, `resolve_runs` and `Run.op_arrays` give the ops as numpy arrays per op.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import __version__
+from .errors import RunDataError, UsageError
+
+SCHEMA_VERSION = 1
+STATUS_RUNNING = "running"
+STATUS_COMPLETE = "complete"
+STATUS_INTERRUPTED = "interrupted"
+STATUS_FAILED = "failed"
+
+OPS_FILE = "ops.parquet"
+RUN_FILE = "run.json"
+MONITOR_DIR = "monitors"
+STACKS_FILE = "stacks.folded"
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+@=,:-]{0,99}$")
+
+OPS_SCHEMA = pa.schema(
+    [
+        ("op", pa.dictionary(pa.int32(), pa.string())),
+        ("worker", pa.int32()),
+        ("start_ns", pa.int64()),
+        ("latency_ns", pa.int64()),
+        ("intended_ns", pa.int64()),
+    ]
+)
+
+
+def default_results_dir() -> Path:
+    return Path(os.environ.get("STALLBENCH_RESULTS") or "results")
+
+
+def check_name(name: str, what: str = "variant name") -> str:
+    """Variant and workload names become directory names: keep them plain."""
+    if not isinstance(name, str) or not _NAME_RE.match(name) or ".." in name:
+        raise UsageError(
+            f"{what} {name!r} is not allowed: use letters, digits and ._+@=,:- "
+            "(no '/', spaces or control characters, at most 100 characters)"
+        )
+    return name
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Write JSON so that a reader sees either the old or the new file, never half of one."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=2, sort_keys=False, default=_json_default)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def kernel_info() -> dict[str, str]:
+    uname = os.uname()
+    try:
+        cmdline = Path("/proc/cmdline").read_text().strip()
+    except OSError:
+        cmdline = ""
+    return {"release": uname.release, "version": uname.version, "machine": uname.machine,
+            "cmdline": cmdline}
+
+
+class RunWriter:
+    """Creates one run directory and writes its files; see the module docstring."""
+
+    def __init__(self, results: Path, variant: str, workload: str, params: dict[str, Any]):
+        check_name(variant)
+        check_name(workload, "workload name")
+        self.results = Path(results)
+        base = self.results / variant / workload
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create results directory {base}: {exc.strerror}") from exc
+        _refuse_symlinks(self.results, base)
+        self.path = _claim_iteration(base)
+        self.meta: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "stallbench_version": __version__,
+            "variant": variant,
+            "workload": workload,
+            "iteration": int(self.path.name),
+            "params": params,
+            "status": STATUS_RUNNING,
+            "reason": None,
+            "start_utc": utc_now(),
+            "end_utc": None,
+            "host": socket.gethostname(),
+            "kernel": kernel_info(),
+            "pid": os.getpid(),
+            "environment": {},
+            "rusage": None,
+            "samples": {},
+            "monitors": {},
+            "notes": [],
+        }
+        self.save()
+
+    def save(self) -> None:
+        write_json_atomic(self.path / RUN_FILE, self.meta)
+
+    def note(self, text: str) -> None:
+        self.meta["notes"].append(text)
+
+    def write_ops(self, batches: Iterable[pa.RecordBatch | pa.Table]) -> dict[str, int]:
+        """Stream record batches (OPS_SCHEMA) into ops.parquet; returns the count per op."""
+        return write_ops_file(self.path / OPS_FILE, batches)
+
+    def write_monitor(self, name: str, table: pa.Table) -> Path:
+        check_name(name, "monitor table name")
+        folder = self.path / MONITOR_DIR
+        folder.mkdir(exist_ok=True)
+        target = folder / f"{name}.parquet"
+        tmp = folder / f".{name}.parquet.tmp"
+        pq.write_table(table, tmp)
+        os.replace(tmp, target)
+        return target
+
+    def finalize(self, status: str, reason: str | None = None) -> None:
+        self.meta["status"] = status
+        self.meta["reason"] = reason
+        self.meta["end_utc"] = utc_now()
+        self.save()
+
+
+def write_ops_file(path: Path, batches: Iterable[pa.RecordBatch | pa.Table]) -> dict[str, int]:
+    """Write ops batches to a Parquet file atomically; returns the number of rows per op."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    counts: dict[str, int] = {}
+    writer = pq.ParquetWriter(tmp, OPS_SCHEMA, compression="zstd")
+    try:
+        for batch in batches:
+            table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+            table = table.cast(OPS_SCHEMA)
+            if table.num_rows == 0:
+                continue
+            for op, n in _count_ops(table.column("op")).items():
+                counts[op] = counts.get(op, 0) + n
+            writer.write_table(table, row_group_size=1 << 20)
+    except BaseException:
+        writer.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    writer.close()
+    os.replace(tmp, path)
+    return counts
+
+
+def _count_ops(column: pa.ChunkedArray) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for chunk in column.chunks:
+        codes = chunk.indices.to_numpy(zero_copy_only=False)
+        names = chunk.dictionary.to_pylist()
+        for code, n in enumerate(np.bincount(codes, minlength=len(names))):
+            if n:
+                counts[names[code]] = counts.get(names[code], 0) + int(n)
+    return counts
+
+
+def ops_batch(op_names: list[str], op_codes, worker, start_ns, latency_ns,
+              intended_ns=None) -> pa.RecordBatch:
+    """Build one ops record batch from numpy arrays; intended_ns < 0 means 'not paced'."""
+    n = len(start_ns)
+    intended = pa.nulls(n, pa.int64())
+    if intended_ns is not None:
+        intended_ns = np.asarray(intended_ns, dtype=np.int64)
+        intended = pa.array(intended_ns, mask=intended_ns < 0, type=pa.int64())
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.DictionaryArray.from_arrays(
+                pa.array(np.asarray(op_codes, dtype=np.int32)), pa.array(op_names, pa.string())
+            ),
+            pa.array(np.broadcast_to(np.asarray(worker, dtype=np.int32), (n,))),
+            pa.array(np.asarray(start_ns, dtype=np.int64)),
+            pa.array(np.asarray(latency_ns, dtype=np.int64)),
+            intended,
+        ],
+        schema=OPS_SCHEMA,
+    )
+
+
+def _claim_iteration(base: Path) -> Path:
+    existing = [int(p.name) for p in base.iterdir() if p.name.isdigit()]
+    number = max(existing, default=0) + 1
+    while True:
+        candidate = base / str(number)
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            number += 1
+
+
+def _refuse_symlinks(root: Path, path: Path) -> None:
+    """Refuse to write through a symlink inside the results directory that leaves it."""
+    root_real = root.resolve()
+    real = path.resolve()
+    if real != root_real and root_real not in real.parents:
+        raise UsageError(f"{path} leads outside the results directory {root} (symlink?): refusing")
+
+
+# ----------------------------------------------------------------------------------------------
+# reading
+
+
+@dataclass
+class OpArrays:
+    """All samples of one op in one run, as numpy arrays (int64 ns, since run start)."""
+
+    latency_ns: np.ndarray
+    start_ns: np.ndarray
+    worker: np.ndarray
+    intended_ns: np.ndarray | None = None  # planned start; NaN-free, only for paced ops
+
+
+@dataclass
+class Run:
+    path: Path
+    meta: dict[str, Any]
+    _ops: dict[str, OpArrays] | None = field(default=None, repr=False)
+
+    @property
+    def variant(self) -> str:
+        return self.meta.get("variant", "?")
+
+    @property
+    def workload(self) -> str:
+        return self.meta.get("workload", "?")
+
+    @property
+    def status(self) -> str:
+        return self.meta.get("status", "?")
+
+    @property
+    def complete(self) -> bool:
+        return self.status == STATUS_COMPLETE
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.meta.get("duration_s") or 0.0)
+
+    def describe_status(self) -> str:
+        """'complete', or what is wrong in words."""
+        status = self.status
+        if status == STATUS_RUNNING:
+            pid = self.meta.get("pid")
+            if pid and _pid_alive(int(pid)) and self.meta.get("host") == socket.gethostname():
+                return f"still running (pid {pid})"
+            return "incomplete: the run was killed before it finished (no end recorded)"
+        if status == STATUS_COMPLETE:
+            return "complete"
+        reason = self.meta.get("reason")
+        return f"{status}" + (f": {reason}" if reason else "")
+
+    def ops_table(self) -> pa.Table:
+        path = self.path / OPS_FILE
+        if not path.exists():
+            raise RunDataError(f"{self.path}: no {OPS_FILE} ({self.describe_status()})")
+        try:
+            return pq.read_table(path)
+        except (pa.ArrowException, OSError) as exc:
+            raise RunDataError(f"{path}: damaged ({exc})") from exc
+
+    def op_arrays(self) -> dict[str, OpArrays]:
+        """Samples per op; ops that the workload declares but never completed map to empty."""
+        if self._ops is None:
+            self._ops = _split_by_op(self.ops_table())
+            for op in self.meta.get("ops_declared", []):
+                self._ops.setdefault(op, _empty_op())
+        return self._ops
+
+    def monitor_table(self, name: str) -> pa.Table | None:
+        path = self.path / MONITOR_DIR / f"{name}.parquet"
+        if not path.exists():
+            return None
+        try:
+            return pq.read_table(path)
+        except (pa.ArrowException, OSError) as exc:
+            raise RunDataError(f"{path}: damaged ({exc})") from exc
+
+    def stacks_folded(self) -> str | None:
+        path = self.path / STACKS_FILE
+        return path.read_text() if path.exists() else None
+
+
+def _empty_op() -> OpArrays:
+    empty = np.empty(0, dtype=np.int64)
+    return OpArrays(empty, empty.copy(), np.empty(0, dtype=np.int32), None)
+
+
+def _split_by_op(table: pa.Table) -> dict[str, OpArrays]:
+    if table.num_rows == 0:
+        return {}
+    table = table.combine_chunks() if table.column("op").num_chunks > 1 else table
+    op_col = table.column("op")
+    if not pa.types.is_dictionary(op_col.type):
+        op_col = pa.chunked_array([pc_encode(c) for c in op_col.chunks])
+    # unify dictionaries across chunks
+    op_col = op_col.unify_dictionaries() if hasattr(op_col, "unify_dictionaries") else op_col
+    chunk = op_col.chunks[0] if op_col.num_chunks == 1 else pa.concat_arrays(op_col.chunks)
+    codes = chunk.indices.to_numpy(zero_copy_only=False)
+    names = chunk.dictionary.to_pylist()
+    latency = table.column("latency_ns").to_numpy()
+    start = table.column("start_ns").to_numpy()
+    worker = table.column("worker").to_numpy()
+    intended_col = table.column("intended_ns") if "intended_ns" in table.column_names else None
+    intended = None
+    if intended_col is not None and intended_col.null_count < len(intended_col):
+        intended = intended_col.to_numpy(zero_copy_only=False)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+    result: dict[str, OpArrays] = {}
+    for code, name in enumerate(names):
+        idx = order[bounds[code]:bounds[code + 1]]
+        if len(idx) == 0:
+            continue
+        intended_op = None
+        if intended is not None:
+            values = intended[idx]
+            if not np.isnan(values.astype(float)).any():
+                intended_op = values.astype(np.int64)
+        result[name] = OpArrays(latency[idx], start[idx], worker[idx], intended_op)
+    return result
+
+
+def pc_encode(chunk: pa.Array) -> pa.DictionaryArray:
+    return chunk.dictionary_encode()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def load_run(path: str | os.PathLike) -> Run:
+    """Read one run directory's run.json (ops are read lazily)."""
+    path = Path(path)
+    meta_path = path / RUN_FILE
+    if not meta_path.exists():
+        raise RunDataError(f"{path}: not a run directory (no {RUN_FILE})")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunDataError(f"{meta_path}: malformed JSON ({exc})") from exc
+    if not isinstance(meta, dict):
+        raise RunDataError(f"{meta_path}: malformed (not a JSON object)")
+    version = meta.get("schema_version")
+    if not isinstance(version, int):
+        raise RunDataError(f"{meta_path}: malformed (no schema_version)")
+    if version > SCHEMA_VERSION:
+        raise RunDataError(
+            f"{meta_path}: written by a newer stallbench (schema {version}, this one reads "
+            f"{SCHEMA_VERSION}); upgrade stallbench"
+        )
+    return Run(path=path, meta=meta)
+
+
+def iter_run_dirs(path: Path) -> Iterator[Path]:
+    """Run directories at or below `path` (a run, a workload or a variant directory)."""
+    path = Path(path)
+    if (path / RUN_FILE).exists():
+        yield path
+        return
+    if not path.is_dir():
+        return
+    for child in sorted(path.iterdir(), key=_natural_key):
+        if child.name.startswith(".") or not child.is_dir() or child.is_symlink():
+            continue
+        yield from iter_run_dirs(child)
+
+
+def _natural_key(p: Path):
+    return (0, int(p.name), "") if p.name.isdigit() else (1, 0, p.name)
+
+
+@dataclass
+class Resolved:
+    """The runs a BASELINE/CANDIDATE argument named, and those that could not be used."""
+
+    label: str
+    runs: list[Run]
+    problems: list[str]
+
+
+def resolve_runs(spec: str, results: Path | None = None, workload: str | None = None,
+                 allow_incomplete: bool = False) -> Resolved:
+    """A variant name under RESULTS, or a path to a variant, workload or run directory."""
+    results = Path(results) if results else default_results_dir()
+    candidate = Path(spec)
+    if candidate.exists() and (candidate.is_dir()):
+        base = candidate
+    elif (results / spec).is_dir() and "/" not in spec:
+        base = results / spec
+    else:
+        raise UsageError(f"{spec!r}: no such variant under {results} and no such directory")
+    runs: list[Run] = []
+    problems: list[str] = []
+    for run_dir in iter_run_dirs(base):
+        try:
+            run = load_run(run_dir)
+        except RunDataError as exc:
+            problems.append(str(exc))
+            continue
+        if workload and run.workload != workload:
+            continue
+        if not run.complete and not allow_incomplete:
+            problems.append(f"{run_dir}: {run.describe_status()}; left out")
+            continue
+        runs.append(run)
+    if not runs:
+        detail = f" ({problems[0]})" if problems else ""
+        raise RunDataError(f"{spec!r}: no usable run{detail}")
+    workloads = sorted({r.workload for r in runs})
+    if len(workloads) > 1:
+        raise UsageError(
+            f"{spec!r} holds runs of several workloads ({', '.join(workloads)}): "
+            "pick one with --workload"
+        )
+    label = runs[0].variant if len({r.variant for r in runs}) == 1 else spec
+    return Resolved(label=label, runs=runs, problems=problems)

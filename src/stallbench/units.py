@@ -1,0 +1,100 @@
+"""Parsing of sizes and durations, and choosing display units for nanoseconds."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from .errors import UsageError
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
+_SIZE_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+MAX_SIZE = 1 << 60
+
+
+def parse_size(text: str | int, what: str = "size") -> int:
+    """'512M', '4KiB', '1.5g', '8192' -> bytes (binary multiples, as dd and fio do)."""
+    if isinstance(text, bool):
+        raise UsageError(f"{what}: expected a size like 512M, got {text!r}")
+    if isinstance(text, int):
+        value = text
+    else:
+        match = _SIZE_RE.match(str(text))
+        if not match:
+            raise UsageError(f"{what}: {text!r} is not a size (use e.g. 4K, 512M, 2G)")
+        number, unit, _ = match.groups()
+        value = float(number) * (1024 ** _SIZE_POWERS[unit.lower()])
+        if not math.isfinite(value):
+            raise UsageError(f"{what}: {text!r} is too large")
+        value = int(value)
+    if value <= 0:
+        raise UsageError(f"{what}: must be greater than zero, got {text!r}")
+    if value > MAX_SIZE:
+        raise UsageError(f"{what}: {text!r} is too large")
+    return value
+
+
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m|min|h)?\s*$", re.IGNORECASE)
+_DURATION_SECONDS = {
+    "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "": 1.0,
+    "m": 60.0, "min": 60.0, "h": 3600.0,
+}
+
+
+def parse_duration(text: str | float | int, what: str = "duration") -> float:
+    """'10', '10s', '250ms', '2m', '1h' -> seconds (float, > 0)."""
+    if isinstance(text, bool):
+        raise UsageError(f"{what}: expected a duration like 10s, got {text!r}")
+    if isinstance(text, (int, float)):
+        seconds = float(text)
+    else:
+        match = _DURATION_RE.match(str(text))
+        if not match:
+            raise UsageError(f"{what}: {text!r} is not a duration (use e.g. 30s, 500ms, 2m)")
+        number, unit = match.groups()
+        seconds = float(number) * _DURATION_SECONDS[(unit or "").lower()]
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise UsageError(f"{what}: must be greater than zero, got {text!r}")
+    if seconds > 366 * 86400:
+        raise UsageError(f"{what}: {text!r} is longer than a year")
+    return seconds
+
+
+# (name, nanoseconds per unit), smallest first
+TIME_UNITS = (("ns", 1), ("µs", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000))
+
+
+def choose_time_unit(values_ns) -> tuple[str, int]:
+    """The unit in which the typical (median) value of a table reads best (1..9999)."""
+    finite = sorted(v for v in values_ns if v is not None and v > 0 and math.isfinite(v))
+    if not finite:
+        return "µs", 1_000
+    typical = finite[len(finite) // 2]
+    chosen = TIME_UNITS[0]
+    for name, scale in TIME_UNITS:
+        if typical >= scale:
+            chosen = (name, scale)
+    return chosen
+
+
+def format_ns(value_ns: float | None, unit: tuple[str, int] | None = None) -> str:
+    """Render nanoseconds in a given unit (or one chosen for this value) with ~4 digits."""
+    if value_ns is None or (isinstance(value_ns, float) and math.isnan(value_ns)):
+        return "-"
+    name, scale = unit or choose_time_unit([value_ns])
+    value = value_ns / scale
+    if value >= 100 or value == int(value):
+        text = f"{value:.0f}" if value >= 100 else f"{value:.0f}"
+    elif value >= 10:
+        text = f"{value:.1f}"
+    else:
+        text = f"{value:.2f}"
+    return f"{text} {name}" if unit is None else text
+
+
+def format_size(nbytes: int) -> str:
+    for name, power in (("GiB", 3), ("MiB", 2), ("KiB", 1)):
+        if nbytes >= 1024 ** power:
+            value = nbytes / 1024 ** power
+            return f"{value:.0f} {name}" if value == int(value) else f"{value:.1f} {name}"
+    return f"{nbytes} B"
