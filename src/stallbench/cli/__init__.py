@@ -1,0 +1,59 @@
+"""Command line: one module per command, each with `register(subparsers)`; no logic here."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .. import __version__
+from ..errors import UndecidedError, UsageError
+
+COMMANDS = ("run", "compare", "check", "importcmd", "show", "cleanup", "demo")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad usage as one line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="stallbench", description="Find I/O latency regressions and explain them.")
+    parser.add_argument("--version", action="version", version=f"stallbench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.endswith(f".{name}"):
+                continue  # command not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help(sys.stderr)
+            return 2
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"stallbench: {exc}", file=sys.stderr)
+        return 2
+    except UndecidedError as exc:
+        print(f"stallbench: cannot decide: {exc}", file=sys.stderr)
+        return 125
+    except KeyboardInterrupt:
+        print("stallbench: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def run_main() -> None:
+    sys.exit(main())
