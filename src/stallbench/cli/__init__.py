@@ -20,7 +20,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="stallbench", description="Find I/O latency regressions and explain them.")
+    parser = _Parser(prog="stallbench",
+                     description="Find I/O latency regressions and explain them.")
     parser.add_argument("--version", action="version", version=f"stallbench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:

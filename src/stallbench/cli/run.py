@@ -1,0 +1,144 @@
+"""`stallbench run WORKLOAD [options]` and `stallbench run --plan FILE`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..errors import UsageError
+from ..monitors import parse_monitor_list
+from ..plan import Plan, VariantSettings
+from ..runner import run_plan
+from ..store import check_name
+from ..units import parse_duration, parse_size
+from ..workloads import available_workloads, get_workload
+from .common import add_results_argument, results_dir
+
+DEFAULT_DURATION = "30s"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("run", help="run a workload under one variant, or a plan",
+                                   description="Run a workload and record every operation.")
+    parser.add_argument("--plan", type=Path, help="a TOML plan with several variants")
+    add_results_argument(parser)
+    parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+    workloads = parser.add_subparsers(dest="workload", metavar="WORKLOAD",
+                                      parser_class=type(parser))
+    for name in available_workloads():
+        try:
+            cls = get_workload(name)
+        except UsageError:
+            continue
+        sub = workloads.add_parser(name, help=cls.help, description=cls.help)
+        _add_variant_arguments(sub)
+        cls.add_arguments(sub)
+    parser.set_defaults(func=run)
+
+
+def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("run and variant options")
+    group.add_argument("--variant", help="name of this configuration (default: uname -r)")
+    add_results_argument(group)
+    group.add_argument("--duration", default=DEFAULT_DURATION, help="seconds per run (30s)")
+    group.add_argument("--iterations", type=int, default=1, help="runs of the variant (1)")
+    group.add_argument("--monitors", default=None,
+                       help="default (counters,psi,diskstats,delay), all, none or a list")
+    group.add_argument("--no-progress", action="store_true", help="no live progress display")
+    where = group.add_mutually_exclusive_group()
+    where.add_argument("--dir", type=Path, help="existing directory for the workload's files")
+    where.add_argument("--fs", choices=["ext2", "ext3", "ext4", "xfs", "btrfs"],
+                       help="make this filesystem on a loop device for the run (root)")
+    group.add_argument("--fs-size", help="loop filesystem size (default: needed x 1.25)")
+    group.add_argument("--mkfs-opts", default="", help="options for mkfs")
+    group.add_argument("--mount-opts", default="", help="options for mount -o")
+    group.add_argument("--work-dir", type=Path, help="where loop images live")
+    group.add_argument("--keep-image", action="store_true", help="keep the loop image")
+    group.add_argument("--memory", help="memory cgroup limit for the workload, e.g. 512M (root)")
+    group.add_argument("--system-memory",
+                       help="leave only about this much memory available system-wide (root)")
+    group.add_argument("--sysctl", action="append", default=[], metavar="KEY=VALUE",
+                       help="set a sysctl for the run (repeatable; root)")
+    group.add_argument("--scheduler", help="I/O scheduler for the device under the dir (root)")
+    group.add_argument("--no-drop-caches", action="store_true",
+                       help="keep the page cache (default: drop it before each run as root)")
+
+
+_RUN_KEYS = {"variant", "results", "duration", "iterations", "monitors", "no_progress", "dir",
+             "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir", "keep_image", "memory",
+             "system_memory", "sysctl", "scheduler", "no_drop_caches", "plan", "workload",
+             "func", "command"}
+
+
+def plan_from_args(args: argparse.Namespace) -> Plan:
+    """Flags of `stallbench run WORKLOAD ...` -> a one-variant Plan."""
+    sysctls: dict[str, str] = {}
+    for item in args.sysctl:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--sysctl {item!r}: use KEY=VALUE, e.g. vm.dirty_ratio=10")
+        sysctls[key.strip()] = value.strip()
+    if args.iterations < 1:
+        raise UsageError("--iterations must be at least 1")
+    variant = VariantSettings(
+        name=check_name(args.variant or os.uname().release),
+        dir=args.dir,
+        fs=args.fs,
+        fs_size=parse_size(args.fs_size, "--fs-size") if args.fs_size else None,
+        mkfs_opts=args.mkfs_opts,
+        mount_opts=args.mount_opts,
+        work_dir=args.work_dir,
+        keep_image=args.keep_image,
+        memory=parse_size(args.memory, "--memory") if args.memory else None,
+        system_memory=(parse_size(args.system_memory, "--system-memory")
+                       if args.system_memory else None),
+        sysctls=sysctls,
+        scheduler=args.scheduler,
+        drop_caches=not args.no_drop_caches,
+    )
+    options = {k: v for k, v in vars(args).items() if k not in _RUN_KEYS}
+    return Plan(
+        workload=args.workload,
+        workload_options=options,
+        variants=[variant],
+        duration_s=parse_duration(args.duration, "--duration"),
+        iterations=args.iterations,
+        monitors=parse_monitor_list(args.monitors),
+        results=results_dir(args),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.plan:
+        if args.workload:
+            raise UsageError("give either --plan FILE or a WORKLOAD, not both")
+        from ..plan import load_plan
+
+        plan = load_plan(args.plan)
+        if args.results:
+            plan.results = args.results
+    elif args.workload:
+        plan = plan_from_args(args)
+    else:
+        raise UsageError("name a workload (" + ", ".join(available_workloads())
+                         + ") or give --plan FILE")
+    get_workload(plan.workload).from_options(plan.workload_options)
+    outcomes = run_plan(plan, progress=not args.no_progress)
+    names = list(dict.fromkeys(v.name for v in plan.variants))
+    if len(names) > 1 and any(o.status == "complete" for o in outcomes):
+        from .compare import print_comparison
+
+        print_comparison(names[0], names[1:], plan.results, workload=plan.workload)
+    else:
+        for outcome in outcomes:
+            print(f"{outcome.path}: {outcome.status}"
+                  + (f" ({outcome.reason})" if outcome.reason else ""))
+    statuses = {o.status for o in outcomes}
+    if "interrupted" in statuses:
+        return 130
+    if "failed" in statuses:
+        print("stallbench: some runs failed; see run.json of each", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,166 @@
+"""The hot path: record every operation of a worker process with no allocation per operation.
+
+Each worker owns a `WorkerRecorder`: a preallocated flat `array('q')` of `capacity` records that
+the worker's loop fills in place (`data[j] = start; data[j + 1] = latency; ...`). When the buffer
+is full, or at each progress tick, the worker calls `flush`, which appends the filled part to the
+worker's spool file in one write and publishes live counters in a shared-memory `ProgressBoard`.
+After the run `read_spools` streams all spool files as Arrow record batches, in bounded memory,
+into ops.parquet.
+
+Record layouts: "sl" = (start, latency) for workers with one unpaced op; "osli" = (op code,
+start, latency, intended start) for workers with several or paced ops. Starts are absolute
+CLOCK_MONOTONIC ns; they are made relative to the run start when read back.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from .store import ops_batch, write_json_atomic
+
+LAYOUTS = {"sl": 2, "osli": 4}
+DEFAULT_CAPACITY = 1 << 15          # records per buffer: 1 MiB for "osli"
+READ_CHUNK_RECORDS = 1 << 20        # records per Arrow batch when merging
+
+
+class ProgressBoard:
+    """Shared memory, one row per worker: [heartbeat_ns, count_op0, recent_max_op0, ...].
+
+    Created in the parent before the workers fork; workers write their own row at each tick, the
+    parent reads all rows for the live display. Values are advisory (display only)."""
+
+    def __init__(self, workers: int, ops: list[str]):
+        self.ops = list(ops)
+        self.width = 1 + 2 * len(self.ops)
+        self._map = mmap.mmap(-1, max(8, workers * self.width * 8))
+        self.table = np.frombuffer(self._map, dtype=np.int64, count=workers * self.width)
+        self.table = self.table.reshape(workers, self.width)
+
+    def publish(self, worker: int, heartbeat_ns: int, counts: list[int], recent_max: list[int]):
+        row = self.table[worker]
+        for k in range(len(counts)):
+            row[1 + 2 * k] = counts[k]
+            if recent_max[k] > row[2 + 2 * k]:
+                row[2 + 2 * k] = recent_max[k]
+        row[0] = heartbeat_ns
+
+    def take(self) -> tuple[dict[str, tuple[int, int]], np.ndarray]:
+        """{op: (total count, max latency since the last take)} and each worker's heartbeat."""
+        snapshot = self.table.copy()
+        self.table[:, 2::2] = 0
+        result = {}
+        for k, op in enumerate(self.ops):
+            result[op] = (int(snapshot[:, 1 + 2 * k].sum()), int(snapshot[:, 2 + 2 * k].max()))
+        return result, snapshot[:, 0]
+
+
+class WorkerRecorder:
+    """One worker's record buffer and spool file (used inside the worker process)."""
+
+    def __init__(self, spool_dir: Path, worker: int, ops: list[str], layout: str,
+                 board: ProgressBoard | None = None, capacity: int = DEFAULT_CAPACITY):
+        if layout not in LAYOUTS:
+            raise ValueError(f"unknown record layout {layout!r}")
+        self.worker = worker
+        self.ops = list(ops)
+        self.layout = layout
+        self.fields = LAYOUTS[layout]
+        self.data = array("q", bytes(8 * self.fields * capacity))
+        self.capacity_values = len(self.data)
+        self.board = board
+        self.path = Path(spool_dir) / f"w{worker:04d}.{layout}.spool"
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.recorded = 0
+        self.counts = [0] * len(self.ops)
+        self._recent_max = [0] * len(self.ops)
+        meta_path = Path(spool_dir) / f"w{worker:04d}.ops.json"
+        meta_path.write_text(json.dumps({"ops": self.ops, "layout": layout}))
+
+    def flush(self, filled: int) -> None:
+        """Append data[:filled] (a whole number of records) to the spool; update live counters."""
+        if filled:
+            view = memoryview(self.data)[:filled]
+            os.write(self._fd, view)
+            records = np.frombuffer(self.data, dtype=np.int64, count=filled)
+            records = records.reshape(-1, self.fields)
+            self.recorded += len(records)
+            if self.fields == 2:
+                self.counts[0] += len(records)
+                self._recent_max[0] = max(self._recent_max[0], int(records[:, 1].max()))
+            else:
+                codes = records[:, 0]
+                for k in np.unique(codes):
+                    mask = codes == k
+                    self.counts[k] += int(mask.sum())
+                    self._recent_max[k] = max(self._recent_max[k], int(records[mask, 2].max()))
+
+    def publish(self, now_ns: int) -> None:
+        if self.board is not None:
+            self.board.publish(self.worker, now_ns, self.counts, self._recent_max)
+        self._recent_max = [0] * len(self.ops)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+@dataclass
+class WorkerSummary:
+    """What a worker says about itself when it ends (its own counters, CPU, status)."""
+
+    worker: int
+    role: str
+    counted: dict[str, int]
+    late: int = 0
+    status: str = "ok"          # ok | failed | interrupted
+    reason: str | None = None
+    user_s: float = 0.0
+    system_s: float = 0.0
+
+    def save(self, spool_dir: Path) -> None:
+        write_json_atomic(Path(spool_dir) / f"w{self.worker:04d}.summary.json", self.__dict__)
+
+    @classmethod
+    def load(cls, spool_dir: Path, worker: int) -> WorkerSummary | None:
+        path = Path(spool_dir) / f"w{worker:04d}.summary.json"
+        try:
+            return cls(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+
+def read_spools(spool_dir: Path, t0_ns: int,
+                chunk_records: int = READ_CHUNK_RECORDS) -> Iterator[pa.RecordBatch]:
+    """Stream every worker's spool as ops record batches (times relative to t0_ns)."""
+    spool_dir = Path(spool_dir)
+    for spool in sorted(spool_dir.glob("w*.spool")):
+        worker_text, layout, _ = spool.name.split(".")
+        worker = int(worker_text[1:])
+        fields = LAYOUTS[layout]
+        ops = json.loads((spool_dir / f"{worker_text}.ops.json").read_text())["ops"]
+        record_bytes = 8 * fields
+        total = spool.stat().st_size // record_bytes   # a torn last record is dropped
+        with open(spool, "rb") as f:
+            done = 0
+            while done < total:
+                n = min(chunk_records, total - done)
+                records = np.fromfile(f, dtype=np.int64, count=n * fields).reshape(-1, fields)
+                done += n
+                if fields == 2:
+                    codes = np.zeros(len(records), dtype=np.int32)
+                    start, latency, intended = records[:, 0], records[:, 1], None
+                else:
+                    codes = records[:, 0].astype(np.int32)
+                    start, latency = records[:, 1], records[:, 2]
+                    intended = np.where(records[:, 3] > 0, records[:, 3] - t0_ns, -1)
+                yield ops_batch(ops, codes, worker, start - t0_ns, latency, intended)

@@ -1,0 +1,221 @@
+"""Run a plan: for each iteration, for each variant (interleaved A B A B so that drift on a
+noisy machine spreads evenly): journal -> environment -> prepare -> drop caches -> clock ->
+monitors -> workload -> monitors stop -> store -> environment down -> finalize."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import env
+from .context import RunContext
+from .errors import UsageError
+from .journal import Journal
+from .monitors import Monitor, default_monitor_names, monitor_class
+from .plan import Plan, VariantSettings
+from .progress import Progress
+from .store import STACKS_FILE, STATUS_FAILED, STATUS_INTERRUPTED, RunWriter
+from .workloads import Workload, get_workload
+
+
+@dataclass
+class RunOutcome:
+    path: Path
+    variant: str
+    status: str
+    reason: str | None
+
+
+class _Interrupt:
+    """SIGINT/SIGTERM handling: during the timed run, the first signal asks the workload to
+    stop (what was recorded is kept); outside it, or on a second signal, KeyboardInterrupt
+    unwinds through the context managers, which undo every change."""
+
+    def __init__(self) -> None:
+        self.stop_event: threading.Event | None = None
+        self.signalled: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Interrupt:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.signalled = signal.Signals(signum).name
+        if self.stop_event is not None and not self.stop_event.is_set():
+            self.stop_event.set()
+            return
+        raise KeyboardInterrupt(self.signalled)
+
+    @contextmanager
+    def stoppable(self, event: threading.Event) -> Iterator[None]:
+        self.stop_event = event
+        try:
+            yield
+        finally:
+            self.stop_event = None
+
+
+def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | None = None
+             ) -> list[RunOutcome]:
+    """Run every variant x iteration of the plan; returns one outcome per run."""
+    log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+    workload_cls = get_workload(plan.workload)
+    for variant in plan.variants:
+        env.check_settings(variant)
+    workload_cls.from_options(plan.workload_options)     # validate before anything changes
+    monitor_names = plan.monitors if plan.monitors is not None else default_monitor_names()
+    outcomes: list[RunOutcome] = []
+    with _Interrupt() as interrupt:
+        for iteration in range(plan.iterations):
+            for variant in plan.variants:
+                workload = workload_cls.from_options(plan.workload_options)
+                label = f"{variant.name} {plan.workload} {iteration + 1}/{plan.iterations}"
+                outcome = run_one(plan, variant, workload, monitor_names, interrupt, label,
+                                  progress, log)
+                outcomes.append(outcome)
+                log(f"{label}: {outcome.status}"
+                    + (f" ({outcome.reason})" if outcome.reason else "") + f" -> {outcome.path}")
+                if outcome.status == STATUS_INTERRUPTED or interrupt.signalled:
+                    return outcomes
+    return outcomes
+
+
+def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_names: list[str],
+            interrupt: _Interrupt, label: str, show_progress: bool,
+            log: Callable[[str], None]) -> RunOutcome:
+    writer: RunWriter | None = None
+    with Journal() as journal:
+        try:
+            with env.environment(variant, journal, workload, plan.results) as state:
+                writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
+                writer.meta["ops_declared"] = list(workload.ops)
+                writer.meta["duration_planned_s"] = plan.duration_s
+                ctx = RunContext(run_dir=writer.path, env=state, duration_s=plan.duration_s,
+                                 journal=journal)
+                workload.prepare(ctx)
+                if variant.drop_caches:
+                    note = env.drop_caches()
+                    if note:
+                        writer.note(note)
+                _execute(ctx, workload, writer, monitor_names, interrupt, label, show_progress,
+                         log)
+            writer.meta["environment"] = state.metadata
+            errors = list(journal.undo_all())
+            if errors:
+                writer.note("cleanup problems: " + "; ".join(errors))
+            if writer.meta["status"] == "running":
+                writer.meta["status"] = "complete"
+            writer.finalize(writer.meta["status"], writer.meta.get("reason"))
+            return RunOutcome(writer.path, variant.name, writer.meta["status"],
+                              writer.meta.get("reason"))
+        except KeyboardInterrupt:
+            if writer is not None:
+                writer.finalize(STATUS_INTERRUPTED, f"stopped by {interrupt.signalled or 'signal'}"
+                                " before the run finished")
+                return RunOutcome(writer.path, variant.name, STATUS_INTERRUPTED,
+                                  writer.meta["reason"])
+            raise
+        except UsageError:
+            if writer is not None:
+                writer.finalize(STATUS_FAILED, "bad input")
+            raise
+        except Exception as exc:
+            if writer is None:
+                raise
+            reason = f"{type(exc).__name__}: {exc}"
+            writer.finalize(STATUS_FAILED, reason)
+            return RunOutcome(writer.path, variant.name, STATUS_FAILED, reason)
+
+
+def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_names: list[str],
+             interrupt: _Interrupt, label: str, show_progress: bool,
+             log: Callable[[str], None]) -> None:
+    ctx.start_clock()
+    monitors = _start_monitors(ctx, monitor_names, writer, log)
+    result = None
+    try:
+        with interrupt.stoppable(ctx.stop):
+            with Progress(label, ctx.duration_s, list(workload.ops),
+                          enabled=show_progress) as display:
+                result = workload.run(ctx, display.update)
+    finally:
+        _stop_monitors(monitors, writer, log)
+        if result is not None:
+            _store_result(ctx, writer, result)
+        shutil.rmtree(ctx.run_dir / ".spool", ignore_errors=True)
+    writer.meta["notes"].extend(ctx.notes)
+    if interrupt.signalled and result.status == "complete":
+        result.status, result.reason = STATUS_INTERRUPTED, f"stopped by {interrupt.signalled}"
+    if result.status != "complete":
+        writer.meta["status"] = result.status
+        writer.meta["reason"] = result.reason
+
+
+def _store_result(ctx: RunContext, writer: RunWriter, result) -> None:
+    samples = writer.write_ops(result.batches)
+    writer.meta["samples"] = {op: samples.get(op, 0) for op in writer.meta["ops_declared"]}
+    writer.meta["counted"] = result.counted
+    writer.meta["rusage"] = result.rusage
+    writer.meta["duration_s"] = result.rusage.get("elapsed_s", ctx.duration_s)
+    writer.meta["workload_summary"] = result.extra
+    writer.save()
+
+
+def _start_monitors(ctx: RunContext, names: list[str], writer: RunWriter,
+                    log: Callable[[str], None]) -> list[tuple[str, Monitor]]:
+    started: list[tuple[str, Monitor]] = []
+    for name in names:
+        try:
+            cls = monitor_class(name)
+        except (ImportError, KeyError) as exc:
+            _skip(writer, name, f"not available in this build ({exc})", log)
+            continue
+        reason = cls.unavailable(ctx)
+        if reason is None and name in [n for n, _ in started]:
+            continue
+        if reason:
+            _skip(writer, name, reason, log)
+            continue
+        monitor = cls()
+        try:
+            monitor.start(ctx)
+        except Exception as exc:  # noqa: BLE001 - a monitor never stops the run
+            _skip(writer, name, f"failed to start: {exc}", log)
+            continue
+        started.append((name, monitor))
+    return started
+
+
+def _skip(writer: RunWriter, name: str, reason: str, log: Callable[[str], None]) -> None:
+    writer.meta["monitors"][name] = {"status": "skipped", "reason": reason}
+    log(f"monitor {name} skipped: {reason}")
+
+
+def _stop_monitors(monitors: list[tuple[str, Monitor]], writer: RunWriter,
+                   log: Callable[[str], None]) -> None:
+    for name, monitor in reversed(monitors):
+        try:
+            result = monitor.stop()
+        except Exception as exc:  # noqa: BLE001
+            writer.meta["monitors"][name] = {"status": "failed", "reason": str(exc)}
+            log(f"monitor {name} failed: {exc}")
+            continue
+        for table_name, table in result.tables.items():
+            writer.write_monitor(table_name, table)
+        if result.folded_stacks:
+            (writer.path / STACKS_FILE).write_text(result.folded_stacks)
+        writer.meta["monitors"][name] = {"status": "ok", **result.summary}
+

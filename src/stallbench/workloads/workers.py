@@ -1,0 +1,217 @@
+"""Worker processes for the workloads written in Python (pgioperf, randread).
+
+`run_workers` forks one process per `WorkerSpec`, each with its own `WorkerRecorder`; the parent
+shows progress from the shared `ProgressBoard`, forwards a stop request (Ctrl-C, SIGTERM) to the
+workers, waits, and returns what they recorded as a `WorkloadResult`.
+
+Inside a worker, the loop checks one thing per operation besides its buffer: whether the clock
+passed `next_tick`. The slow path (`Tick.due`) flushes, publishes progress and reports whether the
+run is over (deadline reached or stop requested by signal).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import resource
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..context import RunContext
+from ..record import ProgressBoard, WorkerRecorder, WorkerSummary, read_spools
+from .base import ProgressFn, WorkloadResult
+
+TICK_NS = 100_000_000          # worker flush/progress period
+PROGRESS_PERIOD_S = 0.5        # parent's display period
+STOP_GRACE_S = 30.0            # how long a worker may take to notice the end (a stuck syscall)
+
+_stop_requested = False
+
+
+def _request_stop(signum: int, frame: Any) -> None:
+    global _stop_requested
+    _stop_requested = True
+
+
+def stop_requested() -> bool:
+    return _stop_requested
+
+
+@dataclass
+class WorkerSpec:
+    """One worker: what it runs and which ops it records."""
+
+    role: str                                   # e.g. "reader", "wal", "checkpointer"
+    ops: list[str]
+    layout: str                                 # record layout, see record.py
+    target: Callable[..., dict[str, Any]]       # target(worker_ctx) -> {"late": n, ...}
+    args: dict[str, Any]
+
+
+@dataclass
+class WorkerContext:
+    """Handed to a worker's target function inside the worker process."""
+
+    index: int
+    spec: WorkerSpec
+    recorder: WorkerRecorder
+    deadline_ns: int
+    t0_ns: int
+
+    def tick(self, filled: int, now_ns: int) -> tuple[bool, int]:
+        """Slow path: flush `filled` values, publish progress; returns (finished, next_tick)."""
+        self.recorder.flush(filled)
+        self.recorder.publish(now_ns)
+        finished = now_ns >= self.deadline_ns or _stop_requested
+        return finished, min(now_ns + TICK_NS, self.deadline_ns)
+
+
+def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
+                all_ops: list[str]) -> WorkloadResult:
+    spool_dir = Path(ctx.run_dir) / ".spool"
+    spool_dir.mkdir(exist_ok=True)
+    board = ProgressBoard(len(specs), all_ops)
+    mp = multiprocessing.get_context("fork")
+    start_gate = mp.Event()
+    t_begin = time.monotonic_ns()
+    deadline_ns = ctx.t0_ns + int(ctx.duration_s * 1e9)
+    processes = []
+    for index, spec in enumerate(specs):
+        process = mp.Process(
+            target=_worker_main,
+            args=(index, spec, spool_dir, board, all_ops, ctx, deadline_ns, start_gate),
+            name=f"stallbench-{spec.role}-{index}",
+            daemon=True,
+        )
+        process.start()
+        ctx.processes.add(process.pid)
+        processes.append(process)
+    start_gate.set()
+    stop_sent = False
+    try:
+        while any(p.is_alive() for p in processes):
+            if ctx.stop.is_set() and not stop_sent:
+                for p in processes:
+                    _signal(p.pid, signal.SIGTERM)
+                stop_sent = True
+            now = time.monotonic_ns()
+            if now > deadline_ns + STOP_GRACE_S * 1e9:
+                for p in processes:
+                    _signal(p.pid, signal.SIGKILL)
+                ctx.notes.append(f"workers still busy {STOP_GRACE_S:.0f} s after the end: killed")
+            counts, _ = board.take()
+            progress(counts)
+            for p in processes:
+                p.join(timeout=PROGRESS_PERIOD_S / max(1, len(processes)))
+    finally:
+        for p in processes:
+            if p.is_alive():
+                _signal(p.pid, signal.SIGKILL)
+                p.join(5)
+    progress(board.take()[0])
+    elapsed_s = (time.monotonic_ns() - t_begin) / 1e9
+    return _collect(ctx, specs, processes, spool_dir, elapsed_s, stop_sent)
+
+
+def _signal(pid: int | None, signum: int) -> None:
+    if pid:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+
+def _worker_main(index: int, spec: WorkerSpec, spool_dir: Path, board: ProgressBoard,
+                 all_ops: list[str], ctx: RunContext, deadline_ns: int, start_gate) -> None:
+    global _stop_requested
+    _stop_requested = False
+    signal.signal(signal.SIGINT, _request_stop)
+    signal.signal(signal.SIGTERM, _request_stop)
+    summary = WorkerSummary(worker=index, role=spec.role, counted={op: 0 for op in spec.ops})
+    recorder = None
+    try:
+        ctx.env.child_setup()
+        recorder = WorkerRecorder(spool_dir, index, spec.ops, spec.layout, board=None)
+        recorder.board = _BoardView(board, all_ops, spec.ops)
+        start_gate.wait()
+        worker_ctx = WorkerContext(index, spec, recorder, deadline_ns, ctx.t0_ns)
+        extra = spec.target(worker_ctx, **spec.args) or {}
+        summary.counted = extra.pop("counted")
+        summary.late = int(extra.pop("late", 0))
+        if _stop_requested:
+            summary.status = "interrupted"
+    except OSError as exc:
+        summary.status = "failed"
+        summary.reason = f"{spec.role} worker {index}: {exc.strerror or exc}".lower()
+        summary.counted = getattr(exc, "counted", summary.counted)
+    except BaseException as exc:  # noqa: BLE001 - report, never hang the parent
+        summary.status = "failed"
+        summary.reason = f"{spec.role} worker {index}: {type(exc).__name__}: {exc}"
+    finally:
+        if recorder is not None:
+            recorder.close()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        summary.user_s, summary.system_s = usage.ru_utime, usage.ru_stime
+        summary.save(spool_dir)
+        os._exit(0)
+
+
+class _BoardView:
+    """Maps a worker's own op indices onto the board's columns."""
+
+    def __init__(self, board: ProgressBoard, all_ops: list[str], ops: list[str]):
+        self.board = board
+        self.columns = [all_ops.index(op) for op in ops]
+        self.n = len(all_ops)
+
+    def publish(self, worker: int, now_ns: int, counts: list[int], recent: list[int]) -> None:
+        full_counts = [0] * self.n
+        full_recent = [0] * self.n
+        for k, column in enumerate(self.columns):
+            full_counts[column] = counts[k]
+            full_recent[column] = recent[k]
+        self.board.publish(worker, now_ns, full_counts, full_recent)
+
+
+def _collect(ctx: RunContext, specs: list[WorkerSpec], processes: list, spool_dir: Path,
+             elapsed_s: float, stop_sent: bool) -> WorkloadResult:
+    counted: dict[str, int] = {}
+    late = 0
+    user = system = 0.0
+    failures: list[str] = []
+    interrupted = stop_sent
+    roles: dict[int, str] = {}
+    for index, (spec, process) in enumerate(zip(specs, processes, strict=True)):
+        roles[index] = spec.role
+        summary = WorkerSummary.load(spool_dir, index)
+        if summary is None:
+            code = process.exitcode
+            how = f"killed by signal {-code}" if code and code < 0 else f"exit code {code}"
+            failures.append(f"{spec.role} worker {index} died ({how})")
+            continue
+        for op, n in summary.counted.items():
+            counted[op] = counted.get(op, 0) + n
+        late += summary.late
+        user += summary.user_s
+        system += summary.system_s
+        if summary.status == "failed":
+            failures.append(summary.reason or f"{spec.role} worker {index} failed")
+        elif summary.status == "interrupted":
+            interrupted = True
+    status, reason = "complete", None
+    if failures:
+        status, reason = "failed", "; ".join(dict.fromkeys(failures))
+    elif interrupted:
+        status, reason = "interrupted", "stopped by signal"
+    return WorkloadResult(
+        batches=read_spools(spool_dir, ctx.t0_ns),
+        counted=counted,
+        rusage={"user_s": user, "system_s": system, "elapsed_s": elapsed_s},
+        extra={"late_ops": late, "worker_roles": roles},
+        status=status,
+        reason=reason,
+    )
