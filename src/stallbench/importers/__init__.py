@@ -1,0 +1,42 @@
+"""Foreign logs -> runs: `stallbench import KIND PATH --variant NAME`.
+
+Each importer parses a log into `common.Imported`; `import_log` writes it as a normal run
+directory through store.RunWriter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import UsageError
+from .common import Imported, LogError, write_run
+from .fio import parse_fio
+from .mmtests import parse_pgioperf
+from .pgbench import parse_pgbench
+from .strace import parse_strace
+
+IMPORTERS: dict[str, Callable[[Path], Imported]] = {
+    "mmtests-pgioperf": parse_pgioperf,
+    "strace": parse_strace,
+    "fio": parse_fio,
+    "pgbench": parse_pgbench,
+}
+
+
+def parse_log(kind: str, path: Path) -> Imported:
+    if kind not in IMPORTERS:
+        raise UsageError(f"unknown log kind {kind!r}; choose one of: {', '.join(IMPORTERS)}")
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or directory")
+    return IMPORTERS[kind](path)
+
+
+def import_log(kind: str, path: Path, variant: str, results: Path,
+               workload: str | None = None) -> Path:
+    """Parse a log and write it as RESULTS/<variant>/<workload>/<n>/; returns the run dir."""
+    return write_run(parse_log(kind, path), results, variant, workload)
+
+
+__all__ = ["IMPORTERS", "Imported", "LogError", "import_log", "parse_log"]
