@@ -1,0 +1,138 @@
+"""counters: /proc/vmstat, /proc/meminfo and the memory cgroup's statistics as a time series.
+
+One wide table `counters`: `t_ns` plus one int64 column per value, named with its source as
+prefix: `vmstat.pgscan_direct`, `meminfo.Dirty` (bytes), `memcg.pgmajfault`, `memcg.failcnt`,
+`memcg.events.max` (cgroup v2). The summary holds the start-to-end delta of every cumulative
+counter that moved (gauges such as nr_dirty or meminfo are left to the table).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pyarrow as pa
+
+from ..context import RunContext
+from ._sampling import SamplerThread, read_text
+from .base import Monitor, MonitorResult
+
+# memory.stat keys of cgroup v1/v2 that are cumulative event counts (the others are sizes)
+_MEMCG_COUNTER_PREFIXES = ("pg", "workingset_", "thp_", "zswpin", "zswpout", "total_pg",
+                           "total_workingset_")
+
+
+def is_cumulative(column: str) -> bool:
+    """True for event counters (deltas make sense), False for gauges (sizes, nr_* levels)."""
+    source, _, key = column.partition(".")
+    if source == "vmstat":
+        return not key.startswith("nr_")
+    if source == "memcg":
+        return (key.startswith(_MEMCG_COUNTER_PREFIXES) or key.endswith("failcnt")
+                or key.startswith("events."))
+    return False
+
+
+def parse_vmstat(text: str) -> dict[str, int]:
+    values = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].lstrip("-").isdigit():
+            values[parts[0]] = int(parts[1])
+    return values
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    """Values in bytes (meminfo says kB) except the page counts (HugePages_*)."""
+    values = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if not parts or not parts[0].isdigit():
+            continue
+        values[key.replace("(", "_").replace(")", "")] = (
+            int(parts[0]) * 1024 if len(parts) > 1 and parts[1] == "kB" else int(parts[0]))
+    return values
+
+
+def read_memcg(cgroup: dict[str, Any]) -> dict[str, int]:
+    path = cgroup["path"]
+    values: dict[str, int] = {}
+    stat = read_text(os.path.join(path, "memory.stat"))
+    if stat:
+        values.update(parse_vmstat(stat))
+    if cgroup.get("version") == 2:
+        for name in ("memory.events", "memory.events.local"):
+            events = read_text(os.path.join(path, name))
+            if events and name == "memory.events":
+                values.update({f"events.{k}": v for k, v in parse_vmstat(events).items()})
+        for name, key in (("memory.current", "usage_bytes"), ("memory.max", "limit_bytes")):
+            text = (read_text(os.path.join(path, name)) or "").strip()
+            if text.isdigit():
+                values[key] = int(text)
+    else:
+        for name, key in (("memory.failcnt", "failcnt"), ("memory.memsw.failcnt", "memsw.failcnt"),
+                          ("memory.usage_in_bytes", "usage_bytes"),
+                          ("memory.max_usage_in_bytes", "max_usage_bytes"),
+                          ("memory.limit_in_bytes", "limit_bytes")):
+            text = (read_text(os.path.join(path, name)) or "").strip()
+            if text.isdigit():
+                values[key] = int(text)
+    return values
+
+
+class CountersMonitor(Monitor):
+    name = "counters"
+    in_default_set = True
+
+    def __init__(self, interval_s: float = 1.0):
+        self.interval_s = interval_s
+        self._rows: list[dict[str, int]] = []
+        self._sampler: SamplerThread | None = None
+        self._cgroup: dict[str, Any] | None = None
+
+    @classmethod
+    def unavailable(cls, ctx: RunContext) -> str | None:
+        if read_text("/proc/vmstat") is None:
+            return "/proc/vmstat is not readable"
+        return None
+
+    def start(self, ctx: RunContext) -> None:
+        self._cgroup = ctx.env.cgroup
+        self._sampler = SamplerThread(ctx, self.interval_s, self._sample, self.name)
+        self._sampler.start()
+
+    def _sample(self, t_ns: int) -> None:
+        row: dict[str, int] = {"t_ns": t_ns}
+        vmstat = parse_vmstat(read_text("/proc/vmstat") or "")
+        row.update({f"vmstat.{k}": v for k, v in vmstat.items()})
+        row.update({f"meminfo.{k}": v
+                    for k, v in parse_meminfo(read_text("/proc/meminfo") or "").items()})
+        if self._cgroup and os.path.isdir(self._cgroup.get("path", "")):
+            row.update({f"memcg.{k}": v for k, v in read_memcg(self._cgroup).items()})
+        self._rows.append(row)
+
+    def stop(self) -> MonitorResult:
+        assert self._sampler is not None, "stop() before start()"
+        self._sampler.stop()
+        columns: dict[str, None] = {"t_ns": None}
+        for row in self._rows:
+            columns.update(dict.fromkeys(row))
+        table = pa.table({c: pa.array([r.get(c) for r in self._rows], pa.int64())
+                          for c in columns})
+        deltas = {}
+        if len(self._rows) >= 2:
+            first, last = self._rows[0], self._rows[-1]
+            for column in columns:
+                if is_cumulative(column) and column in first and column in last:
+                    if last[column] != first[column]:
+                        deltas[column] = last[column] - first[column]
+        summary: dict[str, Any] = {"samples": len(self._rows), "interval_s": self.interval_s,
+                                   "deltas": deltas,
+                                   "memcg": bool(self._cgroup)}
+        if self._sampler.errors:
+            summary["errors"] = self._sampler.errors
+        return MonitorResult(tables={"counters": table}, summary=summary)
+
+
+MONITORS = {"counters": CountersMonitor}

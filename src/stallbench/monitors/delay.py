@@ -1,0 +1,363 @@
+"""delay: per-task delay accounting over the taskstats generic-netlink interface, pure Python.
+
+Every interval each workload thread is queried with TASKSTATS_CMD_GET; in addition a second
+socket registers for the exit records of all CPUs so that a thread's final totals are kept even
+when it exits between two samples. kernel.task_delayacct is switched on for the run (through
+the journal) and restored at stop.
+
+Table `delay`: t_ns, pid, tid, comm, born_in_run (the task started after the monitor, so its
+totals all belong to the run), exited (row is the exit record), and per delay kind the count and
+total in ns: cpu, blkio, swapin, freepages (direct reclaim), thrashing, compact, wpcopy, irq.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import struct
+import threading
+import time
+from typing import Any
+
+import pyarrow as pa
+
+from ..context import RunContext
+from ..journal import Journal
+from ._sampling import read_text
+from .base import Monitor, MonitorResult
+
+DELAYACCT_SYSCTL = "/proc/sys/kernel/task_delayacct"
+
+NETLINK_GENERIC = 16
+GENL_ID_CTRL = 0x10
+CTRL_CMD_GETFAMILY = 3
+CTRL_ATTR_FAMILY_ID = 1
+CTRL_ATTR_FAMILY_NAME = 2
+NLM_F_REQUEST = 1
+NLMSG_ERROR = 2
+TASKSTATS_CMD_GET = 1
+TASKSTATS_CMD_ATTR_PID = 1
+TASKSTATS_CMD_ATTR_REGISTER_CPUMASK = 3
+TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK = 4
+TASKSTATS_TYPE_PID = 1
+TASKSTATS_TYPE_STATS = 3
+TASKSTATS_TYPE_AGGR_PID = 4
+
+# byte offsets in struct taskstats (include/uapi/linux/taskstats.h); minimum version for each
+DELAY_KINDS = {
+    #  kind:       (count offset, total offset, first version that has it)
+    "cpu": (16, 24, 1),
+    "blkio": (32, 40, 1),
+    "swapin": (48, 56, 1),
+    "freepages": (312, 320, 6),
+    "thrashing": (328, 336, 9),
+    "compact": (352, 360, 11),
+    "wpcopy": (400, 408, 13),
+    "irq": (416, 424, 14),
+}
+_COMM = (80, 32)
+_AC_PID = 128
+_AC_TGID = 368
+
+
+def _attr(kind: int, payload: bytes) -> bytes:
+    length = 4 + len(payload)
+    return struct.pack("HH", length, kind) + payload + b"\0" * ((4 - length % 4) % 4)
+
+
+def _attrs(data: bytes) -> dict[int, bytes]:
+    result = {}
+    offset = 0
+    while offset + 4 <= len(data):
+        length, kind = struct.unpack_from("HH", data, offset)
+        if length < 4:
+            break
+        result[kind & 0x3FFF] = data[offset + 4:offset + length]
+        offset += (length + 3) & ~3
+    return result
+
+
+class TaskstatsError(OSError):
+    pass
+
+
+class TaskstatsSocket:
+    """One generic-netlink socket speaking the TASKSTATS family."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_GENERIC)
+        self.sock.bind((0, 0))
+        self._seq = 0
+        self.family = self._resolve_family("TASKSTATS")
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def _send(self, family: int, cmd: int, attrs: bytes) -> int:
+        self._seq += 1
+        payload = struct.pack("BBH", cmd, 1, 0) + attrs
+        self.sock.send(struct.pack("IHHII", 16 + len(payload), family, NLM_F_REQUEST,
+                                   self._seq, 0) + payload)
+        return self._seq
+
+    def _receive(self, seq: int) -> bytes:
+        """The genl payload (after the genl header) of the reply to `seq`."""
+        while True:
+            data = self.sock.recv(65536)
+            offset = 0
+            while offset + 16 <= len(data):
+                length, kind, _flags, msg_seq, _pid = struct.unpack_from("IHHII", data, offset)
+                body = data[offset + 16:offset + length]
+                offset += (length + 3) & ~3
+                if msg_seq != seq:
+                    continue
+                if kind == NLMSG_ERROR:
+                    (error,) = struct.unpack_from("i", body)
+                    if error:
+                        raise TaskstatsError(-error, os.strerror(-error))
+                    continue
+                return body[4:]
+
+    def _resolve_family(self, name: str) -> int:
+        seq = self._send(GENL_ID_CTRL, CTRL_CMD_GETFAMILY,
+                         _attr(CTRL_ATTR_FAMILY_NAME, name.encode() + b"\0"))
+        attrs = _attrs(self._receive(seq))
+        return struct.unpack_from("H", attrs[CTRL_ATTR_FAMILY_ID])[0]
+
+    def get(self, tid: int) -> bytes | None:
+        """The raw struct taskstats of one thread, or None when it is gone."""
+        seq = self._send(self.family, TASKSTATS_CMD_GET,
+                         _attr(TASKSTATS_CMD_ATTR_PID, struct.pack("I", tid)))
+        try:
+            return stats_from_reply(self._receive(seq))
+        except TaskstatsError:
+            return None
+
+    def register_exits(self, cpumask: str) -> None:
+        self._send(self.family, TASKSTATS_CMD_GET,
+                   _attr(TASKSTATS_CMD_ATTR_REGISTER_CPUMASK, cpumask.encode() + b"\0"))
+
+    def read_exit_records(self) -> list[bytes]:
+        """Exit records already queued on this (registered) socket; never blocks."""
+        records = []
+        while select.select([self.sock], [], [], 0)[0]:
+            try:
+                data = self.sock.recv(1 << 20, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                break
+            except OSError:  # ENOBUFS: the kernel dropped records, keep going
+                continue
+            offset = 0
+            while offset + 16 <= len(data):
+                length, kind, _flags, _seq, _pid = struct.unpack_from("IHHII", data, offset)
+                body = data[offset + 16:offset + length]
+                offset += (length + 3) & ~3
+                if kind == self.family:
+                    stats = stats_from_reply(body[4:])
+                    if stats is not None:
+                        records.append(stats)
+        return records
+
+
+def stats_from_reply(payload: bytes) -> bytes | None:
+    for kind, value in _attrs(payload).items():
+        if kind == TASKSTATS_TYPE_AGGR_PID:
+            nested = _attrs(value)
+            if TASKSTATS_TYPE_STATS in nested:
+                return nested[TASKSTATS_TYPE_STATS]
+    return None
+
+
+def decode_stats(raw: bytes) -> dict[str, Any]:
+    """struct taskstats -> {version, tid, tgid, comm, <kind>_count, <kind>_ns ...}."""
+    version = struct.unpack_from("H", raw, 0)[0]
+    result: dict[str, Any] = {
+        "version": version,
+        "tid": struct.unpack_from("I", raw, _AC_PID)[0],
+        "tgid": struct.unpack_from("I", raw, _AC_TGID)[0] if len(raw) >= _AC_TGID + 4
+        and version >= 12 else None,
+        "comm": raw[_COMM[0]:_COMM[0] + _COMM[1]].split(b"\0", 1)[0].decode(errors="replace"),
+    }
+    for kind, (count_at, total_at, since) in DELAY_KINDS.items():
+        if version >= since and len(raw) >= total_at + 8:
+            result[f"{kind}_count"] = struct.unpack_from("Q", raw, count_at)[0]
+            result[f"{kind}_ns"] = struct.unpack_from("Q", raw, total_at)[0]
+        else:
+            result[f"{kind}_count"] = result[f"{kind}_ns"] = None
+    return result
+
+
+def _online_cpus() -> str:
+    return (read_text("/sys/devices/system/cpu/online") or f"0-{os.cpu_count() - 1}").strip()
+
+
+def _start_ticks(pid: int, tid: int) -> int | None:
+    text = read_text(f"/proc/{pid}/task/{tid}/stat")
+    if not text:
+        return None
+    return int(text.rsplit(")", 1)[1].split()[19])
+
+
+class DelayMonitor(Monitor):
+    name = "delay"
+    in_default_set = True
+
+    def __init__(self, interval_s: float = 1.0):
+        self.interval_s = interval_s
+        self._rows: list[dict[str, Any]] = []
+        self._known: dict[int, tuple[int, bool]] = {}   # tid -> (pid, born_in_run)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._journal_entry = None
+        self._journal: Journal | None = None
+        self._errors: list[str] = []
+        self._query: TaskstatsSocket | None = None
+        self._exits: TaskstatsSocket | None = None
+        self._ctx: RunContext | None = None
+        self._boot_ticks_at_start = 0
+        self._previous_sysctl: str | None = None
+
+    @classmethod
+    def unavailable(cls, ctx: RunContext) -> str | None:
+        if os.geteuid() != 0:
+            return "taskstats needs root (CAP_NET_ADMIN) and switching kernel.task_delayacct"
+        if not os.path.exists(DELAYACCT_SYSCTL):
+            return "kernel without delay accounting (no kernel.task_delayacct sysctl)"
+        try:
+            TaskstatsSocket().close()
+        except (OSError, KeyError) as exc:
+            return f"taskstats generic-netlink family not available ({exc})"
+        return None
+
+    def start(self, ctx: RunContext) -> None:
+        self._ctx = ctx
+        self._journal = ctx.journal
+        previous = (read_text(DELAYACCT_SYSCTL) or "0").strip()
+        if previous != "1":
+            self._previous_sysctl = previous
+            if self._journal is not None:
+                self._journal_entry = self._journal.push("write", path=DELAYACCT_SYSCTL,
+                                                         value=previous)
+            with open(DELAYACCT_SYSCTL, "w") as f:
+                f.write("1")
+        ticks_per_s = os.sysconf("SC_CLK_TCK")
+        self._boot_ticks_at_start = int(time.clock_gettime(time.CLOCK_BOOTTIME) * ticks_per_s)
+        self._query = TaskstatsSocket()
+        try:
+            self._exits = TaskstatsSocket()
+            self._exits.register_exits(_online_cpus())
+        except OSError as exc:
+            self._errors.append(f"exit records unavailable: {exc}")
+            self._exits = None
+        self._sample()
+        self._thread = threading.Thread(target=self._loop, name="stallbench-delay", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._sample()
+
+    def _sample(self) -> None:
+        assert self._ctx is not None and self._query is not None
+        try:
+            t_ns = self._ctx.since_start_ns()
+            self._collect_exits(t_ns)
+            for pid, tid in self._ctx.processes.tids():
+                if tid not in self._known:
+                    ticks = _start_ticks(pid, tid)
+                    born = ticks is not None and ticks >= self._boot_ticks_at_start
+                    self._known[tid] = (pid, born)
+                raw = self._query.get(tid)
+                if raw is not None:
+                    self._add_row(t_ns, raw, exited=False)
+        except Exception as exc:  # noqa: BLE001 - never crash the run
+            if len(self._errors) < 5:
+                self._errors.append(f"{type(exc).__name__}: {exc}")
+
+    def _collect_exits(self, t_ns: int) -> None:
+        if self._exits is None:
+            return
+        roots = set(self._ctx.processes.roots()) if self._ctx else set()
+        for raw in self._exits.read_exit_records():
+            stats = decode_stats(raw)
+            tid = stats["tid"]
+            if tid not in self._known and stats["tgid"] in roots | {
+                    p for p, _ in self._known.values()}:
+                # a thread of a known process that lived shorter than one interval
+                self._known[tid] = (stats["tgid"], True)
+            if tid in self._known:
+                self._add_row(t_ns, raw, exited=True, stats=stats)
+
+    def _add_row(self, t_ns: int, raw: bytes, exited: bool,
+                 stats: dict[str, Any] | None = None) -> None:
+        stats = stats or decode_stats(raw)
+        tid = stats["tid"]
+        pid, born = self._known.get(tid, (stats["tgid"] or tid, True))
+        row = {"t_ns": t_ns, "pid": pid, "tid": tid, "comm": stats["comm"],
+               "born_in_run": born, "exited": exited}
+        row.update({k: v for k, v in stats.items() if k.endswith(("_count", "_ns"))})
+        self._rows.append(row)
+
+    def stop(self) -> MonitorResult:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._query is not None:
+            self._sample()
+            time.sleep(0.05)  # exit records of the last threads arrive asynchronously
+            if self._ctx is not None:
+                self._collect_exits(self._ctx.since_start_ns())
+        for sock in (self._query, self._exits):
+            if sock is not None:
+                sock.close()
+        self._restore_sysctl()
+        table = rows_to_table(self._rows)
+        summary: dict[str, Any] = {"tasks": len(self._known), "samples": len(self._rows),
+                                   "totals_ns": delay_totals(self._rows)}
+        if self._errors:
+            summary["errors"] = self._errors
+        return MonitorResult(tables={"delay": table}, summary=summary)
+
+    def _restore_sysctl(self) -> None:
+        if self._previous_sysctl is None:
+            return
+        if self._journal is not None and self._journal_entry is not None:
+            self._journal.undo(self._journal_entry)
+        else:
+            with open(DELAYACCT_SYSCTL, "w") as f:
+                f.write(self._previous_sysctl)
+        self._previous_sysctl = None
+
+
+_COLUMNS = {"t_ns": pa.int64(), "pid": pa.int32(), "tid": pa.int32(), "comm": pa.string(),
+            "born_in_run": pa.bool_(), "exited": pa.bool_()}
+for _kind in DELAY_KINDS:
+    _COLUMNS[f"{_kind}_count"] = pa.int64()
+    _COLUMNS[f"{_kind}_ns"] = pa.int64()
+
+
+def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
+    return pa.table({c: pa.array([r.get(c) for r in rows], t) for c, t in _COLUMNS.items()})
+
+
+def delay_totals(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Sum over tasks of each delay accrued during the run (last minus baseline per task)."""
+    first: dict[int, dict[str, Any]] = {}
+    last: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        first.setdefault(row["tid"], row)
+        last[row["tid"]] = row
+    totals = dict.fromkeys(DELAY_KINDS, 0)
+    for tid, end in last.items():
+        start = first[tid]
+        for kind in DELAY_KINDS:
+            value = end.get(f"{kind}_ns")
+            if value is None:
+                continue
+            base = 0 if start["born_in_run"] else (start.get(f"{kind}_ns") or 0)
+            totals[kind] += max(0, value - base)
+    return totals
+
+
+MONITORS = {"delay": DelayMonitor}

@@ -1,0 +1,451 @@
+"""trace / trace-full: tracepoints of the workload's threads in stallbench's own tracefs instance.
+
+Never touches the global buffer: an instance instances/stallbench-<pid>-<n> is created (and
+recorded in the journal before that, so `stallbench cleanup` removes it after kill -9); tracefs
+is mounted if it is not (also journaled). Events, filtered to the workload's threads through
+set_event_pid (kept up to date as threads appear; event-fork follows children):
+
+- vmscan: mm_vmscan_direct_reclaim_begin/end, mm_vmscan_memcg_reclaim_begin/end,
+  mm_vmscan_throttled (today's congestion_wait);
+- writeback: balance_dirty_pages;
+- sched: sched_switch, with a kernel stack trace when a thread goes to sleep in D state; the
+  next switch back in closes the D interval (so it includes the wait for a CPU after wake-up).
+
+trace-full adds raw_syscalls sys_enter/sys_exit of the workload and, in a second instance that
+is not filtered by pid (completions run in interrupt context), block_rq_issue/complete of the
+workload's devices. It perturbs the run: the report says so.
+
+The buffer is drained from trace_pipe during the run (raw bytes kept, parsed at stop so that the
+run is not slowed by parsing). Table `trace` (or `trace_full`) is a list of intervals:
+t_ns (start, since run start), duration_ns, tid, comm, category (reclaim, throttle, dstate,
+block, syscall), kind, stack (dstate: folded, leaf last), device, detail.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import threading
+import time
+from collections import defaultdict
+from typing import Any
+
+import pyarrow as pa
+
+from ..context import RunContext
+from ..journal import Journal, register_undo
+from ._sampling import read_text
+from .base import Monitor, MonitorResult
+
+TRACEFS_CANDIDATES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
+
+BASE_EVENTS = (
+    "vmscan/mm_vmscan_direct_reclaim_begin", "vmscan/mm_vmscan_direct_reclaim_end",
+    "vmscan/mm_vmscan_memcg_reclaim_begin", "vmscan/mm_vmscan_memcg_reclaim_end",
+    "vmscan/mm_vmscan_throttled", "writeback/balance_dirty_pages", "sched/sched_switch",
+)
+SYSCALL_EVENTS = ("raw_syscalls/sys_enter", "raw_syscalls/sys_exit")
+BLOCK_EVENTS = ("block/block_rq_issue", "block/block_rq_complete")
+D_STATE_TRIGGER = "stacktrace if prev_state & 2"
+
+# frames of the tracing machinery itself at the top of a sched_switch stack trace
+_TRACE_FRAMES = {"trace_event_raw_event_sched_switch", "__traceiter_sched_switch",
+                 "__schedule", "schedule", "__probestub_sched_switch"}
+
+
+def find_tracefs() -> str | None:
+    for path in TRACEFS_CANDIDATES:
+        if os.path.isdir(os.path.join(path, "instances")):
+            return path
+    return None
+
+
+def tracefs_supported() -> bool:
+    return "tracefs" in (read_text("/proc/filesystems") or "")
+
+
+@register_undo("tracefs_instance")
+def _undo_instance(action: dict[str, Any]) -> None:
+    """Remove a tracefs instance: switch off triggers first, then rmdir (frees its buffers)."""
+    path = action["path"]
+    if not os.path.isdir(path):
+        return
+    trigger = os.path.join(path, "events/sched/sched_switch/trigger")
+    if os.path.exists(trigger):
+        try:
+            with open(trigger, "w") as f:
+                f.write(f"!{D_STATE_TRIGGER}")
+        except OSError:
+            pass
+    os.rmdir(path)
+
+
+def _write(path: str, value: str, append: bool = False) -> None:
+    with open(path, "a" if append else "w") as f:
+        f.write(value)
+
+
+class _Instance:
+    """One tracefs instance: created, configured, drained through trace_pipe, removed."""
+
+    def __init__(self, root: str, name: str, journal: Journal | None, buffer_kb: int):
+        self.path = os.path.join(root, "instances", name)
+        self._journal = journal
+        self._entry = journal.push("tracefs_instance", path=self.path) if journal else None
+        os.mkdir(self.path)
+        _write(os.path.join(self.path, "tracing_on"), "0")
+        _write(os.path.join(self.path, "trace_clock"), "mono")
+        _write(os.path.join(self.path, "buffer_size_kb"), str(buffer_kb))
+        self.chunks: list[bytes] = []
+        self._fd: int | None = None
+
+    def enable(self, event: str, filter_expr: str | None = None) -> None:
+        directory = os.path.join(self.path, "events", event)
+        if filter_expr:
+            _write(os.path.join(directory, "filter"), filter_expr)
+        _write(os.path.join(directory, "enable"), "1")
+
+    def set_option(self, name: str, value: str) -> None:
+        _write(os.path.join(self.path, "options", name), value)
+
+    def add_pids(self, pids: list[int]) -> None:
+        _write(os.path.join(self.path, "set_event_pid"), " ".join(map(str, pids)), append=True)
+
+    def on(self) -> None:
+        if self._fd is None:
+            self._fd = os.open(os.path.join(self.path, "trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
+        _write(os.path.join(self.path, "tracing_on"), "1")
+
+    def drain(self) -> int:
+        if self._fd is None:
+            return 0
+        total = 0
+        while True:
+            try:
+                data = os.read(self._fd, 1 << 20)
+            except BlockingIOError:
+                break
+            if not data:
+                break
+            self.chunks.append(data)
+            total += len(data)
+        return total
+
+    def lost_events(self) -> int:
+        lost = 0
+        per_cpu = os.path.join(self.path, "per_cpu")
+        for cpu in os.listdir(per_cpu) if os.path.isdir(per_cpu) else []:
+            for line in (read_text(os.path.join(per_cpu, cpu, "stats")) or "").splitlines():
+                if line.startswith("overrun:"):
+                    lost += int(line.split()[1])
+        return lost
+
+    def off_and_remove(self) -> None:
+        try:
+            _write(os.path.join(self.path, "tracing_on"), "0")
+        except OSError:
+            pass
+        self.drain()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self._journal is not None and self._entry is not None:
+            self._journal.undo(self._entry)
+        else:
+            _undo_instance({"path": self.path})
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode(errors="replace")
+
+
+class TraceMonitor(Monitor):
+    name = "trace"
+    full = False
+    table_name = "trace"
+
+    def __init__(self, poll_s: float = 0.05, buffer_kb: int | None = None):
+        self.poll_s = poll_s
+        self.buffer_kb = buffer_kb or (32768 if self.full else 8192)
+        self._ctx: RunContext | None = None
+        self._main: _Instance | None = None
+        self._block: _Instance | None = None
+        self._pids: set[int] = set()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._errors: list[str] = []
+        self._mount_entry = None
+        self._root: str | None = None
+        self._devices: dict[str, int] = {}
+
+    @classmethod
+    def unavailable(cls, ctx: RunContext) -> str | None:
+        if os.geteuid() != 0:
+            return "tracing needs root"
+        root = find_tracefs()
+        if root is None and not tracefs_supported():
+            return "kernel has no tracefs"
+        events = list(BASE_EVENTS) + (list(SYSCALL_EVENTS + BLOCK_EVENTS) if cls.full else [])
+        if root is not None:
+            missing = [e for e in events
+                       if not os.path.isdir(os.path.join(root, "events", e))]
+            if "sched/sched_switch" in missing:
+                return "tracefs has no sched_switch event"
+            if len(missing) == len(events):
+                return "none of the needed trace events exist on this kernel"
+        return None
+
+    # -- setup ----------------------------------------------------------------------------
+    def start(self, ctx: RunContext) -> None:
+        self._ctx = ctx
+        self._root = find_tracefs() or self._mount(ctx.journal)
+        name = f"stallbench-{os.getpid()}-{time.monotonic_ns() % 1_000_000_000}"
+        try:
+            self._main = _Instance(self._root, name, ctx.journal, self.buffer_kb)
+            self._main.set_option("event-fork", "1")
+            events = list(BASE_EVENTS) + (list(SYSCALL_EVENTS) if self.full else [])
+            for event in events:
+                if os.path.isdir(os.path.join(self._root, "events", event)):
+                    self._main.enable(event)
+            _write(os.path.join(self._main.path, "events/sched/sched_switch/trigger"),
+                   D_STATE_TRIGGER)
+            if self.full:
+                self._devices = _device_numbers(ctx.env.devices)
+                self._block = _Instance(self._root, name + "-blk", ctx.journal, self.buffer_kb)
+                dev_filter = " || ".join(f"dev == {n}" for n in self._devices.values())
+                for event in BLOCK_EVENTS:
+                    self._block.enable(event, dev_filter or None)
+                self._block.on()
+        except BaseException:
+            self._teardown()
+            raise
+        self._thread = threading.Thread(target=self._loop, name="stallbench-trace", daemon=True)
+        self._thread.start()
+
+    def _mount(self, journal: Journal | None) -> str:
+        target = TRACEFS_CANDIDATES[0]
+        if journal is not None:
+            self._mount_entry = journal.push("umount", target=target)
+        subprocess.run(["mount", "-t", "tracefs", "nodev", target], check=True,
+                       capture_output=True, text=True)
+        return target
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            self._poll()
+
+    def _poll(self) -> None:
+        assert self._ctx is not None and self._main is not None
+        try:
+            fresh = [tid for _pid, tid in self._ctx.processes.tids() if tid not in self._pids]
+            if fresh:
+                self._main.add_pids(fresh)
+                if not self._pids:
+                    self._main.on()  # only now: an empty set_event_pid would trace everyone
+                self._pids.update(fresh)
+            self._main.drain()
+            if self._block is not None:
+                self._block.drain()
+        except Exception as exc:  # noqa: BLE001 - never crash the run
+            if len(self._errors) < 5:
+                self._errors.append(f"{type(exc).__name__}: {exc}")
+
+    # -- teardown ---------------------------------------------------------------------------
+    def _teardown(self) -> None:
+        for instance in (self._main, self._block):
+            if instance is not None:
+                try:
+                    instance.off_and_remove()
+                except OSError as exc:
+                    self._errors.append(f"removing {instance.path}: {exc}")
+        if self._mount_entry is not None and self._ctx is not None and self._ctx.journal:
+            self._ctx.journal.undo(self._mount_entry)
+            self._mount_entry = None
+
+    def stop(self) -> MonitorResult:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        lost = 0
+        if self._main is not None:
+            self._poll()
+            lost = self._main.lost_events() + (self._block.lost_events() if self._block else 0)
+        main_text = self._main.text() if self._main else ""
+        block_text = self._block.text() if self._block else ""
+        self._teardown()
+        t0 = self._ctx.t0_ns if self._ctx else 0
+        rows = parse_trace(main_text, t0)
+        if block_text:
+            names = {n: d for d, n in self._devices.items()}
+            rows += parse_block_trace(block_text, t0, names)
+        table = rows_to_table(rows)
+        counts: dict[str, int] = defaultdict(int)
+        totals: dict[str, int] = defaultdict(int)
+        for row in rows:
+            counts[row["kind"]] += 1
+            totals[row["kind"]] += max(0, row["duration_ns"])
+        summary: dict[str, Any] = {"events": dict(counts), "total_ns": dict(totals),
+                                   "lost_events": lost, "threads": len(self._pids),
+                                   "perturbs_run": self.full}
+        if self._errors:
+            summary["errors"] = self._errors
+        return MonitorResult(tables={self.table_name: table}, summary=summary)
+
+
+class TraceFullMonitor(TraceMonitor):
+    name = "trace-full"
+    full = True
+    table_name = "trace_full"
+
+
+def _device_numbers(devices: list[str]) -> dict[str, int]:
+    """device name -> the kernel's internal dev_t (major << 20 | minor) used in trace filters."""
+    result = {}
+    for device in devices:
+        text = (read_text(f"/sys/class/block/{device}/dev") or "").strip()
+        if ":" in text:
+            major, minor = (int(x) for x in text.split(":"))
+            result[device] = (major << 20) | minor
+    return result
+
+
+# -- parsing ---------------------------------------------------------------------------------
+
+_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<tid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P<cpu>\d+)\]\s+"
+                   r"(?:\S+\s+)?(?P<sec>\d+)\.(?P<usec>\d+):\s+(?P<event>[^:]+):\s?(?P<body>.*)$")
+_FIELD = re.compile(r"(\w+)=(\S*)")
+
+
+def _ts(match: re.Match[str]) -> int:
+    usec = match["usec"]
+    return int(match["sec"]) * 1_000_000_000 + int(usec) * 10 ** (9 - len(usec))
+
+
+def parse_trace(text: str, t0_ns: int) -> list[dict[str, Any]]:
+    """trace_pipe text of the main instance -> interval rows (see the module docstring)."""
+    rows: list[dict[str, Any]] = []
+    reclaim_open: dict[tuple[int, str], int] = {}
+    sys_open: dict[int, tuple[int, int]] = {}
+    d_open: dict[int, dict[str, Any]] = {}
+    awaiting_stack: dict[int, dict[str, Any]] = {}
+    stack_for: dict[str, Any] | None = None
+    frames: list[str] = []
+
+    def close_stack() -> None:
+        nonlocal stack_for, frames
+        if stack_for is not None:
+            kept = [f for f in frames if f not in _TRACE_FRAMES]
+            stack_for["stack"] = ";".join(reversed(kept))
+        stack_for, frames = None, []
+
+    for line in text.splitlines():
+        if line.startswith(" =>"):
+            if stack_for is not None:
+                frames.append(line[3:].strip().split("+", 1)[0])
+            continue
+        match = _LINE.match(line)
+        if not match:
+            continue
+        close_stack()
+        tid, event, body = int(match["tid"]), match["event"].strip(), match["body"]
+        ts = _ts(match) - t0_ns
+        comm = match["comm"].strip()
+        if event == "<stack trace>":
+            stack_for = awaiting_stack.pop(tid, None)
+            continue
+        if event == "sched_switch":
+            fields = dict(_FIELD.findall(body.split(" ==> ")[0]))
+            after = dict(_FIELD.findall(body.split(" ==> ")[-1]))
+            prev, nxt = int(fields.get("prev_pid", -1)), int(after.get("next_pid", -1))
+            if fields.get("prev_state", "").startswith("D"):
+                row = {"t_ns": ts, "duration_ns": -1, "tid": prev, "comm": fields.get("prev_comm",
+                       comm), "category": "dstate", "kind": "D", "stack": "", "device": "",
+                       "detail": ""}
+                rows.append(row)
+                d_open[prev] = row
+                awaiting_stack[prev] = row
+            if nxt in d_open:
+                row = d_open.pop(nxt)
+                row["duration_ns"] = ts - row["t_ns"]
+            continue
+        if event.startswith("mm_vmscan_") and event.endswith(("_begin", "_end")):
+            kind = "memcg reclaim" if "memcg" in event else "direct reclaim"
+            if event.endswith("_begin"):
+                reclaim_open[(tid, kind)] = ts
+            elif (tid, kind) in reclaim_open:
+                begin = reclaim_open.pop((tid, kind))
+                rows.append({"t_ns": begin, "duration_ns": ts - begin, "tid": tid, "comm": comm,
+                             "category": "reclaim", "kind": kind, "stack": "", "device": "",
+                             "detail": body.strip()})
+            continue
+        if event == "mm_vmscan_throttled":
+            fields = dict(_FIELD.findall(body))
+            delayed = int(fields.get("usect_delayed", fields.get("usec_delayed", "0"))) * 1000
+            reason = fields.get("reason", "").replace("VMSCAN_THROTTLE_", "").lower()
+            rows.append({"t_ns": ts - delayed, "duration_ns": delayed, "tid": tid, "comm": comm,
+                         "category": "throttle", "kind": f"vmscan throttled ({reason})",
+                         "stack": "", "device": "", "detail": body.strip()})
+            continue
+        if event == "balance_dirty_pages":
+            fields = dict(_FIELD.findall(body))
+            pause = max(0, int(fields.get("pause", "0"))) * 1_000_000
+            rows.append({"t_ns": ts, "duration_ns": pause, "tid": tid, "comm": comm,
+                         "category": "throttle", "kind": "balance_dirty_pages", "stack": "",
+                         "device": "", "detail": f"bdi={fields.get('bdi', '')}"})
+            continue
+        if event == "sys_enter":
+            parts = body.split()
+            if len(parts) >= 2 and parts[0] == "NR":
+                sys_open[tid] = (ts, int(parts[1]))
+            continue
+        if event == "sys_exit" and tid in sys_open:
+            begin, nr = sys_open.pop(tid)
+            rows.append({"t_ns": begin, "duration_ns": ts - begin, "tid": tid, "comm": comm,
+                         "category": "syscall", "kind": f"syscall {nr}", "stack": "",
+                         "device": "", "detail": str(nr)})
+    close_stack()
+    return rows
+
+
+_BLOCK = re.compile(r"^(?P<major>\d+),(?P<minor>\d+)\s+(?P<rwbs>\S+)\s+(?:\d+\s+)?\(.*?\)\s+"
+                    r"(?P<sector>\d+)\s+\+\s+(?P<n>\d+)")
+
+
+def parse_block_trace(text: str, t0_ns: int, names: dict[int, str]) -> list[dict[str, Any]]:
+    """block_rq_issue/complete pairs (matched by device and sector) -> 'block' interval rows."""
+    rows = []
+    issued: dict[tuple[int, int], tuple[int, int, str, str, int]] = {}
+    for line in text.splitlines():
+        match = _LINE.match(line)
+        if not match:
+            continue
+        event = match["event"].strip()
+        block = _BLOCK.match(match["body"])
+        if block is None or event not in ("block_rq_issue", "block_rq_complete"):
+            continue
+        dev = (int(block["major"]) << 20) | int(block["minor"])
+        key = (dev, int(block["sector"]))
+        ts = _ts(match) - t0_ns
+        if event == "block_rq_issue":
+            issued[key] = (ts, int(match["tid"]), match["comm"].strip(), block["rwbs"],
+                           int(block["n"]))
+        elif key in issued:
+            begin, tid, comm, rwbs, n = issued.pop(key)
+            rows.append({"t_ns": begin, "duration_ns": ts - begin, "tid": tid, "comm": comm,
+                         "category": "block", "kind": f"block {rwbs}", "stack": "",
+                         "device": names.get(dev, f"{block['major']}:{block['minor']}"),
+                         "detail": f"sectors={n}"})
+    return rows
+
+
+_SCHEMA = pa.schema([("t_ns", pa.int64()), ("duration_ns", pa.int64()), ("tid", pa.int32()),
+                     ("comm", pa.string()), ("category", pa.string()), ("kind", pa.string()),
+                     ("stack", pa.string()), ("device", pa.string()), ("detail", pa.string())])
+
+
+def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
+    return pa.table({f.name: pa.array([r[f.name] for r in rows], f.type) for f in _SCHEMA},
+                    schema=_SCHEMA)
+
+
+MONITORS = {"trace": TraceMonitor, "trace-full": TraceFullMonitor}
