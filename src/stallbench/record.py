@@ -1,9 +1,11 @@
 """The hot path: record every operation of a worker process with no allocation per operation.
 
-Each worker owns a `WorkerRecorder`: a preallocated flat `array('q')` of `capacity` records that
-the worker's loop fills in place (`data[j] = start; data[j + 1] = latency; ...`). When the buffer
-is full, or at each progress tick, the worker calls `flush`, which appends the filled part to the
-worker's spool file in one write and publishes live counters in a shared-memory `ProgressBoard`.
+Each worker owns a `WorkerRecorder` with preallocated `array('q')` buffers that the worker's loop
+fills in place. Workers with one unpaced op (readers) use two arrays, `starts[j] = t0;
+ends[j] = t1` (the fewest Python operations per op; latencies are computed by numpy at flush);
+others use one flat array of (op code, start, latency, intended start) records. When the buffer
+is full, or at each progress tick, the worker flushes: the filled part is appended to the worker's
+spool file in one write and live counters go to a shared-memory `ProgressBoard`.
 After the run `read_spools` streams all spool files as Arrow record batches, in bounded memory,
 into ops.parquet.
 
@@ -74,7 +76,13 @@ class WorkerRecorder:
         self.ops = list(ops)
         self.layout = layout
         self.fields = LAYOUTS[layout]
-        self.data = array("q", bytes(8 * self.fields * capacity))
+        self.capacity = capacity
+        if layout == "sl":
+            self.starts = array("q", bytes(8 * capacity))
+            self.ends = array("q", bytes(8 * capacity))
+            self.data = array("q")
+        else:
+            self.data = array("q", bytes(8 * self.fields * capacity))
         self.capacity_values = len(self.data)
         self.board = board
         self.path = Path(spool_dir) / f"w{worker:04d}.{layout}.spool"
@@ -86,22 +94,30 @@ class WorkerRecorder:
         meta_path.write_text(json.dumps({"ops": self.ops, "layout": layout}))
 
     def flush(self, filled: int) -> None:
-        """Append data[:filled] (a whole number of records) to the spool; update live counters."""
-        if filled:
-            view = memoryview(self.data)[:filled]
-            os.write(self._fd, view)
+        """Append the first `filled` values (layout "osli") or records (layout "sl": starts and
+        ends) to the spool in one write; update the live counters."""
+        if not filled:
+            return
+        if self.fields == 2:
+            records = np.empty((filled, 2), dtype=np.int64)
+            records[:, 0] = np.frombuffer(self.starts, dtype=np.int64, count=filled)
+            records[:, 1] = np.frombuffer(self.ends, dtype=np.int64, count=filled)
+            records[:, 1] -= records[:, 0]
+            _write_all(self._fd, records.tobytes())
+        else:
+            _write_all(self._fd, memoryview(self.data)[:filled])
             records = np.frombuffer(self.data, dtype=np.int64, count=filled)
             records = records.reshape(-1, self.fields)
-            self.recorded += len(records)
-            if self.fields == 2:
-                self.counts[0] += len(records)
-                self._recent_max[0] = max(self._recent_max[0], int(records[:, 1].max()))
-            else:
-                codes = records[:, 0]
-                for k in np.unique(codes):
-                    mask = codes == k
-                    self.counts[k] += int(mask.sum())
-                    self._recent_max[k] = max(self._recent_max[k], int(records[mask, 2].max()))
+        self.recorded += len(records)
+        if self.fields == 2:
+            self.counts[0] += len(records)
+            self._recent_max[0] = max(self._recent_max[0], int(records[:, 1].max()))
+        else:
+            codes = records[:, 0]
+            for k in np.unique(codes):
+                mask = codes == k
+                self.counts[k] += int(mask.sum())
+                self._recent_max[k] = max(self._recent_max[k], int(records[mask, 2].max()))
 
     def publish(self, now_ns: int) -> None:
         if self.board is not None:
@@ -112,6 +128,13 @@ class WorkerRecorder:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def _write_all(fd: int, data) -> None:
+    view = memoryview(data).cast("B")
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
 
 
 @dataclass
