@@ -1,0 +1,70 @@
+"""Log-linear histograms of latencies: 2**SUB_BITS buckets per power of two (0.8% wide).
+
+A run's samples become a vector of counts; summing the vectors of resampled runs gives the
+bootstrap distribution of a pooled quantile at a cost independent of the number of samples.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SUB_BITS = 7
+SUB_BUCKETS = 1 << SUB_BITS
+MAX_EXPONENT = 48  # 2**48 ns ~ 3 days: anything longer lands in the last bucket
+N_BUCKETS = (MAX_EXPONENT + 1) * SUB_BUCKETS
+
+
+def bucket_index(latency_ns: np.ndarray) -> np.ndarray:
+    """Bucket of each latency: exponent * SUB_BUCKETS + linear sub-bucket (values < 1 -> 0)."""
+    values = np.maximum(np.asarray(latency_ns, dtype=np.float64), 1.0)
+    mantissa, exponent = np.frexp(values)  # values = mantissa * 2**exponent, 0.5 <= mantissa < 1
+    sub = ((mantissa * 2.0 - 1.0) * SUB_BUCKETS).astype(np.int64)
+    index = (exponent.astype(np.int64) - 1) * SUB_BUCKETS + sub
+    return np.minimum(index, N_BUCKETS - 1)
+
+
+def bucket_lower_edges() -> np.ndarray:
+    index = np.arange(N_BUCKETS + 1)
+    exponent, sub = np.divmod(index, SUB_BUCKETS)
+    return np.ldexp(1.0 + sub / SUB_BUCKETS, exponent)
+
+
+def histogram(latency_ns: np.ndarray) -> np.ndarray:
+    """Counts per bucket (length N_BUCKETS, int64)."""
+    return np.bincount(bucket_index(latency_ns), minlength=N_BUCKETS).astype(np.int64)
+
+
+def quantiles_from_counts(counts: np.ndarray, probabilities: np.ndarray,
+                          edges: np.ndarray) -> np.ndarray:
+    """Quantiles of histograms, interpolated linearly inside a bucket.
+
+    counts: (rows, buckets); edges: (buckets + 1,) lower edges; returns (rows, len(probabilities)).
+    Rows with no samples give NaN.
+    """
+    counts = np.atleast_2d(counts).astype(np.float64)
+    cumulative = np.cumsum(counts, axis=1)
+    total = cumulative[:, -1:]
+    targets = np.asarray(probabilities, dtype=np.float64)[None, :] * total
+    result = np.empty((counts.shape[0], targets.shape[1]))
+    for row in range(counts.shape[0]):
+        cum = cumulative[row]
+        idx = np.searchsorted(cum, targets[row], side="left")
+        idx = np.minimum(idx, len(cum) - 1)
+        before = np.where(idx > 0, cum[np.maximum(idx - 1, 0)], 0.0)
+        inside = counts[row, idx]
+        fraction = np.where(inside > 0, (targets[row] - before) / np.maximum(inside, 1), 0.0)
+        low, high = edges[idx], edges[idx + 1]
+        result[row] = low + np.clip(fraction, 0.0, 1.0) * (high - low)
+    result[total[:, 0] <= 0] = np.nan
+    return result
+
+
+def superiority(counts_candidate: np.ndarray, counts_baseline: np.ndarray) -> float | None:
+    """P(a candidate op is slower than a baseline op), ties (same bucket) counted half."""
+    nc, nb = counts_candidate.sum(), counts_baseline.sum()
+    if nc == 0 or nb == 0:
+        return None
+    cand = counts_candidate.astype(np.float64) / nc
+    base = counts_baseline.astype(np.float64) / nb
+    below = np.cumsum(base) - base  # baseline mass strictly below each bucket
+    return float(np.sum(cand * (below + 0.5 * base)))

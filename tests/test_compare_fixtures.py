@@ -1,0 +1,50 @@
+"""Helpers shared by the compare/report/check tests: real run directories written through
+store.RunWriter from simulated latencies (no mocks: the readers see exactly what a run leaves)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from stallbench import store
+
+
+def write_run(results: Path, variant: str, ops: dict[str, np.ndarray], *, duration_s: float,
+              workload: str = "sim", workers: dict[str, np.ndarray] | None = None,
+              starts: dict[str, np.ndarray] | None = None,
+              intended: dict[str, np.ndarray] | None = None,
+              declared: list[str] | None = None, status: str = "complete",
+              rusage: dict[str, float] | None = None, seed: int = 0) -> Path:
+    """One run with the given latencies per op; start times spread evenly unless given."""
+    rng = np.random.default_rng(seed)
+    names = list(ops)
+    writer = store.RunWriter(results, variant, workload, {"seed": seed})
+    batches = []
+    for code, name in enumerate(names):
+        latency = np.asarray(ops[name], dtype=np.int64)
+        n = latency.size
+        if n == 0:
+            continue
+        start = starts[name] if starts and name in starts else \
+            np.sort(rng.uniform(0, duration_s * 1e9 - latency.clip(max=duration_s * 5e8), n)
+                    ).astype(np.int64)
+        worker = workers[name] if workers and name in workers else np.zeros(n, dtype=np.int32)
+        paced = intended.get(name) if intended else None
+        batches.append(store.ops_batch(names, np.full(n, code), worker, start, latency, paced))
+    counts = writer.write_ops(batches)
+    writer.meta.update({
+        "ops_declared": declared if declared is not None else names,
+        "duration_s": duration_s,
+        "samples": counts,
+        "counted": counts,
+        "rusage": rusage or {"user_s": 1.0, "system_s": 0.5, "elapsed_s": duration_s},
+        "workload_summary": {},
+    })
+    writer.finalize(status)
+    return writer.path
+
+
+def lognormal_ns(rng: np.random.Generator, n: int, median_ns: float, sigma: float = 0.5,
+                 scale: float = 1.0) -> np.ndarray:
+    return np.maximum((rng.lognormal(np.log(median_ns), sigma, n) * scale), 1).astype(np.int64)
