@@ -38,6 +38,7 @@ class VariantSettings:
     sysctls: dict[str, str] = field(default_factory=dict)
     scheduler: str | None = None       # I/O scheduler of the block device under the directory
     drop_caches: bool = True
+    workload_options: dict[str, Any] = field(default_factory=dict)  # override the plan's
 
 
 @dataclass

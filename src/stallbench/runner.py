@@ -75,13 +75,15 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
     workload_cls = get_workload(plan.workload)
     for variant in plan.variants:
         env.check_settings(variant)
-    workload_cls.from_options(plan.workload_options)     # validate before anything changes
+    for variant in plan.variants:                         # validate before anything changes
+        workload_cls.from_options({**plan.workload_options, **variant.workload_options})
     monitor_names = plan.monitors if plan.monitors is not None else default_monitor_names()
     outcomes: list[RunOutcome] = []
     with _Interrupt() as interrupt:
         for iteration in range(plan.iterations):
             for variant in plan.variants:
-                workload = workload_cls.from_options(plan.workload_options)
+                workload = workload_cls.from_options({**plan.workload_options,
+                                                      **variant.workload_options})
                 label = f"{variant.name} {plan.workload} {iteration + 1}/{plan.iterations}"
                 outcome = run_one(plan, variant, workload, monitor_names, interrupt, label,
                                   progress, log)

@@ -1,0 +1,29 @@
+# make demo: set everything up and run a short A/B comparison on this machine.
+# make test: the test suite (installs what it needs first).
+VENV   ?= .venv
+PYTHON ?= python3
+PY      = $(VENV)/bin/python
+
+.PHONY: demo test lint deps clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+deps:
+	./scripts/install-system-deps.sh
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/stallbench demo
+
+test: $(VENV)/.installed deps
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(PY) -m pytest -q -p no:cacheprovider
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check src tests benchmarks
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

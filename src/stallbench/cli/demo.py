@@ -1,0 +1,31 @@
+"""`stallbench demo`: a short A/B comparison on this machine, then the comparison."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..demo import demo_plan
+from ..runner import run_plan
+from .common import add_results_argument, results_dir
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("demo", help="run a short A/B comparison and show it")
+    add_results_argument(parser)
+    parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    plan, story = demo_plan(results_dir(args))
+    print(f"stallbench demo: {story}; {plan.duration_s:.0f} s each; results in {plan.results}",
+          file=sys.stderr)
+    outcomes = run_plan(plan, progress=not args.no_progress)
+    if any(o.status != "complete" for o in outcomes):
+        return 130 if any(o.status == "interrupted" for o in outcomes) else 1
+    from .compare import print_comparison
+
+    names = [v.name for v in plan.variants]
+    print_comparison(names[0], names[1:], plan.results, workload=plan.workload)
+    return 0

@@ -1,0 +1,44 @@
+"""Shared fixtures: run the real `stallbench` command in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def stallbench_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "stallbench", *args]
+
+
+def run_stallbench(*args: str, timeout: float = 120, env: dict | None = None,
+                   check: bool = False) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    result = subprocess.run(stallbench_cmd(*args), capture_output=True, text=True,
+                            timeout=timeout, env=full_env)
+    if check and result.returncode != 0:
+        raise AssertionError(f"stallbench {' '.join(args)} -> {result.returncode}\n"
+                             f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}")
+    return result
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    path = tmp_path / "results"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    path = tmp_path / "work"
+    path.mkdir()
+    return path
+
+
+requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
