@@ -313,7 +313,9 @@ class DelayMonitor(Monitor):
                 sock.close()
         self._restore_sysctl()
         table = rows_to_table(self._rows)
-        summary: dict[str, Any] = {"tasks": len(self._known), "samples": len(self._rows),
+        roots = self._ctx.processes.roots() if self._ctx else []
+        summary: dict[str, Any] = {"workload_pids": roots,
+                                   "tasks": len(self._known), "samples": len(self._rows),
                                    "totals_ns": delay_totals(self._rows)}
         if self._errors:
             summary["errors"] = self._errors

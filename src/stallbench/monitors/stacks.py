@@ -91,7 +91,9 @@ class StacksMonitor(Monitor):
         })
         folded = Counter(f"{_clean(comm)};{stack}" for _t, _p, _tid, comm, _w, stack in self._rows)
         text = "".join(f"{stack} {n}\n" for stack, n in folded.most_common())
-        summary: dict[str, Any] = {"interval_s": self.interval_s,
+        roots = self._ctx.processes.roots() if self._ctx else []
+        summary: dict[str, Any] = {"workload_pids": roots,
+                                   "interval_s": self.interval_s,
                                    "samples": self._sampler.samples,
                                    "d_state_samples": len(self._rows),
                                    "threads": self.threads_seen}

@@ -8,8 +8,10 @@ set_event_pid (kept up to date as threads appear; event-fork follows children):
 - vmscan: mm_vmscan_direct_reclaim_begin/end, mm_vmscan_memcg_reclaim_begin/end,
   mm_vmscan_throttled (today's congestion_wait);
 - writeback: balance_dirty_pages;
-- sched: sched_switch, with a kernel stack trace when a thread goes to sleep in D state; the
-  next switch back in closes the D interval (so it includes the wait for a CPU after wake-up).
+- sched: sched_switch, with a kernel stack trace when a thread goes to sleep in D state, and
+  sched_wakeup, which closes the D interval (the switch back in closes it when no wake-up was
+  recorded; on this kernel idle->task switches are not reported under set_event_pid, wake-ups
+  are).
 
 trace-full adds raw_syscalls sys_enter/sys_exit of the workload and, in a second instance that
 is not filtered by pid (completions run in interrupt context), block_rq_issue/complete of the
@@ -44,6 +46,7 @@ BASE_EVENTS = (
     "vmscan/mm_vmscan_direct_reclaim_begin", "vmscan/mm_vmscan_direct_reclaim_end",
     "vmscan/mm_vmscan_memcg_reclaim_begin", "vmscan/mm_vmscan_memcg_reclaim_end",
     "vmscan/mm_vmscan_throttled", "writeback/balance_dirty_pages", "sched/sched_switch",
+    "sched/sched_wakeup",
 )
 SYSCALL_EVENTS = ("raw_syscalls/sys_enter", "raw_syscalls/sys_exit")
 BLOCK_EVENTS = ("block/block_rq_issue", "block/block_rq_complete")
@@ -82,8 +85,12 @@ def _undo_instance(action: dict[str, Any]) -> None:
 
 
 def _write(path: str, value: str, append: bool = False) -> None:
-    with open(path, "a" if append else "w") as f:
-        f.write(value)
+    # os.open, not open(..., "a"): Python seeks to the end on append, which tracefs refuses
+    fd = os.open(path, os.O_WRONLY | (os.O_APPEND if append else os.O_TRUNC))
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
 
 
 class _Instance:
@@ -203,6 +210,7 @@ class TraceMonitor(Monitor):
         try:
             self._main = _Instance(self._root, name, ctx.journal, self.buffer_kb)
             self._main.set_option("event-fork", "1")
+            self._main.set_option("record-tgid", "1")
             events = list(BASE_EVENTS) + (list(SYSCALL_EVENTS) if self.full else [])
             for event in events:
                 if os.path.isdir(os.path.join(self._root, "events", event)):
@@ -286,6 +294,8 @@ class TraceMonitor(Monitor):
             totals[row["kind"]] += max(0, row["duration_ns"])
         summary: dict[str, Any] = {"events": dict(counts), "total_ns": dict(totals),
                                    "lost_events": lost, "threads": len(self._pids),
+                                   "workload_pids": self._ctx.processes.roots() if self._ctx
+                                   else [],
                                    "perturbs_run": self.full}
         if self._errors:
             summary["errors"] = self._errors
@@ -311,8 +321,8 @@ def _device_numbers(devices: list[str]) -> dict[str, int]:
 
 # -- parsing ---------------------------------------------------------------------------------
 
-_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<tid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P<cpu>\d+)\]\s+"
-                   r"(?:\S+\s+)?(?P<sec>\d+)\.(?P<usec>\d+):\s+(?P<event>[^:]+):\s?(?P<body>.*)$")
+_LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<tid>\d+)\s+(?:\(\s*(?P<tgid>[-\d]+)\)\s+)?"
+                   r"\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?(?P<sec>\d+)\.(?P<usec>\d+):\s+(?P<event>[^:]+?)(?::\s?(?P<body>.*))?$")
 _FIELD = re.compile(r"(\w+)=(\S*)")
 
 
@@ -330,6 +340,7 @@ def parse_trace(text: str, t0_ns: int) -> list[dict[str, Any]]:
     awaiting_stack: dict[int, dict[str, Any]] = {}
     stack_for: dict[str, Any] | None = None
     frames: list[str] = []
+    tgids: dict[int, int] = {}
 
     def close_stack() -> None:
         nonlocal stack_for, frames
@@ -347,7 +358,9 @@ def parse_trace(text: str, t0_ns: int) -> list[dict[str, Any]]:
         if not match:
             continue
         close_stack()
-        tid, event, body = int(match["tid"]), match["event"].strip(), match["body"]
+        tid, event, body = int(match["tid"]), match["event"].strip(), match["body"] or ""
+        if match["tgid"] and match["tgid"].isdigit() and tid:
+            tgids[tid] = int(match["tgid"])
         ts = _ts(match) - t0_ns
         comm = match["comm"].strip()
         if event == "<stack trace>":
@@ -364,8 +377,14 @@ def parse_trace(text: str, t0_ns: int) -> list[dict[str, Any]]:
                 rows.append(row)
                 d_open[prev] = row
                 awaiting_stack[prev] = row
-            if nxt in d_open:
+            if nxt in d_open:  # switched back in without a recorded wake-up
                 row = d_open.pop(nxt)
+                row["duration_ns"] = ts - row["t_ns"]
+            continue
+        if event == "sched_wakeup":
+            woken = int(dict(_FIELD.findall(body)).get("pid", -1))
+            if woken in d_open:
+                row = d_open.pop(woken)
                 row["duration_ns"] = ts - row["t_ns"]
             continue
         if event.startswith("mm_vmscan_") and event.endswith(("_begin", "_end")):
@@ -404,6 +423,8 @@ def parse_trace(text: str, t0_ns: int) -> list[dict[str, Any]]:
                          "category": "syscall", "kind": f"syscall {nr}", "stack": "",
                          "device": "", "detail": str(nr)})
     close_stack()
+    for row in rows:
+        row["pid"] = tgids.get(row["tid"], row["tid"])
     return rows
 
 
@@ -420,7 +441,7 @@ def parse_block_trace(text: str, t0_ns: int, names: dict[int, str]) -> list[dict
         if not match:
             continue
         event = match["event"].strip()
-        block = _BLOCK.match(match["body"])
+        block = _BLOCK.match(match["body"] or "")
         if block is None or event not in ("block_rq_issue", "block_rq_complete"):
             continue
         dev = (int(block["major"]) << 20) | int(block["minor"])
@@ -438,13 +459,14 @@ def parse_block_trace(text: str, t0_ns: int, names: dict[int, str]) -> list[dict
     return rows
 
 
-_SCHEMA = pa.schema([("t_ns", pa.int64()), ("duration_ns", pa.int64()), ("tid", pa.int32()),
+_SCHEMA = pa.schema([("t_ns", pa.int64()), ("duration_ns", pa.int64()), ("pid", pa.int32()),
+                     ("tid", pa.int32()),
                      ("comm", pa.string()), ("category", pa.string()), ("kind", pa.string()),
                      ("stack", pa.string()), ("device", pa.string()), ("detail", pa.string())])
 
 
 def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
-    return pa.table({f.name: pa.array([r[f.name] for r in rows], f.type) for f in _SCHEMA},
+    return pa.table({f.name: pa.array([r.get(f.name) for r in rows], f.type) for f in _SCHEMA},
                     schema=_SCHEMA)
 
 
