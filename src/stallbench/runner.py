@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import env
+from . import env, recovery
 from .context import RunContext
 from .errors import UsageError
 from .journal import Journal
@@ -23,6 +23,8 @@ from .plan import Plan, VariantSettings
 from .progress import Progress
 from .store import STACKS_FILE, STATUS_FAILED, STATUS_INTERRUPTED, RunWriter
 from .workloads import Workload, get_workload
+
+assert recovery  # imported for its "finalize_run" undo kind
 
 
 @dataclass
@@ -103,6 +105,7 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
         try:
             with env.environment(variant, journal, workload, plan.results) as state:
                 writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
+                unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
                 writer.meta["ops_declared"] = list(workload.ops)
                 writer.meta["duration_planned_s"] = plan.duration_s
                 ctx = RunContext(run_dir=writer.path, env=state, duration_s=plan.duration_s,
@@ -113,7 +116,8 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                     if note:
                         writer.note(note)
                 _execute(ctx, workload, writer, monitor_names, interrupt, label, show_progress,
-                         log)
+                         log, lambda: journal.update(unfinished, t0_ns=ctx.t0_ns))
+                journal.forget(unfinished)
             writer.meta["environment"] = state.metadata
             errors = list(journal.undo_all())
             if errors:
@@ -144,8 +148,9 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
 
 def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_names: list[str],
              interrupt: _Interrupt, label: str, show_progress: bool,
-             log: Callable[[str], None]) -> None:
+             log: Callable[[str], None], clock_started: Callable[[], None]) -> None:
     ctx.start_clock()
+    clock_started()
     monitors = _start_monitors(ctx, monitor_names, writer, log)
     result = None
     try:

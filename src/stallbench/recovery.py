@@ -1,0 +1,46 @@
+"""Finish the record of a run whose stallbench process was killed (kill -9, OOM, power cut).
+
+The runner journals a `finalize_run` entry when a run starts; `stallbench cleanup` runs it for a
+dead process: the workers' spool files are merged into ops.parquet (nothing recorded is lost) and
+run.json is marked failed with the reason, never complete.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from .journal import register_undo
+from .record import read_spools
+from .store import OPS_FILE, RUN_FILE, STATUS_FAILED, utc_now, write_json_atomic, write_ops_file
+
+
+def recover_run(run_dir: Path, t0_ns: int | None) -> int:
+    """Merge a killed run's spools (if any) and mark it failed; returns the ops recovered."""
+    run_dir = Path(run_dir)
+    meta_path = run_dir / RUN_FILE
+    if not meta_path.exists():
+        return 0
+    meta = json.loads(meta_path.read_text())
+    if meta.get("status") != "running":
+        return 0
+    spool = run_dir / ".spool"
+    recovered = 0
+    if spool.is_dir() and t0_ns is not None and not (run_dir / OPS_FILE).exists():
+        counts = write_ops_file(run_dir / OPS_FILE, read_spools(spool, t0_ns))
+        recovered = sum(counts.values())
+        meta["samples"] = {op: counts.get(op, 0) for op in meta.get("ops_declared", counts)}
+    shutil.rmtree(spool, ignore_errors=True)
+    meta["status"] = STATUS_FAILED
+    meta["reason"] = ("stallbench was killed before the run finished; "
+                      f"{recovered} recorded ops recovered by `stallbench cleanup`")
+    meta["end_utc"] = utc_now()
+    write_json_atomic(meta_path, meta)
+    return recovered
+
+
+@register_undo("finalize_run")
+def _finalize_killed_run(action: dict[str, Any]) -> None:
+    recover_run(Path(action["path"]), action.get("t0_ns"))
