@@ -1,0 +1,33 @@
+"""`stallbench cleanup`: undo what killed stallbench runs left behind."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..env.leftovers import cleanup_orphans
+from ..journal import cleanup_stale
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "cleanup", help="undo what killed runs left behind (mounts, loop devices, cgroups, ...)",
+        description="Undo the changes of stallbench runs that died (e.g. kill -9): mounts, loop "
+                    "devices, images, cgroups, sysctls, huge pages, I/O schedulers. Runs still "
+                    "in progress are left alone.")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    lines: list[str] = []
+
+    def log(line: str) -> None:
+        lines.append(line)
+        print(line, flush=True)
+
+    errors = cleanup_stale(log=log)
+    errors += cleanup_orphans(log=log)
+    if not lines:
+        print("nothing to clean up")
+    elif errors:
+        print(f"{errors} change(s) could not be undone; see above")
+    return 0

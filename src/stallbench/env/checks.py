@@ -1,0 +1,119 @@
+"""Checks made before anything on the machine changes: shape, safety, privileges, tools."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import UsageError
+from ..plan import (
+    VariantSettings,
+    check_fs_name,
+    check_mkfs_opts,
+    check_mount_opts,
+    check_plain_path,
+    check_scheduler_name,
+)
+from ..store import check_name
+from ..units import format_size
+from .loopfs import MIN_SIZE
+from .memcg import find_memory_controller
+from .sysctl import check_sysctl_key
+from .sysmem import SAFE_FLOOR, meminfo
+from .tools import find_tool, tool
+
+FORBIDDEN_DIRS = ("/", "/proc", "/sys", "/dev", "/boot")
+FORBIDDEN_TREES = ("/proc", "/sys", "/boot")   # nor anything below these
+MIN_MEMORY_LIMIT = 16 << 20
+
+# option -> what it needs root for
+_ROOT_OPTIONS = (
+    ("fs", "--fs", "loop devices, mkfs and mount"),
+    ("memory", "--memory", "creating a memory cgroup"),
+    ("system_memory", "--system-memory", "reserving huge pages through vm.nr_hugepages"),
+    ("sysctls", "--sysctl", "writing /proc/sys"),
+    ("scheduler", "--scheduler", "writing /sys/block/DEV/queue/scheduler"),
+)
+
+
+def check_dir_safe(path: Path | str, what: str) -> Path:
+    """Refuse system directories; return the path as given (resolved only for the check)."""
+    path = check_plain_path(path, what)
+    real = os.path.realpath(path)
+    forbidden = {os.path.realpath(d) for d in FORBIDDEN_DIRS} | set(FORBIDDEN_DIRS)
+    if real in forbidden or str(path) in forbidden:
+        raise UsageError(f"{what} {path}: refusing to run a workload in a system directory; "
+                         "give a directory of its own, e.g. /mnt/bench")
+    for tree in FORBIDDEN_TREES:
+        for root in {tree, os.path.realpath(tree)}:
+            if real.startswith(root.rstrip("/") + "/"):
+                raise UsageError(f"{what} {path}: is inside {tree}; give a directory of its own")
+    return path
+
+
+def check_settings(settings: VariantSettings) -> None:
+    """Every check that needs no change to the machine; UsageError (one line) when wrong."""
+    check_name(settings.name)
+    opt = f"variant {settings.name}: "
+    if settings.fs is not None:
+        check_fs_name(settings.fs)
+        if settings.dir is not None:
+            raise UsageError(f"{opt}give either --dir (an existing directory) or --fs "
+                             "(a new loop filesystem), not both")
+    else:
+        for value, flag in ((settings.fs_size, "--fs-size"), (settings.mkfs_opts, "--mkfs-opts"),
+                            (settings.mount_opts, "--mount-opts"),
+                            (settings.keep_image, "--keep-image")):
+            if value:
+                raise UsageError(f"{opt}{flag} only makes sense with --fs")
+    check_mkfs_opts(settings.mkfs_opts or "")
+    check_mount_opts(settings.mount_opts or "")
+    if settings.fs_size is not None and settings.fs is not None \
+            and settings.fs_size < MIN_SIZE[settings.fs]:
+        raise UsageError(f"--fs-size {format_size(settings.fs_size)}: {settings.fs} needs at "
+                         f"least {format_size(MIN_SIZE[settings.fs])}")
+    if settings.scheduler is not None:
+        check_scheduler_name(settings.scheduler)
+    if settings.memory is not None and settings.memory < MIN_MEMORY_LIMIT:
+        raise UsageError(f"--memory {format_size(settings.memory)}: too small to run anything; "
+                         f"use at least {format_size(MIN_MEMORY_LIMIT)}")
+    if settings.system_memory is not None:
+        if settings.system_memory < SAFE_FLOOR:
+            raise UsageError(f"--system-memory {format_size(settings.system_memory)}: below the "
+                             f"safe floor of {format_size(SAFE_FLOOR)}; the machine could stop "
+                             "responding")
+        total = meminfo().get("MemTotal", 0)
+        if settings.system_memory >= total:
+            raise UsageError(f"--system-memory {format_size(settings.system_memory)}: the "
+                             f"machine has only {format_size(total)} in all")
+
+    if settings.dir is not None:
+        path = check_dir_safe(settings.dir, "--dir")
+        if not path.is_dir():
+            raise UsageError(f"--dir {path}: no such directory (create it first)")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise UsageError(f"--dir {path}: not writable by this user")
+    if settings.work_dir is not None:
+        path = check_dir_safe(settings.work_dir, "--work-dir")
+        existing = next((p for p in (path.absolute(), *path.absolute().parents) if p.exists()),
+                        None)
+        if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK):
+            raise UsageError(f"--work-dir {path}: {existing} is not a writable directory")
+
+    if os.geteuid() != 0:
+        for attr, flag, why in _ROOT_OPTIONS:
+            if getattr(settings, attr):
+                raise UsageError(f"{flag} needs root ({why}); run stallbench as root or "
+                                 f"leave out {flag}")
+
+    for key, value in settings.sysctls.items():
+        check_sysctl_key(key, value)
+    if settings.fs is not None:
+        for name in (f"mkfs.{settings.fs}", "losetup", "mount", "umount"):
+            tool(name)
+    if settings.memory is not None and find_memory_controller() is None:
+        raise UsageError("--memory needs a cgroup memory controller, and none is mounted "
+                         "(neither cgroup2 with memory enabled nor cgroup v1 memory)")
+
+
+__all__ = ["check_settings", "check_dir_safe", "find_tool"]

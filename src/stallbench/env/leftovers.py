@@ -1,0 +1,76 @@
+"""What a journal could not record: found by name, removed only if its owner is dead.
+
+A run killed between attaching a loop device and writing its name into the journal leaves a loop
+device backed by `stallbench-<pid>-<n>-*.img`; cgroups are `stallbench-<pid>-<n>`. The pid in
+the name is the owner; while a process with that pid lives, the thing is left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from .blockdev import mounts
+from .loopfs import IMAGE_RE, MOUNT_RE, attached_loops, backing_file, unmount
+from .memcg import CGROUP_NAME_RE, _undo_cgroup, cgroup_roots
+from .tools import tool
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
+def cleanup_orphans(log: Callable[[str], None] = print) -> int:
+    """Remove stale stallbench cgroups, mounts, loop devices and images; returns errors met."""
+    errors = 0
+    for controller in cgroup_roots():
+        try:
+            children = sorted(p for p in controller.root.iterdir() if p.is_dir())
+        except OSError:
+            continue
+        for path in children:
+            match = CGROUP_NAME_RE.match(path.name)
+            if not match:
+                continue
+            if _alive(int(match.group(1))):
+                log(f"{path}: its stallbench run (pid {match.group(1)}) is still running; "
+                    "left alone")
+                continue
+            try:
+                _undo_cgroup({"path": str(path)})
+                log(f"removed leftover cgroup {path}")
+            except Exception as exc:  # noqa: BLE001 - go on with the rest
+                errors += 1
+                log(f"could not remove cgroup {path}: {exc}")
+
+    for device, backing in sorted(attached_loops().items()):
+        image = Path(backing)
+        match = IMAGE_RE.match(image.name)
+        if not match:
+            continue
+        if _alive(int(match.group(1))):
+            log(f"/dev/{device} ({image}): its stallbench run (pid {match.group(1)}) is still "
+                "running; left alone")
+            continue
+        try:
+            for info in mounts():
+                if os.path.realpath(info.source) == f"/dev/{device}":
+                    unmount(Path(info.mount_point))
+                    log(f"unmounted leftover {info.mount_point}")
+                    if MOUNT_RE.match(Path(info.mount_point).name):
+                        with contextlib.suppress(OSError):
+                            Path(info.mount_point).rmdir()
+            if backing_file(device) == backing:
+                subprocess.run([tool("losetup"), "--detach", f"/dev/{device}"], check=True,
+                               capture_output=True, timeout=60)
+                log(f"detached leftover loop device /dev/{device}")
+            if image.exists():
+                image.unlink()
+                log(f"deleted leftover image {image}")
+        except Exception as exc:  # noqa: BLE001
+            errors += 1
+            log(f"could not clean up /dev/{device} ({image}): {exc}")
+    return errors

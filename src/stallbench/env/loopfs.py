@@ -1,0 +1,254 @@
+"""--fs ext2|ext3|ext4|xfs|btrfs: a fresh filesystem in an image file on a loop device.
+
+Only ever formats a loop device this run attached to an image file this run created; the device
+is checked to be backed by that image right before mkfs. Every step is journaled first:
+unlink image <- detach loop <- rmdir mount point <- unmount.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import re
+import shlex
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..journal import Journal, register_undo
+from ..units import format_size
+from .blockdev import proc_mounts_entry
+from .tools import tool
+
+MIB = 1 << 20
+MIN_SIZE = {"ext2": 16 * MIB, "ext3": 16 * MIB, "ext4": 16 * MIB, "xfs": 320 * MIB,
+            "btrfs": 128 * MIB}
+_FORCE = {"ext2": ["-F", "-q"], "ext3": ["-F", "-q"], "ext4": ["-F", "-q"], "xfs": ["-f", "-q"],
+          "btrfs": ["-f", "-q"]}
+IMAGE_RE = re.compile(r"^stallbench-(\d+)-(\d+)(?:-[A-Za-z0-9._+@=,:-]*)?\.img$")
+MOUNT_RE = re.compile(r"^stallbench-(\d+)-(\d+)\.mnt$")
+_counter = itertools.count(1)
+
+
+@dataclass
+class LoopFilesystem:
+    mount_point: Path
+    device: str          # e.g. "loop3"
+    image: Path
+
+
+def default_size(fs: str, needed: int) -> int:
+    """The workload's need x 1.25, rounded up to MiB, at least what the filesystem can hold."""
+    size = -(-int(needed * 1.25) // MIB) * MIB
+    return max(size, MIN_SIZE[fs])
+
+
+def backing_file(device: str) -> str | None:
+    try:
+        text = Path(f"/sys/block/{device}/loop/backing_file").read_text().strip()
+    except OSError:
+        return None
+    return text.removesuffix(" (deleted)")
+
+
+def attached_loops() -> dict[str, str]:
+    """{loop device name: backing file} for every attached loop device."""
+    result = {}
+    for entry in Path("/sys/block").glob("loop*"):
+        backing = backing_file(entry.name)
+        if backing:
+            result[entry.name] = backing
+    return result
+
+
+def _run(argv: list[str], what: str, timeout: float = 300) -> str:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"{what}: {argv[0]} did not finish in {timeout:.0f} s") from None
+    if proc.returncode != 0:
+        detail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        raise UsageError(f"{what}: {' '.join(argv)} failed: "
+                         f"{detail[-1] if detail else f'exit {proc.returncode}'}")
+    return proc.stdout
+
+
+@contextlib.contextmanager
+def loop_filesystem(fs: str, size: int, mkfs_opts: str, mount_opts: str, work_dir: Path,
+                    keep_image: bool, label: str, journal: Journal, metadata: dict[str, Any]
+                    ) -> Iterator[LoopFilesystem]:
+    work_dir.mkdir(parents=True, exist_ok=True)
+    st = os.statvfs(work_dir)
+    free = st.f_bavail * st.f_frsize
+    if free < size:
+        raise UsageError(f"--fs-size {format_size(size)}: the image file needs that much but "
+                         f"{work_dir} has only {format_size(free)} free; use --work-dir on a "
+                         "larger filesystem or a smaller --fs-size")
+    with contextlib.ExitStack() as stack:
+        while True:
+            stem = f"stallbench-{os.getpid()}-{next(_counter)}"
+            image = work_dir.resolve() / f"{stem}-{label}-{fs}.img"
+            entry = None if keep_image else journal.push("unlink", path=str(image))
+            try:
+                fd = os.open(image, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+            except FileExistsError:
+                if entry:
+                    journal.forget(entry)
+                continue
+            if entry:
+                stack.callback(journal.undo, entry)
+            try:
+                os.ftruncate(fd, size)
+            finally:
+                os.close(fd)
+            break
+        mount_point = work_dir.resolve() / f"{stem}.mnt"
+        metadata.update({"type": fs, "size": size, "mkfs_opts": mkfs_opts,
+                         "mount_opts": mount_opts, "image": str(image), "image_kept": keep_image})
+
+        entry = journal.push("detach_loop", image=str(image), device=None)
+        stack.callback(journal.undo, entry)
+        device = _attach(image)
+        journal.update(entry, device=device)
+        if backing_file(device) != str(image):
+            raise UsageError(f"loop device {device} is not backed by {image}; "
+                             "refusing to format it")
+        metadata["loop_device"] = device
+        metadata["loop_direct_io"] = _read_flag(f"/sys/block/{device}/loop/dio")
+
+        _run([tool(f"mkfs.{fs}"), *_FORCE[fs], *shlex.split(mkfs_opts), f"/dev/{device}"],
+             f"--fs {fs} --mkfs-opts {mkfs_opts!r}")
+        if fs in ("ext2", "ext3", "ext4"):
+            metadata["features"] = _ext_features(device)
+
+        entry = journal.push("rmdir", path=str(mount_point))
+        stack.callback(journal.undo, entry)
+        mount_point.mkdir()
+        entry = journal.push("loop_umount", target=str(mount_point), device=device)
+        stack.callback(journal.undo, entry)
+        argv = [tool("mount"), "-t", fs]
+        if mount_opts:
+            argv += ["-o", mount_opts]
+        _run([*argv, f"/dev/{device}", str(mount_point)],
+             f"--fs {fs} --mount-opts {mount_opts!r}", timeout=120)
+        shown = proc_mounts_entry(mount_point)
+        if shown is None or Path(shown[0]).name != device:
+            raise UsageError(f"mounting /dev/{device} on {mount_point} did not show up in "
+                             "/proc/mounts")
+        metadata["proc_mounts_type"] = shown[1]
+        metadata["mounted_options"] = shown[2]
+        metadata["mount_point"] = str(mount_point)
+        yield LoopFilesystem(mount_point=mount_point, device=device, image=image)
+
+
+def _attach(image: Path) -> str:
+    """losetup --find --show, with direct I/O to the image where the host filesystem allows it
+    (so pages are not cached twice, once for the loop device and once for the image)."""
+    losetup = tool("losetup")
+    try:
+        out = _run([losetup, "--find", "--show", "--direct-io=on", str(image)], "losetup")
+    except UsageError:
+        out = _run([losetup, "--find", "--show", str(image)], "losetup")
+    return Path(out.strip()).name
+
+
+def _read_flag(path: str) -> bool | None:
+    try:
+        return Path(path).read_text().strip() == "1"
+    except OSError:
+        return None
+
+
+def _ext_features(device: str) -> list[str]:
+    try:
+        out = _run([tool("dumpe2fs"), "-h", f"/dev/{device}"], "dumpe2fs", timeout=60)
+    except UsageError:
+        return []
+    for line in out.splitlines():
+        if line.startswith("Filesystem features:"):
+            return line.split(":", 1)[1].split()
+    return []
+
+
+# -- undo -----------------------------------------------------------------------------------------
+
+
+@register_undo("detach_loop")
+def _undo_detach(action: dict[str, Any]) -> None:
+    """Detach the loop device(s) backed by our image; a device now backed by anything else is
+    someone else's and is left alone."""
+    image = action["image"]
+    candidates = [action["device"]] if action.get("device") else []
+    candidates += [dev for dev, backing in attached_loops().items() if backing == image]
+    for device in dict.fromkeys(candidates):
+        if backing_file(device) == image:
+            _run([tool("losetup"), "--detach", f"/dev/{device}"], "losetup --detach", timeout=60)
+
+
+@register_undo("loop_umount")
+def _undo_loop_umount(action: dict[str, Any]) -> None:
+    unmount(Path(action["target"]))
+
+
+def unmount(mount_point: Path) -> None:
+    """Unmount; if busy, stop the processes still using the filesystem (leftovers of the run that
+    made it) and try again; as a last resort detach it lazily."""
+    umount = tool("umount")
+    for attempt in range(3):
+        if proc_mounts_entry(mount_point) is None:
+            return
+        proc = subprocess.run([umount, str(mount_point)], capture_output=True, text=True,
+                              timeout=120)
+        if proc.returncode == 0:
+            continue
+        users = processes_using(mount_point)
+        for pid in users:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2 * (attempt + 1))
+    if proc_mounts_entry(mount_point) is not None:
+        subprocess.run([umount, "--lazy", str(mount_point)], capture_output=True, timeout=60)
+        if proc_mounts_entry(mount_point) is not None:
+            raise OSError(f"cannot unmount {mount_point}")
+
+
+def processes_using(path: Path) -> list[int]:
+    """Pids (not ours) with their cwd, root, an open file or a mapping under `path`."""
+    prefix = os.path.realpath(path).rstrip("/") + "/"
+    exact = prefix.rstrip("/")
+    found = []
+
+    def hit(target: str) -> bool:
+        return target == exact or target.startswith(prefix)
+
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            links = [entry / "cwd", entry / "root"]
+            links += list((entry / "fd").iterdir())
+            if any(hit(os.readlink(link)) for link in links if _is_link(link)):
+                found.append(int(entry.name))
+                continue
+            with open(entry / "maps") as f:
+                if any(hit(line.split(None, 5)[-1].strip()) for line in f
+                       if len(line.split(None, 5)) == 6):
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _is_link(path: Path) -> bool:
+    try:
+        os.readlink(path)
+        return True
+    except OSError:
+        return False
