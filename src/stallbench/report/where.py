@@ -1,0 +1,195 @@
+"""Renders the "where did the time go" section (built by stallbench.where.explain).
+
+Text, markdown and an HTML fragment; nothing is computed here beyond choosing units.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from ..units import format_ns
+
+COUNTER_ROWS = 25
+HIST_BAR = 30
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 1e6:
+        return f"{value:.3g}"
+    if value == int(value):
+        return f"{int(value)}"
+    return f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.0%}" if value < 10 else f"{value + 1:.0f}x"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _tables(section: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) of every table in the section, in reading order."""
+    out: list[tuple[str, list[str], list[list[str]]]] = []
+    base = section.get("baseline", "baseline")
+    for label, rows in section.get("counters", {}).items():
+        if not rows:
+            continue
+        body = [[r["counter"], _num(r["baseline"]), _num(r["candidate"]), _num(r["delta"]),
+                 _num(r["baseline_per_s"]), _num(r["candidate_per_s"]),
+                 _num(r["baseline_per_op"], 3), _num(r["candidate_per_op"], 3), _pct(r["change"])]
+                for r in rows[:COUNTER_ROWS]]
+        more = len(rows) - COUNTER_ROWS
+        title = f"counters: {base} vs {label} (per run; sorted by change per op)"
+        if more > 0:
+            title += f"; {more} more in the JSON"
+        out.append((title, ["counter", base, label, "delta", f"{base}/s", f"{label}/s",
+                            f"{base}/op", f"{label}/op", "change"], body))
+    psi_rows = []
+    for label, values in section.get("psi", {}).items():
+        for key, item in values.items():
+            if item["stall_ns"]:
+                psi_rows.append([label, key, format_ns(item["stall_ns"]),
+                                 _share(item["share_of_time"])])
+    if psi_rows:
+        out.append(("pressure stall (PSI) during the run", ["variant", "pressure", "stalled",
+                                                            "of run time"], psi_rows))
+    disk_rows = []
+    for label, devices in section.get("diskstats", {}).items():
+        for device, d in devices.items():
+            disk_rows.append([label, device, _num(d.get("iops")),
+                              _num((d.get("read_bytes_per_s") or 0) / 2**20),
+                              _num((d.get("write_bytes_per_s") or 0) / 2**20),
+                              format_ns(d.get("read_ns_per_request")),
+                              format_ns(d.get("write_ns_per_request")),
+                              _num(d.get("queue_depth"), 2), _share(d.get("utilisation"))])
+    if disk_rows:
+        out.append(("block devices", ["variant", "device", "IOPS", "read MiB/s", "write MiB/s",
+                                      "read/req", "write/req", "queue", "util"], disk_rows))
+    device_rows = [[label, op, format_ns(d["op_mean_ns"]), format_ns(d["device_ns_per_request"]),
+                    d["verdict"] or "-"]
+                   for label, ops in section.get("device", {}).items() for op, d in ops.items()]
+    if device_rows:
+        out.append(("device or above it", ["variant", "op", "op mean", "device time/request",
+                                           "time spent"], device_rows))
+    delay_rows = []
+    for label, roles in section.get("delay", {}).items():
+        for role in roles:
+            for kind, d in role["delays"].items():
+                if d["total_ns"]:
+                    delay_rows.append([label, role["role"], kind, format_ns(d["total_ns"]),
+                                       _share(d["share"])])
+    if delay_rows:
+        out.append(("delay accounting per worker role (share of the role's total op latency)",
+                    ["variant", "role", "delay", "total", "share"], delay_rows))
+    for label, stacks in section.get("stacks", {}).items():
+        top = stacks.get("top") or []
+        if top:
+            out.append((f"top blocked stacks: {label} (from {stacks.get('source')})",
+                        ["share", "samples", "waiting on", "stack (leaf last)"],
+                        [[_share(s["share"]), str(s["samples"]), s["what"],
+                          _short_stack(s["stack"])] for s in top]))
+    for label, ops in section.get("slow_ops", {}).items():
+        rows = []
+        for op, slow in ops.items():
+            for cause, share in sorted(slow["shares"].items(), key=lambda kv: -kv[1]):
+                rows.append([op, str(slow["count"]), format_ns(slow["threshold_ns"]), cause,
+                             _share(share), format_ns(slow["breakdown_ns"][cause])])
+        if rows:
+            out.append((f"slow ops (> {section.get('slow_factor', 10):g}x p50): {label}",
+                        ["op", "slow ops", "threshold", "time went to", "share", "total"], rows))
+    return out
+
+
+def _short_stack(stack: str, frames: int = 5) -> str:
+    parts = [p for p in stack.split(";") if p not in ("entry_SYSCALL_64_after_hwframe",
+                                                        "do_syscall_64")]
+    return ("...;" if len(parts) > frames else "") + ";".join(parts[-frames:])
+
+
+def _histograms(section: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    out = []
+    for label, groups in section.get("histograms", {}).items():
+        for name, rows in groups.items():
+            if not rows:
+                continue
+            peak = max(r["count"] for r in rows) or 1
+            lines = [f"{r['lo_ns'] // 1000:>10} -> {r['hi_ns'] // 1000 - 1:<10} : "
+                     f"{r['count']:<8} |{'*' * round(HIST_BAR * r['count'] / peak):<{HIST_BAR}}|"
+                     for r in rows]
+            out.append((f"{name} latency, {label} (usecs : count)", lines))
+    return out
+
+
+def _notes(section: dict[str, Any]) -> tuple[list[str], list[str], list[str]]:
+    explanations = [e["text"] + (f"  [{e['variant']}]" if len(section.get("variants", [])) > 2
+                                 else "") for e in section.get("explanations", [])]
+    skipped = [f"{s['variant']}: {s['monitor']} skipped: {s['reason']}"
+               for s in section.get("skipped", [])]
+    return explanations, section.get("warnings", []), skipped
+
+
+def render_text(section: dict[str, Any], width: int = 100) -> str:
+    lines = ["Where did the time go", "=" * 21]
+    explanations, warnings, skipped = _notes(section)
+    lines += [f"! {w}" for w in warnings]
+    lines += [f"* {e}" for e in explanations]
+    for title, header, rows in _tables(section):
+        lines += ["", title]
+        widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
+        for row in [header, *rows]:
+            text = "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+            lines.append(text if len(text) <= width else text[:width - 1] + "…")
+    for title, hist in _histograms(section):
+        lines += ["", title, *hist]
+    if skipped:
+        lines += ["", "monitors not used:"] + [f"  {s}" for s in skipped]
+    return "\n".join(lines) + "\n"
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def render_markdown(section: dict[str, Any]) -> str:
+    lines = ["## Where did the time go", ""]
+    explanations, warnings, skipped = _notes(section)
+    lines += [f"> **Warning:** {w}" for w in warnings]
+    if warnings:
+        lines.append("")
+    lines += [f"- {e}" for e in explanations]
+    for title, header, rows in _tables(section):
+        lines += ["", f"### {title}", "", "| " + " | ".join(map(_md_cell, header)) + " |",
+                  "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(map(_md_cell, row)) + " |" for row in rows]
+    for title, hist in _histograms(section):
+        lines += ["", f"### {title}", "", "```", *hist, "```"]
+    if skipped:
+        lines += ["", "### monitors not used", ""] + [f"- {s}" for s in skipped]
+    return "\n".join(lines) + "\n"
+
+
+def render_html(section: dict[str, Any]) -> str:
+    esc = html.escape
+    parts = ['<section class="stallbench-where">', "<h2>Where did the time go</h2>"]
+    explanations, warnings, skipped = _notes(section)
+    parts += [f'<p class="warning"><strong>Warning:</strong> {esc(w)}</p>' for w in warnings]
+    if explanations:
+        parts.append("<ul>" + "".join(f"<li>{esc(e)}</li>" for e in explanations) + "</ul>")
+    for title, header, rows in _tables(section):
+        parts.append(f"<h3>{esc(title)}</h3><table><thead><tr>"
+                     + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr></thead><tbody>")
+        parts += ["<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>"
+                  for row in rows]
+        parts.append("</tbody></table>")
+    for title, hist in _histograms(section):
+        parts.append(f"<h3>{esc(title)}</h3><pre>{esc(chr(10).join(hist))}</pre>")
+    if skipped:
+        parts.append("<h3>monitors not used</h3><ul>"
+                     + "".join(f"<li>{esc(s)}</li>" for s in skipped) + "</ul>")
+    parts.append("</section>")
+    return "\n".join(parts) + "\n"
