@@ -222,8 +222,9 @@ class _PlanReader:
                 raise self.error((options_key, key), "not a workload option name")
             if isinstance(value, dict):
                 raise self.error((options_key, key), "expected a value, not a table")
+        written = {key.replace("-", "_"): key for key in options}
         options = {key.replace("-", "_"): value for key, value in options.items()}
-        self._check_workload_options(workload, options, options_key)
+        self._check_workload_options(workload, options, options_key, written)
 
         duration = 10.0
         if "duration" in data:
@@ -268,7 +269,8 @@ class _PlanReader:
                     duration_s=duration, iterations=iterations, monitors=monitors,
                     results=results, source=self.path)
 
-    def _check_workload_options(self, workload: str, options: dict[str, Any], key: str) -> None:
+    def _check_workload_options(self, workload: str, options: dict[str, Any], key: str,
+                                written: dict[str, str]) -> None:
         """Let the workload validate its options when it is built in (the runner does it again)."""
         try:
             cls = get_workload(workload)
@@ -276,10 +278,17 @@ class _PlanReader:
             return
         try:
             cls.from_options(dict(options))
-        except UsageError as exc:
-            raise UsageError(f"{self.where((key,))}: {key}: {exc}") from None
-        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
-            raise UsageError(f"{self.where((key,))}: {key}: invalid options ({exc})") from None
+        except Exception as exc:  # noqa: BLE001 - a workload's own checks may raise anything
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if not isinstance(exc, UsageError):
+                message = f"invalid options ({message})"
+            # point at the option the workload complained about, if it names one
+            location: tuple[Any, ...] = (key,)
+            for name, original in written.items():
+                if f"--{name.replace('_', '-')}" in message or f"{name!r}" in message:
+                    location = (key, original)
+                    break
+            raise UsageError(f"{self.where(location)}: {key}: {message}") from None
 
     def _variant(self, index: int, table: dict[str, Any]) -> VariantSettings:
         base: tuple[Any, ...] = ("variants", index)
@@ -370,7 +379,9 @@ class _PlanReader:
         if not isinstance(value, dict):
             raise self.error(key_path, "expected a table like { \"vm.dirty_ratio\" = 10 }")
         for key, item in _flatten(value):
-            full = (*key_path, *key.split("."))
+            full = (*key_path, key)
+            if full not in self.lines:
+                full = (*key_path, *key.split("."))
             result[key] = self.wrap(full, check_sysctl, key, item, what)[1]
         return result
 
