@@ -40,6 +40,7 @@ class CompareOptions:
     starved_rate_drop: float = 0.10  # rate fell by more than this -> starved
     resamples: int = iv.BOOTSTRAP_RESAMPLES
     seed: int = 0
+    explain: bool = True  # call stallbench.where (monitor sections); check does not need it
 
 
 @dataclass
@@ -524,7 +525,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
         problems=[p for r in (baseline, *candidates) for p in r.problems],
     )
     comparison.notes = _notes(comparison)
-    comparison.where = _where(comparison, variants)
+    comparison.where = _where(comparison, variants) if options.explain else None
     return comparison
 
 
@@ -535,6 +536,23 @@ def bands_from_side(side: _OpSide) -> np.ndarray:
     out[:min(len(counts), bands_mod.N_BANDS)] = counts[:bands_mod.N_BANDS]
     out[-1] += counts[bands_mod.N_BANDS:].sum()
     return out
+
+
+def compare_samples(base_runs: list[OpArrays], base_durations: list[float],
+                    cand_runs: list[OpArrays], cand_durations: list[float],
+                    options: CompareOptions | None = None,
+                    rng: np.random.Generator | None = None) -> dict[str, iv.Change]:
+    """Changes of every statistic of one op (before the multiple-comparison adjustment),
+    with the method build_comparison would pick for these numbers of runs."""
+    options = options or CompareOptions()
+    probabilities = sorted({p for _, p in PERCENTILES})
+    base = _side(base_runs, base_durations, probabilities)
+    cand = _side(cand_runs, cand_durations, probabilities)
+    method = iv.METHOD_BETWEEN_RUNS if len(base_runs) >= 2 and len(cand_runs) >= 2 \
+        else iv.METHOD_WITHIN_RUN
+    changes, _, _ = _compare_op(base, cand, method, probabilities, options,
+                                rng or np.random.default_rng(options.seed))
+    return changes
 
 
 def _compare_op(base: _OpSide, cand: _OpSide, method: str, probabilities: list[float],
@@ -614,3 +632,130 @@ def _where(comparison: Comparison, variants: list[_VariantRuns]) -> dict[str, An
                              comparison.baseline, tail_changes)
     except Exception as exc:  # a monitor analysis bug must not hide the latency comparison
         return {"error": f"where did the time go: analysis failed ({type(exc).__name__}: {exc})"}
+
+
+# ----------------------------------------------------------------------------------------------
+# the regression gate (stallbench check)
+
+GATE_STATS = ("min", "p50", "p90", "p95", "p99", "p999", "max", "mean", "rate")
+
+
+@dataclass
+class Metric:
+    op: str
+    stat: str
+
+
+@dataclass
+class GateResult:
+    metric: Metric
+    change: iv.Change | None
+    outcome: str  # "ok" | "regression" | "undecided"
+    reason: str
+
+
+def parse_metric(text: str) -> Metric:
+    """'read:p99' -> Metric('read', 'p99'); the op name may itself contain ':'."""
+    op, sep, stat = text.rpartition(":")
+    stat = {"p99.9": "p999", "p99_9": "p999"}.get(stat, stat)
+    if not sep or not op or stat not in GATE_STATS:
+        raise UsageError(f"--metric {text!r}: use OP:STAT with STAT one of "
+                         f"{' '.join(GATE_STATS)} (e.g. read:p99)")
+    return Metric(op, stat)
+
+
+def parse_percent(text: str, what: str) -> float:
+    """'10%' or '10' -> 0.10."""
+    raw = str(text).strip().removesuffix("%").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"{what}: {text!r} is not a percentage (use e.g. 10%)") from None
+    if not np.isfinite(value) or value < 0 or value > 10000:
+        raise UsageError(f"{what}: {text!r} must be a percentage between 0 and 10000")
+    return value / 100.0
+
+
+def gate(comparison: Comparison, metrics: list[Metric], max_regression: float) -> list[GateResult]:
+    """Judge each metric of the first candidate against the bound: a regression only when the
+    whole 95% interval lies beyond it, ok only when the whole interval lies within it."""
+    candidate = comparison.candidates[0]
+    by_name = {op.op: op for op in comparison.ops}
+    results = []
+    for metric in metrics:
+        op = by_name.get(metric.op)
+        if op is None:
+            raise UsageError(f"--metric {metric.op}:{metric.stat}: no op {metric.op!r} in these "
+                             f"runs (ops: {', '.join(by_name) or 'none'})")
+        change = op.changes[candidate].get(metric.stat)
+        results.append(_judge(metric, change, op, comparison, candidate, max_regression))
+    return results
+
+
+def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, comparison: Comparison,
+           candidate: str, bound: float) -> GateResult:
+    if comparison.problems:
+        return GateResult(metric, change, "undecided",
+                          f"runs left out: {comparison.problems[0]}")
+    if change is None or change.change is None:
+        base, cand = op.stats[comparison.baseline], op.stats[candidate]
+        if metric.stat == "rate" and change is not None and change.note == "no samples":
+            if cand.samples == 0 and base.samples > 0:
+                return GateResult(metric, change, "regression", "no samples in the candidate")
+        reason = (change.note if change and change.note else "no estimate")
+        if base.samples == 0 or cand.samples == 0:
+            reason = "no samples"
+        elif metric.stat in base.unresolved or metric.stat in cand.unresolved:
+            reason = (f"not resolvable: fewer than {MIN_TAIL_SAMPLES} samples at or beyond "
+                      f"{metric.stat}")
+        return GateResult(metric, change, "undecided", reason)
+    if change.low is None or change.high is None:
+        return GateResult(metric, change, "undecided",
+                          change.note or "no interval for this statistic")
+    if metric.stat == "rate":
+        if change.high < -bound:
+            return GateResult(metric, change, "regression", "rate fell beyond the bound")
+        if change.low >= -bound:
+            return GateResult(metric, change, "ok", "within the bound")
+    else:
+        if change.low > bound:
+            return GateResult(metric, change, "regression", "grew beyond the bound")
+        if change.high <= bound:
+            return GateResult(metric, change, "ok", "within the bound")
+    return GateResult(metric, change, "undecided", "the interval straddles the bound")
+
+
+def gate_exit_code(results: list[GateResult]) -> int:
+    outcomes = {r.outcome for r in results}
+    if "regression" in outcomes:
+        return 1
+    if "undecided" in outcomes:
+        return 125
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# one run or variant (stallbench show)
+
+
+@dataclass
+class RunsSummary:
+    label: str
+    variant: VariantInfo
+    metas: list[dict[str, Any]]
+    ops: dict[str, OpStats]
+
+
+def summarize_runs(resolved: Resolved) -> RunsSummary:
+    variant, info = _load(resolved)
+    probabilities = [p for _, p in PERCENTILES]
+    ops = {}
+    for name in _op_names([variant]):
+        runs = [o.get(name) or _empty() for o in variant.ops]
+        ops[name] = _side(runs, variant.durations, probabilities).stats
+        responses = [_response_arrays(a) for a in runs]
+        if any(r is not None for r in responses):
+            ops[name + RESPONSE_SUFFIX] = _side([r if r is not None else _empty()
+                                                 for r in responses],
+                                                variant.durations, probabilities).stats
+    return RunsSummary(resolved.label, info, [r.meta for r in resolved.runs], ops)

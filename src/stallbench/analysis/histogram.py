@@ -42,20 +42,23 @@ def quantiles_from_counts(counts: np.ndarray, probabilities: np.ndarray,
     Rows with no samples give NaN.
     """
     counts = np.atleast_2d(counts).astype(np.float64)
+    rows, buckets = counts.shape
     cumulative = np.cumsum(counts, axis=1)
-    total = cumulative[:, -1:]
-    targets = np.asarray(probabilities, dtype=np.float64)[None, :] * total
-    result = np.empty((counts.shape[0], targets.shape[1]))
-    for row in range(counts.shape[0]):
-        cum = cumulative[row]
-        idx = np.searchsorted(cum, targets[row], side="left")
-        idx = np.minimum(idx, len(cum) - 1)
-        before = np.where(idx > 0, cum[np.maximum(idx - 1, 0)], 0.0)
-        inside = counts[row, idx]
-        fraction = np.where(inside > 0, (targets[row] - before) / np.maximum(inside, 1), 0.0)
-        low, high = edges[idx], edges[idx + 1]
-        result[row] = low + np.clip(fraction, 0.0, 1.0) * (high - low)
-    result[total[:, 0] <= 0] = np.nan
+    total = cumulative[:, -1]
+    targets = np.asarray(probabilities, dtype=np.float64)[None, :] * total[:, None]
+    # one searchsorted over all rows: offset each row so the flattened sums keep increasing
+    offset = (np.arange(rows, dtype=np.float64) * (float(total.max(initial=0.0)) + 1.0))[:, None]
+    flat_index = np.searchsorted((cumulative + offset).ravel(), (targets + offset).ravel(),
+                                 side="left").reshape(targets.shape)
+    idx = np.minimum(flat_index - np.arange(rows)[:, None] * buckets, buckets - 1)
+    idx = np.maximum(idx, 0)
+    row_index = np.arange(rows)[:, None]
+    before = np.where(idx > 0, cumulative[row_index, np.maximum(idx - 1, 0)], 0.0)
+    inside = counts[row_index, idx]
+    fraction = np.where(inside > 0, (targets - before) / np.maximum(inside, 1.0), 0.0)
+    low, high = edges[idx], edges[idx + 1]
+    result = low + np.clip(fraction, 0.0, 1.0) * (high - low)
+    result[total <= 0] = np.nan
     return result
 
 

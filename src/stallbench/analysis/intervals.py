@@ -15,6 +15,7 @@ Two methods, chosen by the number of runs per variant:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,9 +54,11 @@ def ratio_change(candidate: float | None, baseline: float | None) -> float | Non
 # one run per variant
 
 
+@functools.lru_cache(maxsize=4096)
 def order_statistic_ranks(n: int, probability: float,
                           confidence: float = CONFIDENCE) -> tuple[int, int]:
-    """0-based ranks (low, high) of the distribution-free interval for the p-quantile."""
+    """0-based ranks (low, high) of the distribution-free interval for the p-quantile:
+    P(x[low] <= q_p <= x[high]) >= confidence for any continuous distribution."""
     alpha = 1.0 - confidence
     low = int(sps.binom.ppf(alpha / 2, n, probability)) - 1
     high = int(sps.binom.ppf(1 - alpha / 2, n, probability))
@@ -63,7 +66,7 @@ def order_statistic_ranks(n: int, probability: float,
 
 
 def quantile_ranks(n: int, probabilities: list[float]) -> np.ndarray:
-    """All ranks that quantile_with_interval needs (for one np.partition call)."""
+    """All ranks that quantiles_with_interval needs (for one np.partition call)."""
     ranks: set[int] = {0, n - 1}
     for p in probabilities:
         position = p * (n - 1)
@@ -74,15 +77,18 @@ def quantile_ranks(n: int, probabilities: list[float]) -> np.ndarray:
 
 def quantiles_with_interval(partitioned: np.ndarray,
                             probabilities: list[float]) -> list[tuple[float, float, float]]:
-    """(estimate, low, high) per probability from an array partitioned at quantile_ranks()."""
+    """(estimate, low, high) per probability from an array partitioned at quantile_ranks().
+
+    The estimate interpolates linearly between order statistics, as np.quantile does."""
     n = partitioned.size
     out = []
     for p in probabilities:
         position = p * (n - 1)
         lo_i, hi_i = int(np.floor(position)), int(np.ceil(position))
-        estimate = partitioned[lo_i] + (partitioned[hi_i] - partitioned[lo_i]) * (position - lo_i)
+        below, above = float(partitioned[lo_i]), float(partitioned[hi_i])
+        estimate = below + (above - below) * (position - lo_i)
         low, high = order_statistic_ranks(n, p)
-        out.append((float(estimate), float(partitioned[low]), float(partitioned[high])))
+        out.append((estimate, float(partitioned[low]), float(partitioned[high])))
     return out
 
 
@@ -180,9 +186,10 @@ def resample_weights(runs: int, resamples: int, rng: np.random.Generator) -> np.
 
 
 def bootstrap_log_statistics(summary: RunSummaries, weights: np.ndarray,
-                             probabilities: list[float], edges: np.ndarray) -> dict[str, np.ndarray]:
+                             probabilities: list[float],
+                             edges: np.ndarray) -> dict[str, np.ndarray]:
     """Bootstrap replicates of the log of each pooled statistic (rows: resamples)."""
-    counts = weights @ summary.counts
+    counts = weights @ summary.counts.astype(np.float64)
     quantiles = hist.quantiles_from_counts(counts, np.array(probabilities), edges)
     samples = weights @ summary.samples
     duration = weights @ summary.duration_s

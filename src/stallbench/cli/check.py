@@ -1,0 +1,63 @@
+"""stallbench check BASELINE CANDIDATE --metric OP:STAT --max-regression PCT — a gate for CI
+and `git bisect run`: exit 0 no regression, 1 regression, 125 cannot decide."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..comparison import (
+    CompareOptions,
+    build_comparison,
+    gate,
+    gate_exit_code,
+    parse_metric,
+    parse_percent,
+)
+from ..errors import UndecidedError
+from ..report.common import format_interval, format_percent
+from .compare import add_common, resolve_all
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "check", help="exit 0/1/125: did a metric regress beyond a bound?",
+        description="Exit 0 when no metric regressed beyond the bound (its whole 95%% interval "
+                    "lies within it), 1 when one did (its whole interval lies beyond it), 125 "
+                    "when that cannot be decided (too few samples, an incomplete run, an "
+                    "interval that straddles the bound).")
+    parser.add_argument("baseline", metavar="BASELINE")
+    parser.add_argument("candidate", metavar="CANDIDATE")
+    parser.add_argument("--metric", action="append", required=True, metavar="OP:STAT",
+                        help="e.g. read:p99 (repeatable); STAT: min p50 p90 p95 p99 p999 max "
+                             "mean rate")
+    parser.add_argument("--max-regression", required=True, metavar="PCT",
+                        help="largest tolerated regression, e.g. 10%%")
+    add_common(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    metrics = [parse_metric(m) for m in args.metric]
+    bound = parse_percent(args.max_regression, "--max-regression")
+    args.candidates = [args.candidate]
+    baseline, candidates = resolve_all(args, allow_incomplete=True)
+    incomplete = [f"{run.path}: {run.describe_status()}" for r in (baseline, *candidates)
+                  for run in r.runs if not run.complete]
+    if incomplete:
+        raise UndecidedError(f"incomplete run {incomplete[0]}")
+    options = CompareOptions(noise=parse_percent(args.noise, "--noise"), explain=False)
+    comparison = build_comparison(baseline, candidates, options)
+    results = gate(comparison, metrics, bound)
+    for result in results:
+        change = result.change
+        shown = "" if change is None else \
+            f"{format_percent(change.change)} {format_interval(change)}".strip()
+        print(f"{result.metric.op}:{result.metric.stat}  {shown or '-'}  bound "
+              f"{format_percent(bound if result.metric.stat != 'rate' else -bound)}  "
+              f"{result.outcome}: {result.reason}")
+    code = gate_exit_code(results)
+    if code == 125:
+        reasons = "; ".join(f"{r.metric.op}:{r.metric.stat} {r.reason}" for r in results
+                            if r.outcome == "undecided")
+        raise UndecidedError(reasons)
+    return code

@@ -1,0 +1,75 @@
+"""stallbench compare BASELINE CANDIDATE... — the comparison report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..comparison import CompareOptions, build_comparison, parse_percent
+from ..errors import UsageError
+from ..report import FORMATS, render
+from ..store import resolve_runs
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "compare", help="compare variants: percentiles with intervals, shift, stalls",
+        description="Compare a baseline with one or more candidates (variant names under "
+                    "RESULTS, or paths to variant or run directories).")
+    parser.add_argument("baseline", metavar="BASELINE")
+    parser.add_argument("candidates", metavar="CANDIDATE", nargs="+")
+    add_common(parser)
+    parser.add_argument("--format", choices=FORMATS, default="text")
+    parser.add_argument("--output", type=Path, help="write the report here instead of stdout")
+    parser.add_argument("--plots", type=Path, metavar="DIR",
+                        help="also write the plots as PNG and SVG into DIR")
+    parser.add_argument("--allow-incomplete", action="store_true",
+                        help="use runs that did not finish (they are flagged)")
+    parser.set_defaults(func=run)
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--results", type=Path, help="results directory (default ./results "
+                        "or $STALLBENCH_RESULTS)")
+    parser.add_argument("--workload", help="pick one workload when a variant holds several")
+    parser.add_argument("--noise", default="2%", help="smallest change called better/worse "
+                        "(default 2%%)")
+
+
+def resolve_all(args: argparse.Namespace, allow_incomplete: bool):
+    specs = [args.baseline, *args.candidates]
+    resolved = [resolve_runs(spec, args.results, args.workload, allow_incomplete)
+                for spec in specs]
+    for item in resolved:
+        for problem in item.problems:
+            print(f"stallbench: {problem}", file=sys.stderr)
+    return resolved[0], resolved[1:]
+
+
+def run(args: argparse.Namespace) -> int:
+    options = CompareOptions(noise=parse_percent(args.noise, "--noise"))
+    baseline, candidates = resolve_all(args, args.allow_incomplete)
+    comparison = build_comparison(baseline, candidates, options)
+    plots = None
+    if args.plots or args.format == "html":
+        from ..report import plots as plots_mod
+        plots = plots_mod.render_plots(comparison, ("png", "svg") if args.plots else ("png",))
+        if args.plots:
+            try:
+                plots_mod.write_plots(plots, args.plots)
+            except OSError as exc:
+                raise UsageError(f"--plots {args.plots}: cannot write ({exc.strerror})") from exc
+    if args.format == "html":
+        from ..report import htmlout
+        text = htmlout.render(comparison, plots)
+    else:
+        text = render(comparison, args.format)
+    if args.output:
+        try:
+            args.output.write_text(text)
+        except OSError as exc:
+            raise UsageError(f"--output {args.output}: cannot write ({exc.strerror})") from exc
+    else:
+        sys.stdout.write(text)
+    return 0

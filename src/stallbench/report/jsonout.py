@@ -1,0 +1,113 @@
+"""JSON report: every number of the text report, latencies in ns (keys as in DESIGN.md)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from ..analysis.intervals import Change
+from ..comparison import Comparison, OpComparison, OpStats
+from .common import JSON_KEYS, PERCENTILE_STATS, json_number
+
+
+def change_dict(change: Change) -> dict[str, Any]:
+    return {
+        "change": json_number(change.change),
+        "low": json_number(change.low),
+        "high": json_number(change.high),
+        "p_value": json_number(change.p_value),
+        "p_adjusted": json_number(change.p_adjusted),
+        "verdict": change.verdict,
+        "note": change.note,
+    }
+
+
+def stats_dict(stats: OpStats) -> dict[str, Any]:
+    out: dict[str, Any] = {"samples": stats.samples, "rate": json_number(stats.rate)}
+    for stat, key in JSON_KEYS.items():
+        if stat == "rate":
+            continue
+        value = stats.values.get(stat)
+        out[key] = None if stat in stats.unresolved else json_number(value)
+    out["no_samples"] = stats.samples == 0
+    out["not_resolvable"] = {
+        JSON_KEYS[stat]: {"samples_at_or_beyond": n, "estimate_ns": stats.values[stat]}
+        for stat, n in stats.unresolved.items() if stat in PERCENTILE_STATS
+    }
+    out["iterations"] = {
+        "samples": stats.iteration_samples,
+        "p99_ns": [json_number(v) for v in stats.iteration_p99_ns],
+        "p99_spread": json_number(stats.iteration_p99_spread),
+    }
+    return out
+
+
+def op_dict(op: OpComparison, comparison: Comparison) -> dict[str, Any]:
+    variants: dict[str, Any] = {}
+    for label in comparison.labels:
+        entry = stats_dict(op.stats[label])
+        if label != comparison.baseline:
+            entry["change"] = {JSON_KEYS[s]: change_dict(c) for s, c in op.changes[label].items()}
+            entry["starved"] = op.starved[label]
+            entry["slower_probability"] = json_number(op.slower_probability[label])
+            shift = op.shift[label]
+            entry["shift"] = None if shift is None else {
+                "moved": shift.moved, "lost_bands": shift.lost, "gained_bands": shift.gained,
+                "lost_share": shift.lost_share, "gained_share": shift.gained_share,
+                "sentence": shift.sentence,
+            }
+            entry["shift_function"] = asdict(op.shift_curve[label])
+        stalls = op.stalls[label]
+        entry["stalls"] = {
+            "interval_ns": stalls.interval_ns, "threshold_ns": stalls.threshold_ns,
+            "episodes": stalls.episodes, "longest_stall": stalls.longest_stall,
+            "workers": [{"iteration": w["iteration"],
+                         "counts": {str(k): v for k, v in w["counts"].items()},
+                         "starved": w["starved"]} for w in stalls.workers],
+            "timelines": stalls.timelines,
+        }
+        entry["bands"] = {"log2_ns_counts": op.bands[label]}
+        variants[label] = entry
+    return {"kind": op.kind, "variants": variants}
+
+
+def to_dict(comparison: Comparison) -> dict[str, Any]:
+    return {
+        "workload": comparison.workload,
+        "baseline": comparison.baseline,
+        "candidates": comparison.candidates,
+        "sign_convention": "change = candidate / baseline - 1 (+ means the number got larger); "
+                           "lower latency is better, higher rate is better",
+        "confidence": 0.95,
+        "noise": comparison.options.noise,
+        "adjustment": comparison.adjustment,
+        "method": comparison.method,
+        "variants": [asdict(v) for v in comparison.variants],
+        "ops": {op.op: op_dict(op, comparison) for op in comparison.ops},
+        "cpu": {row.name + "_s": {
+            "values": {k: json_number(v) for k, v in row.values.items()},
+            "change": {k: change_dict(c) for k, c in row.changes.items()},
+        } for row in comparison.cpu},
+        "where": comparison.where,
+        "notes": comparison.notes,
+        "problems": comparison.problems,
+    }
+
+
+def render(comparison: Comparison) -> str:
+    return json.dumps(to_dict(comparison), indent=1, default=_default) + "\n"
+
+
+def _default(value: Any) -> Any:
+    try:
+        import numpy as np
+        if isinstance(value, np.integer):
+            return int(value)
+        if isinstance(value, np.floating):
+            return float(value)
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")

@@ -1,0 +1,237 @@
+"""Figures of a Comparison (matplotlib, Agg): CCDF, shift function, timeline, iterations,
+counters. Each figure has one panel per op; rendered to PNG and SVG."""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from ..comparison import Comparison, OpComparison  # noqa: E402
+from ..units import choose_time_unit  # noqa: E402
+
+MAX_COUNTERS = 6
+_COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+
+
+@dataclass
+class Plot:
+    name: str
+    title: str
+    png: bytes
+    svg: str
+
+
+def _ops_with_samples(comparison: Comparison) -> list[OpComparison]:
+    return [op for op in comparison.ops if any(s.samples for s in op.stats.values())]
+
+
+def _grid(n: int, height: float = 3.2) -> tuple[Figure, list]:
+    columns = 2 if n > 1 else 1
+    rows = math.ceil(n / columns)
+    fig = Figure(figsize=(6.4 * columns, height * rows), layout="constrained")
+    axes = fig.subplots(rows, columns, squeeze=False).ravel().tolist()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
+def _color(comparison: Comparison, label: str) -> str:
+    return _COLORS[comparison.labels.index(label) % len(_COLORS)]
+
+
+def ccdf_figure(comparison: Comparison) -> Figure | None:
+    ops = _ops_with_samples(comparison)
+    if not ops:
+        return None
+    fig, axes = _grid(len(ops))
+    for ax, op in zip(axes, ops, strict=True):
+        values = [v for c in op.ccdf.values() for v in c["latency_ns"]]
+        unit, scale = choose_time_unit(values)
+        for label in comparison.labels:
+            curve = op.ccdf[label]
+            if curve["latency_ns"]:
+                ax.step(np.array(curve["latency_ns"]) / scale, curve["fraction_above"],
+                        where="post", label=label, color=_color(comparison, label))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"latency ({unit})")
+        ax.set_ylabel("fraction of ops slower")
+        ax.set_title(f"{op.op}: latency CCDF")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+    return fig
+
+
+def _p_position(p: float) -> float:
+    return -math.log10(1.0 - p)
+
+
+def shift_figure(comparison: Comparison) -> Figure | None:
+    ops = [op for op in _ops_with_samples(comparison)
+           if any(op.shift_curve[c].probabilities for c in comparison.candidates)]
+    if not ops:
+        return None
+    fig, axes = _grid(len(ops))
+    ticks = [0.5, 0.9, 0.99, 0.999, 0.9999]
+    for ax, op in zip(axes, ops, strict=True):
+        for label in comparison.candidates:
+            curve = op.shift_curve[label]
+            x = [_p_position(p) for p in curve.probabilities]
+            y = [np.nan if v is None else v * 100 for v in curve.change]
+            low = [np.nan if v is None else v * 100 for v in curve.low]
+            high = [np.nan if v is None else v * 100 for v in curve.high]
+            color = _color(comparison, label)
+            ax.plot(x, y, marker="o", markersize=3, color=color,
+                    label=f"{label} vs {comparison.baseline}")
+            ax.fill_between(x, low, high, color=color, alpha=0.2, label="95% interval")
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_xticks([_p_position(p) for p in ticks], [f"p{p * 100:g}" for p in ticks])
+        ax.set_xlabel("percentile")
+        ax.set_ylabel("change of the percentile (%)")
+        ax.set_title(f"{op.op}: shift function (+ = slower)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small")
+    return fig
+
+
+def timeline_figure(comparison: Comparison) -> Figure | None:
+    ops = _ops_with_samples(comparison)
+    ops = [op for op in ops if op.kind == "service"]
+    if not ops:
+        return None
+    fig = Figure(figsize=(12.8, 3.6 * len(ops)), layout="constrained")
+    rows = fig.subfigures(len(ops), 1, squeeze=False).ravel()
+    for sub, op in zip(rows, ops, strict=True):
+        top, bottom = sub.subplots(2, 1, sharex=True, height_ratios=[2, 1])
+        values = [v for s in op.stalls.values() for t in s.timelines[:1] for v in t["max_ns"]
+                  if v]
+        unit, scale = choose_time_unit(values)
+        for label in comparison.labels:
+            stalls = op.stalls[label]
+            if not stalls.timelines:
+                continue
+            line = stalls.timelines[0]
+            t = np.arange(len(line["count"])) * stalls.interval_ns / 1e9
+            color = _color(comparison, label)
+            p99 = np.array([np.nan if v is None else v / scale for v in line["p99_ns"]])
+            peak = np.array([np.nan if v is None else v / scale for v in line["max_ns"]])
+            top.plot(t, peak, color=color, linewidth=0.8, alpha=0.6, label=f"{label} max")
+            top.plot(t, p99, color=color, linewidth=1.6, label=f"{label} p99")
+            bottom.step(t, line["count"], where="post", color=color, label=label)
+        top.set_yscale("log")
+        top.set_ylabel(f"latency ({unit})")
+        top.set_title(f"{op.op}: per-interval p99 and max (first iteration of each variant)")
+        top.grid(True, alpha=0.3)
+        top.legend(fontsize="small", ncol=2)
+        bottom.set_ylabel("ops per interval")
+        bottom.set_xlabel("time since run start (s)")
+        bottom.grid(True, alpha=0.3)
+    return fig
+
+
+def strip_figure(comparison: Comparison) -> Figure | None:
+    ops = [op for op in _ops_with_samples(comparison)
+           if any(v is not None for s in op.stats.values() for v in s.iteration_p99_ns)]
+    if not ops:
+        return None
+    fig, axes = _grid(len(ops), height=2.8)
+    for ax, op in zip(axes, ops, strict=True):
+        values = [v for s in op.stats.values() for v in s.iteration_p99_ns if v]
+        unit, scale = choose_time_unit(values)
+        for position, label in enumerate(comparison.labels):
+            points = [v / scale for v in op.stats[label].iteration_p99_ns if v is not None]
+            jitter = np.linspace(-0.12, 0.12, len(points)) if len(points) > 1 else [0.0]
+            ax.scatter(np.full(len(points), position) + jitter, points,
+                       color=_color(comparison, label), zorder=3)
+        ax.set_xticks(range(len(comparison.labels)), comparison.labels)
+        ax.set_ylabel(f"p99 ({unit})")
+        ax.set_title(f"{op.op}: p99 of each iteration")
+        ax.grid(True, axis="y", alpha=0.3)
+    return fig
+
+
+def counters_figure(comparison: Comparison) -> Figure | None:
+    if not comparison.counters:
+        return None
+    names: list[str] = []
+    for columns in comparison.counters.values():
+        for name in columns:
+            if name not in names:
+                names.append(name)
+    # counters that moved the most in any variant (first to last sample) are the interesting ones
+    def movement(name: str) -> float:
+        moved = 0.0
+        for columns in comparison.counters.values():
+            if name in columns and columns[name][1]:
+                values = columns[name][1]
+                moved = max(moved, abs(values[-1] - values[0]))
+        return moved
+    chosen = [n for n in sorted(names, key=movement, reverse=True) if movement(n) > 0]
+    chosen = chosen[:MAX_COUNTERS]
+    if not chosen:
+        return None
+    fig, axes = _grid(len(chosen), height=2.6)
+    for ax, name in zip(axes, chosen, strict=True):
+        for label, columns in comparison.counters.items():
+            if name in columns:
+                t, values = columns[name]
+                ax.plot(t, values, color=_color(comparison, label), label=label)
+        ax.set_title(name)
+        ax.set_xlabel("time since run start (s)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small")
+    return fig
+
+
+FIGURES = (
+    ("ccdf", "Latency CCDF per op (log-log): how often an op is slower than x", ccdf_figure),
+    ("shift", "Shift function: change of each percentile with its 95% interval", shift_figure),
+    ("timeline", "Stalls over time: per-interval p99/max and op count", timeline_figure),
+    ("iterations", "p99 of each iteration", strip_figure),
+    ("counters", "Kernel counters over time (first iteration)", counters_figure),
+)
+
+
+def render_plots(comparison: Comparison, formats: tuple[str, ...] = ("png", "svg")) -> list[Plot]:
+    plots = []
+    for name, title, make in FIGURES:
+        fig = make(comparison)
+        if fig is None:
+            continue
+        png = b""
+        svg = ""
+        if "png" in formats:
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format="png", dpi=90)
+            png = buffer.getvalue()
+        if "svg" in formats:
+            text = io.StringIO()
+            fig.savefig(text, format="svg")
+            svg = text.getvalue()
+        plots.append(Plot(name, title, png, svg))
+    return plots
+
+
+def write_plots(plots: list[Plot], directory: Path) -> list[Path]:
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for plot in plots:
+        if plot.png:
+            path = directory / f"{plot.name}.png"
+            path.write_bytes(plot.png)
+            written.append(path)
+        if plot.svg:
+            path = directory / f"{plot.name}.svg"
+            path.write_text(plot.svg)
+            written.append(path)
+    return written

@@ -1,0 +1,78 @@
+"""Rendering of `stallbench show`: a run's or variant's metadata and per-op table."""
+
+from __future__ import annotations
+
+import json
+
+from ..comparison import RunsSummary
+from ..units import choose_time_unit
+from .common import JSON_KEYS, format_count, format_rate, format_seconds, stat_cell
+from .jsonout import stats_dict
+
+_STATS = ("min", "p50", "p90", "p95", "p99", "p999", "max", "mean")
+_HEAD = ("min", "p50", "p90", "p95", "p99", "p99.9", "max", "mean")
+
+
+
+
+def render_text(summary: RunsSummary) -> str:
+    info = summary.variant
+    lines = [f"variant {info.label}: {len(info.runs)} run(s)"]
+    for run, meta in zip(info.runs, summary.metas, strict=True):
+        rusage = meta.get("rusage") or {}
+        cpu = ", ".join(f"{name} {format_seconds(rusage.get(key))} s" for name, key in
+                        (("user", "user_s"), ("system", "system_s"), ("elapsed", "elapsed_s"))
+                        if isinstance(rusage.get(key), (int, float)))
+        lines.append(f"  iteration {run.iteration}: {run.status}; {run.path}")
+        lines.append(f"    workload {meta.get('workload')}, {run.duration_s:.1f} s, started "
+                     f"{meta.get('start_utc')}, host {meta.get('host')}")
+        kernel = meta.get("kernel") or {}
+        if kernel:
+            lines.append(f"    kernel {kernel.get('release')} {kernel.get('machine', '')}")
+        params = meta.get("params") or {}
+        if params:
+            lines.append("    params " + ", ".join(f"{k}={v}" for k, v in params.items()))
+        environment = meta.get("environment") or {}
+        if environment:
+            lines.append("    environment " + json.dumps(environment, sort_keys=True,
+                                                         default=str)[:300])
+        if cpu:
+            lines.append(f"    cpu {cpu}")
+        monitors = meta.get("monitors") or {}
+        if monitors:
+            lines.append("    monitors " + ", ".join(
+                f"{name} ({(m or {}).get('status', '?')})" for name, m in monitors.items()))
+        for note in meta.get("notes") or []:
+            lines.append(f"    note: {note}")
+    values = [s.values[stat] for s in summary.ops.values() for stat in _STATS
+              if s.values.get(stat)]
+    unit = choose_time_unit(values)
+    lines.append("")
+    lines.append(f"latency in {unit[0]}")
+    lines.append(f"{'op':<18} {'samples':>11} {'rate/s':>9} " +
+                 " ".join(f"{h:>7}" for h in _HEAD))
+    for name, stats in summary.ops.items():
+        if stats.samples == 0:
+            lines.append(f"{name[:18]:<18} {0:>11} {'0.0':>9}   no samples")
+            continue
+        cells = []
+        for stat in _STATS:
+            cell = stat_cell(stats, stat, unit)
+            cells.append(f"{'n/r' if cell.startswith('n/r') else cell:>7}")
+        lines.append(f"{name[:18]:<18} {format_count(stats.samples):>11} "
+                     f"{format_rate(stats.rate):>9} " + " ".join(cells))
+    if any(s.unresolved for s in summary.ops.values()):
+        lines.append("n/r: fewer than 10 samples at or beyond the percentile")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(summary: RunsSummary) -> str:
+    data = {
+        "variant": summary.label,
+        "runs": [{"iteration": r.iteration, "path": r.path, "status": r.status,
+                  "duration_s": r.duration_s, "meta": meta}
+                 for r, meta in zip(summary.variant.runs, summary.metas, strict=True)],
+        "ops": {name: stats_dict(stats) for name, stats in summary.ops.items()},
+        "keys": list(JSON_KEYS.values()),
+    }
+    return json.dumps(data, indent=1, default=str) + "\n"
