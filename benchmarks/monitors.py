@@ -1,0 +1,75 @@
+"""Overhead of the monitors: throughput with no monitors vs the default set vs each monitor.
+
+Runs randread (page-cached file: the most sensitive case, every op is a syscall) and pgioperf
+through `stallbench run`, interleaving the monitor configurations round by round so that drift
+of the machine hits them all alike. Prints one markdown table per workload: ops/s (median over
+rounds) and the cost against no monitors.
+
+    sudo .venv/bin/python benchmarks/monitors.py --rounds 3 --duration 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CONFIGS = ["none", "default", "counters", "psi", "diskstats", "delay", "stacks", "trace",
+           "trace-full"]
+WORKLOADS = {
+    "randread": ["--file-size", "64M", "--no-drop-caches"],
+    "pgioperf": ["--memory", "128M", "--data-size", "128M", "--readers", "4"],
+}
+
+
+def run_once(results: Path, work: Path, workload: str, monitors: str, duration: float,
+             variant: str) -> float:
+    cmd = [sys.executable, "-m", "stallbench", "run", workload, "--results", str(results),
+           "--no-progress", "--variant", variant, "--monitors", monitors,
+           "--duration", str(duration), "--dir", str(work), *WORKLOADS[workload]]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    runs = sorted((results / variant / workload).iterdir(), key=lambda p: int(p.name))
+    meta = json.loads((runs[-1] / "run.json").read_text())
+    ops = sum(meta["samples"].values())
+    return ops / float(meta["duration_s"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=4.0)
+    parser.add_argument("--workloads", default="randread,pgioperf")
+    parser.add_argument("--configs", default=",".join(CONFIGS))
+    args = parser.parse_args()
+    configs = args.configs.split(",")
+    with tempfile.TemporaryDirectory(prefix="stallbench-bench-") as tmp:
+        for workload in args.workloads.split(","):
+            work = Path(tmp) / f"work-{workload}"
+            work.mkdir()
+            results = Path(tmp) / "results"
+            run_once(results, work, workload, "none", 1.0, "warmup")
+            rates: dict[str, list[float]] = {c: [] for c in configs}
+            for _round in range(args.rounds):
+                for config in configs:
+                    rates[config].append(run_once(results, work, workload, config,
+                                                  args.duration, f"m-{config}"))
+            base = statistics.median(rates["none"])
+            print(f"\n{workload}: {args.rounds} rounds x {args.duration:g} s, ops/s (median; "
+                  "all rounds)\n")
+            print("| monitors | ops/s | cost vs none | rounds |")
+            print("|---|---|---|---|")
+            for config in configs:
+                median = statistics.median(rates[config])
+                cost = 1 - median / base
+                rounds = ", ".join(f"{r:.0f}" for r in rates[config])
+                print(f"| {config} | {median:.0f} | {cost:+.1%} | {rounds} |")
+            sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
