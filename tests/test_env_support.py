@@ -64,21 +64,7 @@ def mount_line(mount_point: Path) -> list[str] | None:
     return found[-1] if found else None
 
 
-def stallbench_cgroups() -> list[str]:
-    return sorted(p.name for p in Path("/sys/fs/cgroup/memory").iterdir()
-                  if p.name.startswith("stallbench-") and p.name.split("-")[1] in _my_pids())
-
-
-def _my_pids() -> set[str]:
-    """Pids of this test process and its descendants' names (cgroups of others are not ours)."""
-    return _TRACKED
-
-
 _TRACKED: set[str] = {str(os.getpid())}
-
-
-def track_pid(pid: int) -> None:
-    _TRACKED.add(str(pid))
 
 
 def sysctl(key: str) -> str:

@@ -11,7 +11,7 @@ import pytest
 from test_env_support import MIB, TinyWorkload, needs_root, nothing_left, sysctl
 
 from stallbench.env import check_settings, environment
-from stallbench.env.sysmem import meminfo
+from stallbench.env.sysmem import meminfo, tolerance
 from stallbench.errors import UsageError
 from stallbench.journal import Journal
 from stallbench.plan import VariantSettings
@@ -147,8 +147,10 @@ def test_system_memory_reservation_and_restore(tmp_path, journal):
         meta = state.metadata["system_memory"]
         reserved_pages = int(hugepages.read_text()) - old
         page = meminfo()["Hugepagesize"]
-        assert reserved_pages * page == meta["reserved"]
-        assert 512 * MIB <= meta["reserved"] <= 2048 * MIB
+        assert reserved_pages * page == meta["reserved"] > 0
+        # other tests run beside this one, so MemAvailable is checked against the tolerance
+        assert abs(meta["mem_available_after"] - target) <= tolerance(target)
+        assert meta["reserved"] <= 2048 * MIB
         assert meminfo()["HugePages_Total"] == old + reserved_pages
     assert int(hugepages.read_text()) == old
 
