@@ -77,19 +77,21 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
     board = ProgressBoard(len(specs), all_ops)
     mp = multiprocessing.get_context("fork")
     start_gate = mp.Event()
-    t_begin = time.monotonic_ns()
-    deadline_ns = ctx.t0_ns + int(ctx.duration_s * 1e9)
+    deadline = mp.RawValue("q", 0)      # set when the workers are released
     processes = []
     for index, spec in enumerate(specs):
         process = mp.Process(
             target=_worker_main,
-            args=(index, spec, spool_dir, board, all_ops, ctx, deadline_ns, start_gate),
+            args=(index, spec, spool_dir, board, all_ops, ctx, deadline, start_gate),
             name=f"stallbench-{spec.role}-{index}",
             daemon=True,
         )
         process.start()
         ctx.processes.add(process.pid)
         processes.append(process)
+    t_begin = time.monotonic_ns()
+    deadline_ns = t_begin + int(ctx.duration_s * 1e9)
+    deadline.value = deadline_ns
     start_gate.set()
     stop_sent = False
     try:
@@ -114,7 +116,9 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
                 p.join(5)
     progress(board.take()[0])
     elapsed_s = (time.monotonic_ns() - t_begin) / 1e9
-    return _collect(ctx, specs, processes, spool_dir, elapsed_s, stop_sent)
+    result = _collect(ctx, specs, processes, spool_dir, elapsed_s, stop_sent)
+    result.extra["workers_started_ns"] = t_begin - ctx.t0_ns
+    return result
 
 
 def _signal(pid: int | None, signum: int) -> None:
@@ -126,7 +130,7 @@ def _signal(pid: int | None, signum: int) -> None:
 
 
 def _worker_main(index: int, spec: WorkerSpec, spool_dir: Path, board: ProgressBoard,
-                 all_ops: list[str], ctx: RunContext, deadline_ns: int, start_gate) -> None:
+                 all_ops: list[str], ctx: RunContext, deadline, start_gate) -> None:
     global _stop_requested
     _stop_requested = False
     signal.signal(signal.SIGINT, _request_stop)
@@ -138,7 +142,7 @@ def _worker_main(index: int, spec: WorkerSpec, spool_dir: Path, board: ProgressB
         recorder = WorkerRecorder(spool_dir, index, spec.ops, spec.layout, board=None)
         recorder.board = _BoardView(board, all_ops, spec.ops)
         start_gate.wait()
-        worker_ctx = WorkerContext(index, spec, recorder, deadline_ns, ctx.t0_ns)
+        worker_ctx = WorkerContext(index, spec, recorder, deadline.value, ctx.t0_ns)
         extra = spec.target(worker_ctx, **spec.args) or {}
         summary.counted = extra.pop("counted")
         summary.late = int(extra.pop("late", 0))
