@@ -15,3 +15,15 @@ def add_results_argument(parser: argparse.ArgumentParser) -> None:
 
 def results_dir(args: argparse.Namespace) -> Path:
     return args.results if getattr(args, "results", None) else default_results_dir()
+
+
+def print_comparison(baseline: str, candidates: list[str], results: Path,
+                     workload: str | None = None) -> None:
+    """Print the text comparison of variants just run (after `run --plan` and `demo`)."""
+    from ..comparison import CompareOptions, build_comparison
+    from ..report import render
+    from ..store import resolve_runs
+
+    base = resolve_runs(baseline, results, workload)
+    others = [resolve_runs(name, results, workload) for name in candidates]
+    print(render(build_comparison(base, others, CompareOptions()), "text"), end="")

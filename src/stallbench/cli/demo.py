@@ -7,7 +7,7 @@ import sys
 
 from ..demo import demo_plan
 from ..runner import run_plan
-from .common import add_results_argument, results_dir
+from .common import add_results_argument, print_comparison, results_dir
 
 
 def register(subparsers) -> None:
@@ -24,8 +24,6 @@ def run(args: argparse.Namespace) -> int:
     outcomes = run_plan(plan, progress=not args.no_progress)
     if any(o.status != "complete" for o in outcomes):
         return 130 if any(o.status == "interrupted" for o in outcomes) else 1
-    from .compare import print_comparison
-
     names = [v.name for v in plan.variants]
     print_comparison(names[0], names[1:], plan.results, workload=plan.workload)
     return 0

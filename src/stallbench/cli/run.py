@@ -14,7 +14,7 @@ from ..runner import run_plan
 from ..store import check_name
 from ..units import parse_duration, parse_size
 from ..workloads import available_workloads, get_workload
-from .common import add_results_argument, results_dir
+from .common import add_results_argument, print_comparison, results_dir
 
 DEFAULT_DURATION = "30s"
 
@@ -128,8 +128,6 @@ def run(args: argparse.Namespace) -> int:
     outcomes = run_plan(plan, progress=not args.no_progress)
     names = list(dict.fromkeys(v.name for v in plan.variants))
     if len(names) > 1 and any(o.status == "complete" for o in outcomes):
-        from .compare import print_comparison
-
         print_comparison(names[0], names[1:], plan.results, workload=plan.workload)
     else:
         for outcome in outcomes:
