@@ -64,7 +64,8 @@ MAX_VARIANTS = 100
 _TOP_KEYS = {"workload", "workload_options", "options", "duration", "iterations", "monitors",
              "results", "variants"}
 _VARIANT_KEYS = {"name", "dir", "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir",
-                 "keep_image", "memory", "system_memory", "sysctls", "scheduler", "drop_caches"}
+                 "keep_image", "memory", "system_memory", "sysctls", "scheduler", "drop_caches",
+                 "workload_options"}
 _SYSCTL_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")
 _SCHEDULER_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 _OPTION_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -259,6 +260,12 @@ class _PlanReader:
         variants = [self._variant(i, v) for i, v in enumerate(raw_variants)]
         if not variants:
             variants = [VariantSettings(name=_default_variant_name())]
+        for i, variant in enumerate(variants):
+            if variant.workload_options:
+                merged = {**options, **variant.workload_options}
+                self._check_workload_options(
+                    workload, merged, ("variants", i, "workload_options"),
+                    {k: k for k in variant.workload_options})
         seen: set[str] = set()
         for i, variant in enumerate(variants):
             if variant.name in seen:
@@ -269,8 +276,8 @@ class _PlanReader:
                     duration_s=duration, iterations=iterations, monitors=monitors,
                     results=results, source=self.path)
 
-    def _check_workload_options(self, workload: str, options: dict[str, Any], key: str,
-                                written: dict[str, str]) -> None:
+    def _check_workload_options(self, workload: str, options: dict[str, Any],
+                                key: str | tuple[Any, ...], written: dict[str, str]) -> None:
         """Let the workload validate its options when it is built in (the runner does it again)."""
         try:
             cls = get_workload(workload)
@@ -283,12 +290,13 @@ class _PlanReader:
             if not isinstance(exc, UsageError):
                 message = f"invalid options ({message})"
             # point at the option the workload complained about, if it names one
-            location: tuple[Any, ...] = (key,)
+            path = key if isinstance(key, tuple) else (key,)
+            location: tuple[Any, ...] = path
             for name, original in written.items():
                 if f"--{name.replace('_', '-')}" in message or f"{name!r}" in message:
-                    location = (key, original)
+                    location = (*path, original)
                     break
-            raise UsageError(f"{self.where(location)}: {key}: {message}") from None
+            raise UsageError(f"{self.where(location)}: {_dotted(path)}: {message}") from None
 
     def _variant(self, index: int, table: dict[str, Any]) -> VariantSettings:
         base: tuple[Any, ...] = ("variants", index)
@@ -357,6 +365,15 @@ class _PlanReader:
             settings.drop_caches = boolean("drop_caches")
         if "sysctls" in table:
             settings.sysctls = self._sysctls(key_path("sysctls"), table["sysctls"])
+        if "workload_options" in table:
+            options = table["workload_options"]
+            if not isinstance(options, dict) or any(isinstance(v, dict) for v in options.values()):
+                raise self.error(key_path("workload_options"), "expected a table of values")
+            for key in options:
+                if not _OPTION_KEY_RE.match(key):
+                    raise self.error((*key_path("workload_options"), key),
+                                     "not a workload option name")
+            settings.workload_options = {k.replace("-", "_"): v for k, v in options.items()}
         if settings.dir is not None and settings.fs is not None:
             raise self.error(key_path("fs"), "give either dir (an existing directory) or fs "
                              "(a new loop filesystem), not both")

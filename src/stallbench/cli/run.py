@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..monitors import parse_monitor_list
-from ..plan import Plan, VariantSettings
+from ..plan import Plan, VariantSettings, parse_sysctl_assignment
 from ..runner import run_plan
 from ..store import check_name
 from ..units import parse_duration, parse_size
@@ -74,12 +74,7 @@ _RUN_KEYS = {"variant", "results", "duration", "iterations", "monitors", "no_pro
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
     """Flags of `stallbench run WORKLOAD ...` -> a one-variant Plan."""
-    sysctls: dict[str, str] = {}
-    for item in args.sysctl:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--sysctl {item!r}: use KEY=VALUE, e.g. vm.dirty_ratio=10")
-        sysctls[key.strip()] = value.strip()
+    sysctls = dict(parse_sysctl_assignment(item) for item in args.sysctl)
     if args.iterations < 1:
         raise UsageError("--iterations must be at least 1")
     variant = VariantSettings(

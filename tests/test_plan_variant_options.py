@@ -1,0 +1,36 @@
+"""Per-variant workload options in plan files."""
+
+from __future__ import annotations
+
+import pytest
+
+from stallbench.errors import UsageError
+from stallbench.plan import load_plan
+
+PLAN = """workload = "pgioperf"
+[options]
+readers = 2
+data_size = "1M"
+[[variants]]
+name = "few"
+[[variants]]
+name = "many"
+[variants.workload_options]
+readers = {readers}
+"""
+
+
+def test_variant_options_override_the_plan_options(tmp_path):
+    path = tmp_path / "plan.toml"
+    path.write_text(PLAN.format(readers=8))
+    plan = load_plan(path)
+    assert plan.workload_options["readers"] == 2
+    assert [v.workload_options for v in plan.variants] == [{}, {"readers": 8}]
+
+
+def test_a_bad_variant_option_names_file_line_and_key(tmp_path):
+    path = tmp_path / "plan.toml"
+    path.write_text(PLAN.format(readers=-5))
+    with pytest.raises(UsageError) as error:
+        load_plan(path)
+    assert str(error.value).startswith(f"{path}:9: variants[1].workload_options: --readers")
