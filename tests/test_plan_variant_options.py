@@ -33,4 +33,4 @@ def test_a_bad_variant_option_names_file_line_and_key(tmp_path):
     path.write_text(PLAN.format(readers=-5))
     with pytest.raises(UsageError) as error:
         load_plan(path)
-    assert str(error.value).startswith(f"{path}:9: variants[1].workload_options: --readers")
+    assert str(error.value).startswith(f"{path}:10: variants[1].workload_options: --readers")
