@@ -50,6 +50,11 @@ def run_stallbench(workdir: Path, results: Path, seconds: float) -> tuple[float,
     return len(latency) / run.duration_s, float(np.percentile(latency, 50))
 
 
+def warm_page_cache(path: Path) -> None:
+    """Read the file so that it is page-cached (something else may have dropped caches)."""
+    subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL, check=True)
+
+
 def per_op_breakdown(path: Path, n: int = 2_000_000) -> dict[str, float]:
     """ns per op of the loop with parts removed: what each part of the hot loop costs."""
     from array import array
@@ -62,7 +67,7 @@ def per_op_breakdown(path: Path, n: int = 2_000_000) -> dict[str, float]:
     results = {}
 
     t = time.perf_counter_ns()
-    for offset in offsets:
+    for _offset in offsets:
         pass
     results["loop only"] = (time.perf_counter_ns() - t) / n
 
@@ -78,6 +83,7 @@ def per_op_breakdown(path: Path, n: int = 2_000_000) -> dict[str, float]:
         t1 = now()
     results["+ two clock reads"] = (time.perf_counter_ns() - t) / n
 
+    warm_page_cache(path)
     j = 0
     next_tick = now() + 10**12
     t = time.perf_counter_ns()
@@ -107,10 +113,11 @@ def main() -> int:
         # the first stallbench run creates the file; then read it once so it is page-cached
         run_stallbench(workdir, results, 1)
         path = workdir / "randread.data"
-        subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL, check=True)
         rows = []
         for round_no in range(1, args.rounds + 1):
+            warm_page_cache(path)
             fio_iops, fio_p50 = run_fio(path, args.seconds)
+            warm_page_cache(path)
             sb_iops, sb_p50 = run_stallbench(workdir, results, args.seconds)
             rows.append((round_no, fio_iops, sb_iops, fio_p50, sb_p50))
             print(f"round {round_no}: fio {fio_iops:,.0f} ops/s p50 {fio_p50:.0f} ns; "
