@@ -409,7 +409,7 @@ def load_run(path: str | os.PathLike) -> Run:
 def iter_run_dirs(path: Path) -> Iterator[Path]:
     """Run directories at or below `path` (a run, a workload or a variant directory)."""
     path = Path(path)
-    if (path / RUN_FILE).exists():
+    if (path / RUN_FILE).exists() or (path / OPS_FILE).exists():   # no run.json: reported
         yield path
         return
     if not path.is_dir():
@@ -456,6 +456,11 @@ def resolve_runs(spec: str, results: Path | None = None, workload: str | None = 
             continue
         if not run.complete and not allow_incomplete:
             problems.append(f"{run_dir}: {run.describe_status()}; left out")
+            continue
+        try:
+            run.op_arrays()     # a damaged ops.parquet leaves this run out, not the command
+        except RunDataError as exc:
+            problems.append(f"{exc}; left out")
             continue
         runs.append(run)
     if not runs:
