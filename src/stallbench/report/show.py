@@ -49,17 +49,17 @@ def render_text(summary: RunsSummary) -> str:
     unit = choose_time_unit(values)
     lines.append("")
     lines.append(f"latency in {unit[0]}")
-    lines.append(f"{'op':<18} {'samples':>11} {'rate/s':>9} " +
+    lines.append(f"{'op':<15} {'samples':>10} {'rate/s':>9} " +
                  " ".join(f"{h:>7}" for h in _HEAD))
     for name, stats in summary.ops.items():
         if stats.samples == 0:
-            lines.append(f"{name[:18]:<18} {0:>11} {'0.0':>9}   no samples")
+            lines.append(f"{name[:15]:<15} {0:>10} {'0.0':>9}   no samples")
             continue
         cells = []
         for stat in _STATS:
             cell = stat_cell(stats, stat, unit)
             cells.append(f"{'n/r' if cell.startswith('n/r') else cell:>7}")
-        lines.append(f"{name[:18]:<18} {format_count(stats.samples):>11} "
+        lines.append(f"{name[:15]:<15} {format_count(stats.samples):>10} "
                      f"{format_rate(stats.rate):>9} " + " ".join(cells))
     if any(s.unresolved for s in summary.ops.values()):
         lines.append("n/r: fewer than 10 samples at or beyond the percentile")

@@ -1,0 +1,245 @@
+"""compare end to end on real run directories: numbers against numpy on the raw ops.parquet,
+words for empty ops and unresolvable percentiles, sign convention, text/JSON agreement and a
+snapshot of the text layout."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from test_compare_fixtures import lognormal_ns, write_run
+
+from stallbench.cli import main
+from stallbench.report.common import JSON_KEYS
+
+SNAPSHOT = Path(__file__).with_name("test_report_text_snapshot.txt")
+
+
+def make_results(results: Path) -> None:
+    """Two variants x 2 iterations: reads get a slow tail and fall in rate in the candidate,
+    wal is paced (intended_ns), 'trim' never completes, 'rare' has too few samples for p99."""
+    rng = np.random.default_rng(42)
+    declared = ["read", "wal", "trim", "rare"]
+    for iteration in range(2):
+        for variant, slow_share, reads in (("vanilla", 0.0, 20000), ("memcg", 0.08, 14000)):
+            read = lognormal_ns(rng, reads, 600e3, 0.3)
+            slow = rng.random(reads) < slow_share
+            read[slow] = lognormal_ns(rng, int(slow.sum()), 30e6, 0.4)
+            n_wal = 2000
+            intended = (np.arange(n_wal) * 5_000_000).astype(np.int64)
+            wal_latency = lognormal_ns(rng, n_wal, 50e3, 0.5)
+            wal_start = intended + rng.integers(0, 200_000, n_wal)
+            write_run(results, variant, {
+                "read": read, "wal": wal_latency, "rare": lognormal_ns(rng, 40, 2e6, 0.3),
+            }, duration_s=10.0, declared=declared, seed=iteration * 10 + len(variant),
+                starts={"wal": wal_start}, intended={"wal": intended},
+                workers={"read": rng.integers(0, 4, reads).astype(np.int32)},
+                rusage={"user_s": 1.0 + iteration * 0.1, "system_s": 2.0 + iteration * 0.1,
+                        "elapsed_s": 10.0})
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("results")
+    make_results(path)
+    return path
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def reports(results, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    for fmt in ("text", "json", "markdown"):
+        assert main(["compare", "vanilla", "memcg", "--results", str(results), "--format", fmt,
+                     "--output", str(out / f"report.{fmt}")]) == 0
+    return {fmt: (out / f"report.{fmt}").read_text() for fmt in ("text", "json", "markdown")}
+
+
+def raw_latencies(results: Path, variant: str, op: str) -> np.ndarray:
+    """The oracle: pyarrow + numpy straight from the files, no stallbench reader."""
+    parts = []
+    for path in sorted((results / variant).glob("*/*/ops.parquet")):
+        table = pq.read_table(path)
+        ops = np.array(table.column("op").to_pylist())
+        parts.append(table.column("latency_ns").to_numpy()[ops == op])
+    return np.concatenate(parts)
+
+
+def test_json_percentiles_equal_numpy_on_the_raw_ops(results, reports):
+    data = json.loads(reports["json"])
+    for variant in ("vanilla", "memcg"):
+        for op in ("read", "wal"):
+            raw = raw_latencies(results, variant, op)
+            entry = data["ops"][op]["variants"][variant]
+            assert entry["samples"] == raw.size
+            assert entry["rate"] == pytest.approx(raw.size / 20.0)
+            for stat, p in (("p50", 50), ("p90", 90), ("p95", 95), ("p99", 99),
+                            ("p999", 99.9)):
+                if entry[JSON_KEYS[stat]] is not None:
+                    np.testing.assert_allclose(entry[JSON_KEYS[stat]], np.percentile(raw, p),
+                                               rtol=1e-12)
+            assert entry["min_ns"] == raw.min() and entry["max_ns"] == raw.max()
+            np.testing.assert_allclose(entry["mean_ns"], raw.mean(), rtol=1e-12)
+
+
+def test_response_time_of_paced_ops(results, reports):
+    data = json.loads(reports["json"])
+    entry = data["ops"]["wal (response)"]["variants"]["vanilla"]
+    response = []
+    for path in sorted((results / "vanilla").glob("*/*/ops.parquet")):
+        table = pq.read_table(path)
+        ops = np.array(table.column("op").to_pylist())
+        keep = ops == "wal"
+        start = table.column("start_ns").to_numpy()[keep]
+        latency = table.column("latency_ns").to_numpy()[keep]
+        intended = table.column("intended_ns").to_numpy()[keep]
+        response.append(start + latency - intended)
+    np.testing.assert_allclose(entry["p99_ns"], np.percentile(np.concatenate(response), 99),
+                               rtol=1e-12)
+
+
+def test_empty_op_says_no_samples_never_zero(reports):
+    data = json.loads(reports["json"])
+    trim = data["ops"]["trim"]["variants"]["memcg"]
+    assert trim["samples"] == 0 and trim["no_samples"] is True
+    assert all(trim[JSON_KEYS[s]] is None for s in ("min", "p50", "p99", "max", "mean"))
+    block = section(reports["text"], "trim — latency")
+    for stat in ("min", "p50", "p90", "p99", "max", "mean"):
+        row = next(line for line in block if line.split()[0] == stat)
+        assert "no samples" in row and not re.search(r"\s0(\.0+)?\s", row), row
+
+
+def test_unresolvable_percentiles_are_shown_as_such(reports):
+    data = json.loads(reports["json"])
+    rare = data["ops"]["rare"]["variants"]["vanilla"]  # 80 samples: p99 has 1 beyond it
+    assert rare["p99_ns"] is None and rare["not_resolvable"]["p99_ns"]["samples_at_or_beyond"] == 1
+    assert rare["p50_ns"] is not None
+    block = section(reports["text"], "rare — latency")
+    p99 = next(line for line in block if line.split()[0] == "p99")
+    assert "n/r (1≥)" in p99 and "not resolvable" in p99
+
+
+def test_sign_convention_and_words(reports):
+    data = json.loads(reports["json"])
+    read = data["ops"]["read"]["variants"]["memcg"]
+    # the candidate's reads are slower in the tail and fewer: + and worse for p99, - for rate
+    assert read["change"]["p99_ns"]["change"] > 0 and read["change"]["p99_ns"]["verdict"] == "worse"
+    assert read["change"]["rate"]["change"] < 0 and read["change"]["rate"]["verdict"] == "worse"
+    assert read["starved"] is True  # 30% fewer reads
+    block = section(reports["text"], "read — latency")
+    rate = next(line for line in block if line.split()[0] == "rate/s")
+    assert "STARVED" in rate and "-30" in rate
+    assert "+ means the number got larger" in reports["text"]
+    sentence = data["ops"]["read"]["variants"]["memcg"]["shift"]["sentence"]
+    # 8% of the candidate's reads were drawn around 30 ms; part of the loss is outside the
+    # bands named, so the share named is a little under 8%
+    assert sentence.endswith("of read ops moved from 256 µs–1 ms into 16–64 ms"), sentence
+    assert 6.5 <= float(sentence.split("%")[0]) <= 8.5
+    assert sentence in reports["text"]
+
+
+def section(text: str, title: str) -> list[str]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].strip()), len(lines))
+    return lines[start:end]
+
+
+_UNITS = {"ns": 1, "µs": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def test_text_and_json_agree_number_for_number(reports):
+    data = json.loads(reports["json"])
+    checked = 0
+    for op, op_data in data["ops"].items():
+        block = section(reports["text"], f"{op} — ")
+        unit = _UNITS[re.search(r" in (\S+)$", block[0]).group(1)]
+        base, cand = (op_data["variants"][v] for v in ("vanilla", "memcg"))
+        for line in block[2:]:
+            cells = re.split(r"\s{2,}", line.strip())
+            stat = cells[0]
+            if stat not in ("samples", "rate/s", "min", "p50", "p90", "p95", "p99", "p99.9",
+                            "max", "mean"):
+                continue  # the P(slower) and iteration lines below the table
+            key = {"rate/s": "rate", "p99.9": "p999_ns", "samples": "samples"}.get(
+                stat, f"{stat}_ns")
+            for text_value, entry in zip(cells[1:3], (base, cand), strict=True):
+                json_value = entry[key]
+                if json_value is None:
+                    assert text_value in ("no samples",) or text_value.startswith("n/r")
+                    continue
+                number = float(text_value.replace(",", ""))
+                scale = 1 if key in ("samples", "rate") else unit
+                decimals = len(text_value.split(".")[1]) if "." in text_value else 0
+                assert abs(number - json_value / scale) <= 0.5 * 10 ** -decimals + 1e-9, \
+                    (op, stat, text_value, json_value)
+                checked += 1
+            change = cand.get("change", {}).get(key)
+            if change and change["change"] is not None and len(cells) > 3 and \
+                    cells[3].endswith("%"):
+                shown = float(cells[3].rstrip("%"))
+                decimals = len(cells[3].rstrip("%").split(".")[1]) if "." in cells[3] else 0
+                assert abs(shown - change["change"] * 100) <= 0.5 * 10 ** -decimals + 1e-9
+                checked += 1
+    assert checked > 60
+
+
+def test_every_text_line_fits_100_columns(reports):
+    assert max(len(line) for line in reports["text"].splitlines()) <= 100
+
+
+def test_text_layout_snapshot(reports):
+    text = reports["text"]
+    if os.environ.get("STALLBENCH_UPDATE_SNAPSHOTS"):
+        SNAPSHOT.write_text(text)
+    assert text == SNAPSHOT.read_text(), \
+        "text layout changed: review and rerun with STALLBENCH_UPDATE_SNAPSHOTS=1"
+
+
+def test_markdown_has_the_tables(reports):
+    md = reports["markdown"]
+    assert "| p99 |" in md and "**STARVED**" in md and "## read — latency in" in md
+
+
+def test_incomplete_run_is_left_out_with_one_line(results, tmp_path, capsys):
+    import shutil
+    shutil.copytree(results, tmp_path / "r")
+    run = tmp_path / "r" / "memcg" / "sim" / "2" / "run.json"
+    meta = json.loads(run.read_text())
+    meta["status"] = "interrupted"
+    meta["reason"] = "SIGTERM"
+    run.write_text(json.dumps(meta))
+    code, out, err = run_cli(capsys, "compare", "vanilla", "memcg", "--results",
+                             str(tmp_path / "r"), "--format", "json")
+    assert code == 0
+    assert err.count("\n") == 1 and "interrupted: SIGTERM; left out" in err
+    assert json.loads(out)["ops"]["read"]["variants"]["memcg"]["iterations"]["samples"] \
+        == [14000]
+
+
+def test_nothing_usable_is_exit_2(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "compare", "nosuch", "other", "--results", str(tmp_path))
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    code, _, err = run_cli(capsys, "compare", "a", "b", "--noise", "lots")
+    assert code == 2
+
+
+def test_plots_written_as_png_and_svg(results, tmp_path, capsys):
+    code, _, _ = run_cli(capsys, "compare", "vanilla", "memcg", "--results", str(results),
+                         "--plots", str(tmp_path / "plots"), "--output", str(tmp_path / "r.txt"))
+    assert code == 0
+    names = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    for figure in ("ccdf", "shift", "timeline", "iterations"):
+        assert f"{figure}.png" in names and f"{figure}.svg" in names
+    assert (tmp_path / "plots" / "ccdf.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in (tmp_path / "plots" / "ccdf.svg").read_text()
