@@ -18,6 +18,7 @@ from .units import format_ns
 
 PLAIN_PERIOD_S = 5.0
 STARVED_AFTER_S = 1.0
+MIN_RATE_PERIOD_S = 0.25
 
 
 @dataclass
@@ -57,7 +58,9 @@ class Progress:
 
     def update(self, counts: dict[str, tuple[int, int]]) -> None:
         now = time.monotonic()
-        dt = max(now - self._last_update, 1e-6)
+        dt = now - self._last_update
+        if dt < MIN_RATE_PERIOD_S:
+            return
         for op, (total, recent_max) in counts.items():
             state = self.ops.setdefault(op, _OpState(last_change_s=self._start))
             if total != state.total:
@@ -73,13 +76,14 @@ class Progress:
             print(self._plain_line(), file=sys.stderr, flush=True)
 
     def starving(self) -> list[str]:
-        """Ops that completed nothing for a while although some other op did."""
+        """Ops that completed before but nothing for a while, although some other op did.
+        (An op that has not completed once yet, like a rare fsync, is not called starved.)"""
         now = time.monotonic()
         active = [s for s in self.ops.values() if now - s.last_change_s < STARVED_AFTER_S]
         if not active:
             return []
         return [op for op, s in self.ops.items()
-                if now - s.last_change_s >= STARVED_AFTER_S and now - self._start > 2.0]
+                if s.total > 0 and now - s.last_change_s >= STARVED_AFTER_S]
 
     def _times(self) -> str:
         elapsed = time.monotonic() - self._start
