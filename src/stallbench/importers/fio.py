@@ -112,9 +112,13 @@ def json_summary(data: dict[str, Any]) -> dict[str, Any]:
                 "clat_ns": _lat_stats(stats.get("clat_ns")),
             }
         sync = job.get("sync")
-        if isinstance(sync, dict) and sync.get("total_ios"):
-            entry["sync"] = {"total_ios": sync.get("total_ios"),
-                             "lat_ns": _lat_stats(sync.get("lat_ns"))}
+        if isinstance(sync, dict):
+            lat = sync.get("lat_ns") if isinstance(sync.get("lat_ns"), dict) else {}
+            # fio counts fdatasync in lat_ns.N but not in total_ios (which is fsync only)
+            count = max(int(sync.get("total_ios") or 0), int(lat.get("N") or 0))
+            if count:
+                entry["sync"] = {"count": count, "total_ios": sync.get("total_ios"),
+                                 "lat_ns": _lat_stats(lat)}
         jobs.append(entry)
     return {"fio_version": data.get("fio version"), "jobs": jobs}
 
