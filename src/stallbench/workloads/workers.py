@@ -101,6 +101,12 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
                     _signal(p.pid, signal.SIGTERM)
                 stop_sent = True
             now = time.monotonic_ns()
+            if not stop_sent and now < deadline_ns and any(not p.is_alive() for p in processes):
+                # a worker that ends before the deadline failed (ENOSPC, EIO, killed): stop the
+                # others now rather than run on with part of the workload missing
+                for p in processes:
+                    _signal(p.pid, signal.SIGTERM)
+                stop_sent = True
             if now > deadline_ns + STOP_GRACE_S * 1e9:
                 for p in processes:
                     _signal(p.pid, signal.SIGKILL)
