@@ -39,38 +39,42 @@ def parse_pgbench_log(path: Path, samples: Samples, stats: PgbenchLogStats) -> N
     """Add one pgbench log's transactions to `samples` (start times: epoch ns)."""
     path = Path(path)
     for lineno, line in read_lines(path):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) < 6 or len(fields) > 8:
-            raise line_error(path, lineno, "expected 'client_id transaction_no latency_us "
-                             "script_no time_epoch time_us [lag] [retries]' (pgbench --log)",
-                             line)
-        if len(fields[0]) >= 9 and fields[0].isdigit() and int(fields[0]) > 100_000_000:
-            raise line_error(path, lineno, "this is an aggregated pgbench log "
-                             "(--aggregate-interval): per-transaction logs are needed", line)
-        client = parse_int(fields[0], path, lineno, line, "client_id")
-        parse_int(fields[1], path, lineno, line, "transaction_no")
-        parse_int(fields[3], path, lineno, line, "script_no")
-        epoch = parse_int(fields[4], path, lineno, line, "time_epoch")
-        micros = parse_int(fields[5], path, lineno, line, "time_us")
-        if micros >= 1_000_000 or epoch > 1 << 40:
-            raise line_error(path, lineno, "timestamp out of range", line)
-        if len(fields) >= 7:
-            stats.lag_sum_us += parse_int(fields[6], path, lineno, line, "schedule_lag")
-        if len(fields) == 8:
-            stats.retries += parse_int(fields[7], path, lineno, line, "retries")
-        if fields[2] == "skipped":
-            stats.skipped += 1
-            continue
-        if fields[2] == "failed":
-            stats.failed += 1
-            continue
-        latency = parse_int(fields[2], path, lineno, line, "latency") * _US
-        if latency > MAX_LATENCY_NS:
-            raise line_error(path, lineno, "latency out of range", line)
-        end = (epoch * 1_000_000 + micros) * _US
-        samples.add("txn", min(client, 1 << 30), end - latency, latency)
+        parse_pgbench_line(path, lineno, line, samples, stats)
+
+
+def parse_pgbench_line(path: Path | str, lineno: int, line: str, samples: Samples,
+                       stats: PgbenchLogStats) -> None:
+    fields = line.split()
+    if not fields:
+        return
+    if len(fields) < 6 or len(fields) > 8:
+        raise line_error(path, lineno, "expected 'client_id transaction_no latency_us "
+                         "script_no time_epoch time_us [lag] [retries]' (pgbench --log)", line)
+    if len(fields[0]) >= 9 and fields[0].isdigit() and int(fields[0]) > 100_000_000:
+        raise line_error(path, lineno, "this is an aggregated pgbench log "
+                         "(--aggregate-interval): per-transaction logs are needed", line)
+    client = parse_int(fields[0], path, lineno, line, "client_id")
+    parse_int(fields[1], path, lineno, line, "transaction_no")
+    parse_int(fields[3], path, lineno, line, "script_no")
+    epoch = parse_int(fields[4], path, lineno, line, "time_epoch")
+    micros = parse_int(fields[5], path, lineno, line, "time_us")
+    if micros >= 1_000_000 or epoch > 1 << 40:
+        raise line_error(path, lineno, "timestamp out of range", line)
+    if len(fields) >= 7:
+        stats.lag_sum_us += parse_int(fields[6], path, lineno, line, "schedule_lag")
+    if len(fields) == 8:
+        stats.retries += parse_int(fields[7], path, lineno, line, "retries")
+    if fields[2] == "skipped":
+        stats.skipped += 1
+        return
+    if fields[2] == "failed":
+        stats.failed += 1
+        return
+    latency = parse_int(fields[2], path, lineno, line, "latency") * _US
+    if latency > MAX_LATENCY_NS:
+        raise line_error(path, lineno, "latency out of range", line)
+    end = (epoch * 1_000_000 + micros) * _US
+    samples.add("txn", min(client, 1 << 30), end - latency, latency)
 
 
 def find_logs(directory: Path) -> list[Path]:

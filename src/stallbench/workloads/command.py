@@ -135,7 +135,8 @@ def start_child(ctx: RunContext, argv: list[str], *, cwd: Path | None = None,
     ctx.processes.add(proc.pid)
     entry = None
     if ctx.journal is not None:
-        entry = ctx.journal.push("kill_group", pid=proc.pid,
+        # the generic "kill" kind: `stallbench cleanup` knows it without importing this module
+        entry = ctx.journal.push("kill", pid=proc.pid,
                                  start_time=journal_mod.process_start_time(proc.pid))
     return proc, entry
 
@@ -179,18 +180,6 @@ def wait_child(proc: subprocess.Popen, stop: threading.Event, *, deadline_ns: in
             tick()
             next_tick = now + 1.0
         time.sleep(0.05)
-
-
-@journal_mod.register_undo("kill_group")
-def _undo_kill_group(action: dict[str, Any]) -> None:
-    """Kill a workload process and its process group, if it is still that process."""
-    pid = int(action["pid"])
-    if journal_mod.process_start_time(pid) not in (None, action.get("start_time")):
-        return  # the pid was reused by another process
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def progress_from_samples(samples: Samples, since: int) -> dict[str, tuple[int, int]]:
@@ -493,10 +482,10 @@ class CommandWorkload(Workload):
             argv += ["-e", "trace=" + ",".join(self.syscalls)]
         offset = clock_offset_ns()
         parser = StraceParser(log, set(self.syscalls) if self.syscalls else None)
-        tail = _LineTail(log)
+        tail = LineTail(log)
 
-        def feed() -> None:
-            for lineno, line in tail.lines():
+        def feed(final: bool = False) -> None:
+            for lineno, line in tail.lines(final):
                 parser.feed(lineno, line)
 
         since = 0
@@ -520,16 +509,16 @@ class CommandWorkload(Workload):
             if entry is not None:
                 ctx.journal.forget(entry)
         self.exit_code = proc.returncode
-        feed()
-        tail.close(parser)
+        feed(final=True)
         samples = parser.samples or Samples("epoch")
         self._clock_offset = offset
         log.unlink(missing_ok=True)
         return samples, [STRACE_NOTE, *parser.notes()], stopped, rusage
 
 
-class _LineTail:
-    """Complete lines appended to a file since the last call (the last partial line waits)."""
+class LineTail:
+    """Complete lines appended to a file since the last call; the last partial line waits
+    until `final` (the writer has exited)."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -537,7 +526,7 @@ class _LineTail:
         self.partial = ""
         self.lineno = 0
 
-    def lines(self) -> list[tuple[int, str]]:
+    def lines(self, final: bool = False) -> list[tuple[int, str]]:
         if self.f is None:
             try:
                 self.f = open(self.path, encoding="utf-8", errors="replace", newline="")
@@ -545,19 +534,14 @@ class _LineTail:
                 return []
         data = self.partial + self.f.read()
         parts = data.split("\n")
-        self.partial = parts.pop()
+        self.partial = "" if final else parts.pop()
         result = []
         for part in parts:
             self.lineno += 1
             result.append((self.lineno, part.rstrip("\r")))
-        return result
-
-    def close(self, parser: StraceParser) -> None:
-        if self.partial.strip():
-            self.lineno += 1
-            parser.feed(self.lineno, self.partial)
-        if self.f is not None:
+        if final:
             self.f.close()
+        return result
 
 
 WORKLOAD = CommandWorkload
