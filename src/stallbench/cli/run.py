@@ -41,12 +41,15 @@ def register(subparsers) -> None:
 def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("run and variant options")
     group.add_argument("--variant", help="name of this configuration (default: uname -r)")
-    add_results_argument(group)
+    # SUPPRESS: given before the workload name, the run parser's value must survive
+    group.add_argument("--results", type=Path, default=argparse.SUPPRESS,
+                       help="results directory (default: $STALLBENCH_RESULTS or ./results)")
     group.add_argument("--duration", default=DEFAULT_DURATION, help="seconds per run (30s)")
     group.add_argument("--iterations", type=int, default=1, help="runs of the variant (1)")
     group.add_argument("--monitors", default=None,
                        help="default (counters,psi,diskstats,delay), all, none or a list")
-    group.add_argument("--no-progress", action="store_true", help="no live progress display")
+    group.add_argument("--no-progress", action="store_true", default=argparse.SUPPRESS,
+                       help="no live progress display")
     where = group.add_mutually_exclusive_group()
     where.add_argument("--dir", type=Path, help="existing directory for the workload's files")
     where.add_argument("--fs", choices=["ext2", "ext3", "ext4", "xfs", "btrfs"],

@@ -221,7 +221,8 @@ def _collect(ctx: RunContext, specs: list[WorkerSpec], processes: list, spool_di
         batches=read_spools(spool_dir, ctx.t0_ns),
         counted=counted,
         rusage={"user_s": user, "system_s": system, "elapsed_s": elapsed_s},
-        extra={"late_ops": late, "worker_roles": roles},
+        extra={"late_ops": late, "worker_roles": roles,
+               "worker_pids": {index: p.pid for index, p in enumerate(processes)}},
         status=status,
         reason=reason,
     )
