@@ -43,6 +43,7 @@ class _Interrupt:
     def __init__(self) -> None:
         self.stop_event: threading.Event | None = None
         self.signalled: str | None = None
+        self.deferring = False
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> _Interrupt:
@@ -56,10 +57,22 @@ class _Interrupt:
 
     def _handle(self, signum: int, frame: Any) -> None:
         self.signalled = signal.Signals(signum).name
+        if self.deferring:
+            return
         if self.stop_event is not None and not self.stop_event.is_set():
             self.stop_event.set()
             return
         raise KeyboardInterrupt(self.signalled)
+
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        """While monitors stop and the results are written, a signal is only noted: unwinding
+        there would lose every op recorded (kill -9 still leaves them to `stallbench cleanup`)."""
+        self.deferring = True
+        try:
+            yield
+        finally:
+            self.deferring = False
 
     @contextmanager
     def stoppable(self, event: threading.Event) -> Iterator[None]:
@@ -159,10 +172,11 @@ def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_nam
                           enabled=show_progress) as display:
                 result = workload.run(ctx, display.update)
     finally:
-        _stop_monitors(monitors, writer, log)
-        if result is not None:
-            _store_result(ctx, writer, result)
-        shutil.rmtree(ctx.run_dir / ".spool", ignore_errors=True)
+        with interrupt.deferred():
+            _stop_monitors(monitors, writer, log)
+            if result is not None:
+                _store_result(ctx, writer, result)
+            shutil.rmtree(ctx.run_dir / ".spool", ignore_errors=True)
     writer.meta["notes"].extend(ctx.notes)
     if interrupt.signalled and result.status == "complete":
         result.status, result.reason = STATUS_INTERRUPTED, f"stopped by {interrupt.signalled}"
