@@ -51,3 +51,26 @@ def test_one_starved_reader_among_sixteen_shows():
     assert counted.counts[7] == 10
     assert counted.counts[17] == 0  # expected but did nothing at all
     assert counted.starved == [7, 16, 17]
+
+
+def test_timeline_is_exact_with_heavy_tails_and_ties():
+    rng = np.random.default_rng(8)
+    start = rng.integers(0, 30 * SECOND, 200_000)
+    latency = np.where(rng.random(200_000) < 0.02, rng.integers(1, 5, 200_000) * 10**8,
+                       rng.lognormal(12, 1.5, 200_000)).astype(np.int64)
+    line = stalls.timeline(latency, start, SECOND, 30)
+    for i in range(30):
+        ordered = np.sort(latency[(start // SECOND) == i])
+        assert line.p99_ns[i] == ordered[int(np.ceil(0.99 * ordered.size)) - 1]
+        assert line.max_ns[i] == ordered[-1]
+
+
+def test_longest_gap_matches_sorting():
+    rng = np.random.default_rng(9)
+    for n, duration in ((10, 10 * SECOND), (50_000, 5 * SECOND), (3, 10**6)):
+        start = rng.integers(0, duration, n)
+        latency = rng.integers(0, 10**6, n)
+        ends = np.sort(start + latency)
+        points = np.concatenate(([0], ends, [max(duration, ends[-1])]))
+        i = int(np.argmax(np.diff(points)))
+        assert stalls.longest_gap(latency, start, duration) == (points[i], np.diff(points)[i])

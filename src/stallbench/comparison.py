@@ -205,19 +205,25 @@ class _OpSide:
     runs: list[OpArrays]
     durations: list[float]
     pooled: np.ndarray
-    position: np.ndarray  # start time as a fraction of its run (for batch means)
     partitioned: np.ndarray
     histograms: np.ndarray  # (runs, N_BUCKETS)
+    buckets: list[np.ndarray]  # per run: histogram bucket of each op
     stats: OpStats
+
+    @property
+    def position(self) -> np.ndarray:
+        """Start time as a fraction of its run (for batch means)."""
+        return np.concatenate([
+            r.start_ns / (d * 1e9) if d > 0 else np.zeros(r.start_ns.size)
+            for r, d in zip(self.runs, self.durations, strict=True)
+        ]) if self.runs else np.empty(0)
 
 
 def _side(runs: list[OpArrays], durations: list[float], probabilities: list[float]) -> _OpSide:
     pooled = np.concatenate([r.latency_ns for r in runs]) if runs else np.empty(0, np.int64)
-    position = np.concatenate([
-        r.start_ns / (d * 1e9) if d > 0 else np.zeros(r.start_ns.size)
-        for r, d in zip(runs, durations, strict=True)
-    ]) if runs else np.empty(0)
-    histograms = np.stack([hist.histogram(r.latency_ns) for r in runs])
+    buckets = [hist.bucket_index(r.latency_ns) for r in runs]
+    histograms = np.stack([hist.histogram(r.latency_ns, b)
+                           for r, b in zip(runs, buckets, strict=True)])
     n = int(pooled.size)
     total_duration = float(sum(durations))
     rate = n / total_duration if total_duration > 0 else None
@@ -229,7 +235,7 @@ def _side(runs: list[OpArrays], durations: list[float], probabilities: list[floa
     if n == 0:
         stats = OpStats(0, rate, {s: None for s in LATENCY_STATS}, {},
                         [int(r.latency_ns.size) for r in runs], iteration_p99, None)
-        return _OpSide(runs, durations, pooled, position, pooled, histograms, stats)
+        return _OpSide(runs, durations, pooled, pooled, histograms, buckets, stats)
     partitioned = np.partition(pooled, iv.quantile_ranks(n, probabilities))
     values: dict[str, float | None] = {"min": float(partitioned[0])}
     unresolved: dict[str, int] = {}
@@ -242,20 +248,20 @@ def _side(runs: list[OpArrays], durations: list[float], probabilities: list[floa
     values["mean"] = float(pooled.mean(dtype=np.float64))
     stats = OpStats(n, rate, values, unresolved, [int(r.latency_ns.size) for r in runs],
                     iteration_p99, spread(iteration_p99))
-    return _OpSide(runs, durations, pooled, position, partitioned, histograms, stats)
+    return _OpSide(runs, durations, pooled, partitioned, histograms, buckets, stats)
 
 
 def _within_run_changes(base: _OpSide, cand: _OpSide,
                         probabilities: list[float]) -> tuple[dict[str, iv.Change], ShiftCurve]:
     changes: dict[str, iv.Change] = {}
     b_total, c_total = sum(base.durations) * 1e9, sum(cand.durations) * 1e9
-    b_rate = iv.batch_rate_log_se(base.position * b_total, b_total) \
-        if base.pooled.size else None
-    c_rate = iv.batch_rate_log_se(cand.position * c_total, c_total) if cand.pooled.size else None
+    b_position, c_position = base.position, cand.position
+    b_rate = iv.batch_rate_log_se(b_position * b_total, b_total) if base.pooled.size else None
+    c_rate = iv.batch_rate_log_se(c_position * c_total, c_total) if cand.pooled.size else None
     if b_rate and c_rate:
         changes["rate"] = _change(*iv.combine_log_se(c_rate, b_rate))
-    b_mean = iv.batch_mean_log_se(base.pooled, base.position * b_total, b_total)
-    c_mean = iv.batch_mean_log_se(cand.pooled, cand.position * c_total, c_total)
+    b_mean = iv.batch_mean_log_se(base.pooled, b_position * b_total, b_total)
+    c_mean = iv.batch_mean_log_se(cand.pooled, c_position * c_total, c_total)
     if b_mean and c_mean:
         changes["mean"] = _change(*iv.combine_log_se(c_mean, b_mean))
     b_q = iv.quantiles_with_interval(base.partitioned, probabilities)
@@ -354,10 +360,10 @@ def _stalls(side: _OpSide, others_active: list[np.ndarray], iterations: list[int
     interval_ns = int(options.interval_s * 1e9)
     timelines, found, workers = [], [], []
     longest = {"iteration": None, "start_ns": 0, "duration_ns": 0}
-    for r, duration, active, iteration in zip(side.runs, side.durations, others_active,
-                                              iterations, strict=True):
+    for r, buckets, duration, active, iteration in zip(side.runs, side.buckets, side.durations,
+                                                       others_active, iterations, strict=True):
         intervals = len(active)
-        line = stalls_mod.timeline(r.latency_ns, r.start_ns, interval_ns, intervals)
+        line = stalls_mod.timeline(r.latency_ns, r.start_ns, interval_ns, intervals, buckets)
         timelines.append({
             "count": line.count.tolist(),
             "p99_ns": [None if np.isnan(v) else float(v) for v in line.p99_ns],
@@ -495,7 +501,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
         sides = [_side(runs, v.durations, probabilities)
                  for runs, v in zip(per_variant, variants, strict=True)]
         workers_seen = np.unique(np.concatenate(
-            [np.unique(r.worker) for side in sides for r in side.runs]))
+            [stalls_mod.present_workers(r.worker) for side in sides for r in side.runs]))
         result = OpComparison(name, kind, {}, {}, {}, {}, {}, {}, {}, {}, {})
         for v, side, act in zip(variants, sides, activity, strict=True):
             result.stats[v.label] = side.stats

@@ -29,9 +29,10 @@ def bucket_lower_edges() -> np.ndarray:
     return np.ldexp(1.0 + sub / SUB_BUCKETS, exponent)
 
 
-def histogram(latency_ns: np.ndarray) -> np.ndarray:
-    """Counts per bucket (length N_BUCKETS, int64)."""
-    return np.bincount(bucket_index(latency_ns), minlength=N_BUCKETS).astype(np.int64)
+def histogram(latency_ns: np.ndarray, index: np.ndarray | None = None) -> np.ndarray:
+    """Counts per bucket (length N_BUCKETS, int64); `index` if bucket_index() is known."""
+    index = bucket_index(latency_ns) if index is None else index
+    return np.bincount(index, minlength=N_BUCKETS).astype(np.int64)
 
 
 def quantiles_from_counts(counts: np.ndarray, probabilities: np.ndarray,

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import histogram as hist
+
 _LATENCY_BITS = 40  # latencies above 2**40 ns (18 min) are clipped for the per-interval sort
 
 
@@ -20,26 +22,49 @@ class Timeline:
 
 
 def timeline(latency_ns: np.ndarray, start_ns: np.ndarray, interval_ns: int,
-             intervals: int) -> Timeline:
-    """Count, p99 (nearest rank) and max of the ops that started in each interval."""
+             intervals: int, buckets: np.ndarray | None = None) -> Timeline:
+    """Count, p99 (nearest rank) and max of the ops that started in each interval.
+
+    Exact, in time linear in the ops: a 2-D histogram (interval x log-linear bucket) finds the
+    bucket that holds each interval's p99, and only the ops at or above it (about 1%) are
+    sorted. `buckets` may pass histogram.bucket_index(latency_ns) when it is already known."""
     count = np.zeros(intervals, dtype=np.int64)
     p99 = np.full(intervals, np.nan)
     peak = np.full(intervals, np.nan)
     if latency_ns.size == 0 or intervals == 0:
         return Timeline(interval_ns, count, p99, peak)
     slot = np.clip(start_ns // interval_ns, 0, intervals - 1).astype(np.int64)
-    clipped = np.minimum(latency_ns, (1 << _LATENCY_BITS) - 1)
-    keys = np.sort((slot << _LATENCY_BITS) | np.maximum(clipped, 0))
-    sorted_slot = keys >> _LATENCY_BITS
-    sorted_latency = keys & ((1 << _LATENCY_BITS) - 1)
-    count = np.bincount(sorted_slot, minlength=intervals).astype(np.int64)
-    ends = np.cumsum(count)
-    begins = ends - count
+    latency = np.clip(latency_ns, 0, (1 << _LATENCY_BITS) - 1).astype(np.int64)
+    count = np.bincount(slot, minlength=intervals).astype(np.int64)
     used = count > 0
-    rank = begins[used] + np.ceil(0.99 * count[used]).astype(np.int64) - 1
-    p99[used] = sorted_latency[rank]
+    rank = np.ceil(0.99 * count).astype(np.int64)  # 1-based, ascending
+    if buckets is None or latency_ns.max() >= 1 << _LATENCY_BITS:
+        buckets = hist.bucket_index(latency)
+    keep = _at_or_above_p99_bucket(buckets, slot, rank, intervals)
+    sub_slot, sub_latency = (slot, latency) if keep is None else (slot[keep], latency[keep])
+    keys = np.sort((sub_slot << _LATENCY_BITS) | sub_latency)
+    sorted_latency = keys & ((1 << _LATENCY_BITS) - 1)
+    ends = np.cumsum(np.bincount(sub_slot, minlength=intervals))
+    # each interval's kept ops are its largest ones: the p99 is (count - rank) from the top
+    p99[used] = sorted_latency[ends[used] - 1 - (count[used] - rank[used])]
     peak[used] = sorted_latency[ends[used] - 1]
     return Timeline(interval_ns, count, p99, peak)
+
+
+_MAX_CELLS = 8_000_000
+
+
+def _at_or_above_p99_bucket(bucket: np.ndarray, slot: np.ndarray, rank: np.ndarray,
+                            intervals: int) -> np.ndarray | None:
+    """Mask of the ops in or above the histogram bucket that holds their interval's p99."""
+    first = int(bucket.min())
+    width = int(bucket.max()) - first + 1
+    if intervals * width > _MAX_CELLS:
+        return None  # a very long run with a very wide range: sort everything instead
+    cells = np.bincount(slot * width + (bucket - first), minlength=intervals * width)
+    cumulative = np.cumsum(cells.reshape(intervals, width), axis=1)
+    p99_bucket = (cumulative < rank[:, None]).sum(axis=1)
+    return (bucket - first) >= p99_bucket[slot]
 
 
 @dataclass
@@ -67,16 +92,46 @@ def episodes(line: Timeline, others_active: np.ndarray, threshold_ns: int) -> li
     return found
 
 
+_GAP_BINS = 1_000_000
+
+
 def longest_gap(latency_ns: np.ndarray, start_ns: np.ndarray, duration_ns: int) -> tuple[int, int]:
     """(start, length) of the longest time in the run during which no op of this kind
-    completed, counting from the run start and up to the run end."""
+    completed, counting from the run start and up to the run end.
+
+    Linear time: completions are binned finely; a gap that crosses bins is exactly the first
+    completion of the next busy bin minus the last of the previous one. Only when no such gap
+    is longer than a bin (then the answer may lie inside a bin) are the completions sorted."""
     if latency_ns.size == 0:
         return 0, int(duration_ns)
-    ends = np.sort(start_ns + latency_ns)
-    points = np.concatenate(([0], ends, [max(int(duration_ns), int(ends[-1]))]))
-    gaps = np.diff(points)
+    ends = (start_ns + latency_ns).astype(np.int64)
+    run_end = max(int(duration_ns), int(ends.max()))
+    width = max(run_end // _GAP_BINS, 1)
+    bins = ends // width
+    n_bins = int(run_end // width) + 1
+    first = np.full(n_bins, np.iinfo(np.int64).max)
+    last = np.full(n_bins, -1, dtype=np.int64)
+    np.minimum.at(first, bins, ends)
+    np.maximum.at(last, bins, ends)
+    busy = np.flatnonzero(last >= 0)
+    points_from = np.concatenate(([0], last[busy]))
+    points_to = np.concatenate((first[busy], [run_end]))
+    gaps = points_to - points_from
     i = int(np.argmax(gaps))
-    return int(points[i]), int(gaps[i])
+    if gaps[i] >= width:
+        return int(points_from[i]), int(gaps[i])
+    ordered = np.sort(ends)
+    points = np.concatenate(([0], ordered, [run_end]))
+    steps = np.diff(points)
+    i = int(np.argmax(steps))
+    return int(points[i]), int(steps[i])
+
+
+def present_workers(worker: np.ndarray) -> np.ndarray:
+    """The distinct worker ids (bincount when they are small non-negative numbers)."""
+    if worker.size and worker.min() >= 0 and worker.max() < 1 << 20:
+        return np.flatnonzero(np.bincount(worker))
+    return np.unique(worker)
 
 
 @dataclass
@@ -89,12 +144,14 @@ def worker_counts(worker: np.ndarray, expected: np.ndarray | None = None,
                   starved_fraction: float = 0.1) -> WorkerCounts:
     """Ops per worker (workers in `expected` that did nothing count 0); a worker is starved
     when it did fewer than 10% of the median worker's ops."""
-    ids = np.union1d(np.unique(worker), expected if expected is not None else [])
-    ids = ids.astype(np.int64)
+    ids = np.union1d(present_workers(worker),
+                     expected if expected is not None else []).astype(np.int64)
     if ids.size == 0:
         return WorkerCounts()
-    position = np.searchsorted(ids, worker)
-    counts = np.bincount(position, minlength=ids.size)
+    if worker.size and worker.min() >= 0 and ids.max() < 1 << 20:
+        counts = np.bincount(worker, minlength=int(ids.max()) + 1)[ids]
+    else:
+        counts = np.bincount(np.searchsorted(ids, worker), minlength=ids.size)
     median = float(np.median(counts))
     starved = [int(w) for w, c in zip(ids, counts, strict=True) if c < starved_fraction * median]
     return WorkerCounts({int(w): int(c) for w, c in zip(ids, counts, strict=True)}, starved)

@@ -14,6 +14,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import (  # noqa: E402
+    FuncFormatter,
+    LogLocator,
+    NullFormatter,
+    NullLocator,
+)
 
 from ..comparison import Comparison, OpComparison  # noqa: E402
 from ..units import choose_time_unit  # noqa: E402
@@ -35,13 +41,29 @@ def _ops_with_samples(comparison: Comparison) -> list[OpComparison]:
 
 
 def _grid(n: int, height: float = 3.2) -> tuple[Figure, list]:
+    # fixed margins: constrained layout measures every tick label and costs seconds per figure
     columns = 2 if n > 1 else 1
     rows = math.ceil(n / columns)
-    fig = Figure(figsize=(6.4 * columns, height * rows), layout="constrained")
+    fig = Figure(figsize=(6.4 * columns, height * rows))
     axes = fig.subplots(rows, columns, squeeze=False).ravel().tolist()
+    inch_w, inch_h = 6.4 * columns, height * rows
+    fig.subplots_adjust(left=0.95 / inch_w, right=1 - 0.2 / inch_w, bottom=0.6 / inch_h,
+                        top=1 - 0.4 / inch_h, wspace=0.28, hspace=1.1 / height)
     for ax in axes[n:]:
         ax.set_visible(False)
     return fig, axes[:n]
+
+
+_PLAIN = FuncFormatter(lambda value, _: f"{value:g}")
+
+
+def _log_axis(axis, minor: bool = True) -> None:
+    """Log scale with plain tick labels: mathtext labels (the default) make rendering slow."""
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_formatter(_PLAIN)
+    axis.set_minor_formatter(NullFormatter())
+    if not minor:
+        axis.set_minor_locator(NullLocator())
 
 
 def _color(comparison: Comparison, label: str) -> str:
@@ -63,6 +85,8 @@ def ccdf_figure(comparison: Comparison) -> Figure | None:
                         where="post", label=label, color=_color(comparison, label))
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _log_axis(ax.xaxis)
+        _log_axis(ax.yaxis, minor=False)
         ax.set_xlabel(f"latency ({unit})")
         ax.set_ylabel("fraction of ops slower")
         ax.set_title(f"{op.op}: latency CCDF")
@@ -108,10 +132,14 @@ def timeline_figure(comparison: Comparison) -> Figure | None:
     ops = [op for op in ops if op.kind == "service"]
     if not ops:
         return None
-    fig = Figure(figsize=(12.8, 3.6 * len(ops)), layout="constrained")
-    rows = fig.subfigures(len(ops), 1, squeeze=False).ravel()
-    for sub, op in zip(rows, ops, strict=True):
-        top, bottom = sub.subplots(2, 1, sharex=True, height_ratios=[2, 1])
+    height = 3.6 * len(ops)
+    fig = Figure(figsize=(12.8, height))
+    axes = fig.subplots(2 * len(ops), 1, height_ratios=[2, 1] * len(ops), squeeze=False).ravel()
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.55 / height, top=1 - 0.35 / height,
+                        hspace=0.45)
+    for index, op in enumerate(ops):
+        top, bottom = axes[2 * index], axes[2 * index + 1]
+        bottom.sharex(top)
         values = [v for s in op.stalls.values() for t in s.timelines[:1] for v in t["max_ns"]
                   if v]
         unit, scale = choose_time_unit(values)
@@ -128,12 +156,15 @@ def timeline_figure(comparison: Comparison) -> Figure | None:
             top.plot(t, p99, color=color, linewidth=1.6, label=f"{label} p99")
             bottom.step(t, line["count"], where="post", color=color, label=label)
         top.set_yscale("log")
+        _log_axis(top.yaxis, minor=False)
         top.set_ylabel(f"latency ({unit})")
         top.set_title(f"{op.op}: per-interval p99 and max (first iteration of each variant)")
         top.grid(True, alpha=0.3)
         top.legend(fontsize="small", ncol=2)
         bottom.set_ylabel("ops per interval")
-        bottom.set_xlabel("time since run start (s)")
+        bottom.set_ylim(bottom=0)  # from zero, so that an op that stops completing stands out
+        if index == len(ops) - 1:
+            bottom.set_xlabel("time since run start (s)")
         bottom.grid(True, alpha=0.3)
     return fig
 
