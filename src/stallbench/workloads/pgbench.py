@@ -322,7 +322,7 @@ class PgbenchWorkload(Workload):
                             f"--username={DB_USER}", "--auth=trust", "--encoding=UTF8",
                             "--locale=C", "--no-sync", "--no-instructions"], "initdb")
         self._start_server(ctx)
-        self._run_client(ctx, ["-i", "-q", "-s", str(self.scale)], "pgbench -i")
+        self.run_client(ctx, ["-i", "-q", "-s", str(self.scale)], "pgbench -i")
 
     def _journal_rmtree(self, ctx: RunContext, path: Path) -> None:
         if ctx.journal is not None:
@@ -364,7 +364,7 @@ class PgbenchWorkload(Workload):
             time.sleep(0.1)
         raise RuntimeError(f"PostgreSQL was not ready after {_READY_TIMEOUT_S:g} s")
 
-    def _run_client(self, ctx: RunContext, args: list[str], what: str) -> str:
+    def run_client(self, ctx: RunContext, args: list[str], what: str) -> str:
         argv = [self._pgbench(), *args, *self._connect_args(), DB_NAME]
         result = subprocess.run(argv, capture_output=True, text=True, timeout=3600,
                                 preexec_fn=ctx.env.child_setup, cwd=ctx.run_dir)
@@ -475,7 +475,12 @@ class PgbenchWorkload(Workload):
                 proc.wait()
             if entry is not None:
                 ctx.journal.forget(entry)
-        collect(final=True)
+        # a pgbench stopped by a signal can leave half a line in a log: drop it
+        collect(final=stopped is None)
+        cut = sum(1 for tail in tails.values() if tail.partial.strip())
+        if cut:
+            ctx.notes.append(f"{cut} incomplete last line(s) of pgbench's logs dropped "
+                             "(pgbench was stopped)")
         output = out_path.read_text(errors="replace")
         own = parse_pgbench_output(output)
         server_usage = self._stop_server(ctx)
