@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -119,3 +120,25 @@ def test_run_pg_like_example_through_cli(tmp_path: Path) -> None:
     wal = meta["workload_summary"]["jobs"][0]
     assert wal["sync"]["count"] > 0          # fdatasync latencies, from fio's JSON only
     assert any("sync" in note for note in meta["notes"])
+
+
+def test_stop_keeps_what_fio_recorded(tmp_path: Path) -> None:
+    """ctx.stop (Ctrl-C) makes fio stop its jobs; it still writes its logs and JSON."""
+    job = tmp_path / "job.fio"
+    job.write_text("[global]\nsize=4m\nbs=4k\nioengine=psync\n[r]\nrw=randread\n")
+    (tmp_path / "work").mkdir()
+    (tmp_path / "run").mkdir()
+    workload = FioWorkload.from_options({"job": str(job)})
+    with Journal(tmp_path) as journal:
+        ctx = RunContext(run_dir=tmp_path / "run", env=EnvState(workdir=tmp_path / "work"),
+                         duration_s=60.0, journal=journal)
+        workload.prepare(ctx)
+        ctx.start_clock()
+        timer = threading.Timer(1.5, ctx.stop.set)
+        timer.start()
+        result = workload.run(ctx, lambda update: None)
+        counts = write_ops_file(tmp_path / "ops.parquet", result.batches)
+        assert journal.entries == []
+    assert result.status == "interrupted"
+    assert result.rusage["elapsed_s"] < 30
+    assert counts["read"] > 0 and counts == result.counted
