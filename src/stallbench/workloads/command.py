@@ -353,6 +353,9 @@ class CommandWorkload(Workload):
         self.argv = argv
         self.syscalls = syscalls
         self.tracer = tracer
+        if syscalls:
+            # the asked-for calls are this run's ops: one that never completes still shows
+            self.ops = tuple(syscalls)
         self.exit_code: int | None = None
         self._clock_offset = 0
 
