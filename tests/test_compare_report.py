@@ -234,12 +234,38 @@ def test_nothing_usable_is_exit_2(tmp_path, capsys):
     assert code == 2
 
 
+def add_counters(run_dir: Path, reclaim_per_s: float, free_pages: int) -> None:
+    """A `counters` monitor table shaped as monitors/counters.py writes it: t_ns + int64."""
+    import pyarrow as pa
+
+    from stallbench import store
+    t_ns = np.arange(0, 11) * 1_000_000_000
+    table = pa.table({
+        "t_ns": pa.array(t_ns, pa.int64()),
+        "vmstat.pgscan_direct": pa.array((np.arange(11) * reclaim_per_s).astype(np.int64)),
+        "meminfo.MemFree": pa.array(np.full(11, free_pages), pa.int64()),
+    })
+    writer = store.RunWriter.__new__(store.RunWriter)
+    writer.path = run_dir
+    writer.write_monitor("counters", table)
+
+
 def test_plots_written_as_png_and_svg(results, tmp_path, capsys):
-    code, _, _ = run_cli(capsys, "compare", "vanilla", "memcg", "--results", str(results),
-                         "--plots", str(tmp_path / "plots"), "--output", str(tmp_path / "r.txt"))
+    import shutil
+    shutil.copytree(results, tmp_path / "r")
+    add_counters(tmp_path / "r" / "vanilla" / "sim" / "1", 10, 500_000)
+    add_counters(tmp_path / "r" / "memcg" / "sim" / "1", 4000, 20_000)
+    code, out, _ = run_cli(capsys, "compare", "vanilla", "memcg", "--results",
+                           str(tmp_path / "r"), "--plots", str(tmp_path / "plots"),
+                           "--format", "json")
     assert code == 0
+    counters = json.loads(out)["counters"]
+    # a cumulative counter becomes a rate, a gauge stays a value
+    assert counters["memcg"]["vmstat.pgscan_direct"]["kind"] == "per second"
+    assert counters["memcg"]["vmstat.pgscan_direct"]["values"] == [4000.0] * 10
+    assert counters["vanilla"]["meminfo.MemFree"]["kind"] == "value"
     names = sorted(p.name for p in (tmp_path / "plots").iterdir())
-    for figure in ("ccdf", "shift", "timeline", "iterations"):
+    for figure in ("ccdf", "shift", "timeline", "iterations", "counters"):
         assert f"{figure}.png" in names and f"{figure}.svg" in names
     assert (tmp_path / "plots" / "ccdf.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<svg" in (tmp_path / "plots" / "ccdf.svg").read_text()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from .analysis import bands as bands_mod
 from .analysis import histogram as hist
@@ -129,7 +130,7 @@ class Comparison:
     cpu: list[CpuRow]
     adjustment: str
     notes: list[str] = field(default_factory=list)
-    counters: dict[str, dict[str, list[list[float]]]] = field(default_factory=dict)
+    counters: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     where: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
 
@@ -438,26 +439,40 @@ def _cpu_rows(variants: list[_VariantRuns], candidates: list[str]) -> list[CpuRo
     return rows
 
 
-def _counters(variants: list[_VariantRuns]) -> dict[str, dict[str, list[list[float]]]]:
-    """First run's `counters` monitor table per variant: column -> [t_s list, value list]."""
-    out: dict[str, dict[str, list[list[float]]]] = {}
+def _counters(variants: list[_VariantRuns]) -> dict[str, dict[str, dict[str, Any]]]:
+    """First run's `counters` monitor table per variant: column -> {t_s, values, kind}.
+
+    Columns that never decrease (and do increase) are taken for cumulative kernel counters and
+    become per-second rates between samples; the others (gauges such as free pages) are kept
+    as they are. The table does not say which is which, so this is a guess from the shape."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
     for v in variants:
         try:
             table = v.runs[0].monitor_table("counters")
         except UsageError:
             continue
-        if table is None or "t_ns" not in table.column_names:
+        if table is None or "t_ns" not in table.column_names or table.num_rows < 2:
             continue
         t = table.column("t_ns").to_numpy(zero_copy_only=False).astype(np.float64) / 1e9
-        columns = {}
+        columns: dict[str, dict[str, Any]] = {}
         for name in table.column_names:
             if name == "t_ns":
                 continue
             try:
                 values = table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
-            except (TypeError, ValueError, NotImplementedError):
+            except (TypeError, ValueError, NotImplementedError, pa.ArrowException):
                 continue
-            columns[name] = [t.tolist(), values.tolist()]
+            known = np.isfinite(values)
+            if known.sum() < 2:
+                continue
+            tk, vk = t[known], values[known]
+            steps, dt = np.diff(vk), np.diff(tk)
+            # counters never decrease and do move; a flat column is a gauge that held still
+            if (steps >= 0).all() and (steps > 0).any() and (dt > 0).all():
+                columns[name] = {"t_s": ((tk[1:] + tk[:-1]) / 2).tolist(),
+                                 "values": (steps / dt).tolist(), "kind": "per second"}
+            else:
+                columns[name] = {"t_s": tk.tolist(), "values": vk.tolist(), "kind": "value"}
         out[v.label] = columns
     return out
 

@@ -90,6 +90,7 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
             "change": {k: change_dict(c) for k, c in row.changes.items()},
         } for row in comparison.cpu},
         "where": comparison.where,
+        "counters": comparison.counters,
         "notes": comparison.notes,
         "problems": comparison.problems,
     }

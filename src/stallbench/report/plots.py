@@ -198,25 +198,28 @@ def counters_figure(comparison: Comparison) -> Figure | None:
         for name in columns:
             if name not in names:
                 names.append(name)
-    # counters that moved the most in any variant (first to last sample) are the interesting ones
-    def movement(name: str) -> float:
-        moved = 0.0
-        for columns in comparison.counters.values():
-            if name in columns and columns[name][1]:
-                values = columns[name][1]
-                moved = max(moved, abs(values[-1] - values[0]))
-        return moved
-    chosen = [n for n in sorted(names, key=movement, reverse=True) if movement(n) > 0]
+    # the counters whose level differs most between variants (relative to their size) first:
+    # an ordering for display, computed from the numbers the Comparison holds
+    def difference(name: str) -> float:
+        means = [float(np.nanmean(columns[name]["values"]))
+                 for columns in comparison.counters.values() if name in columns]
+        if len(means) < 2 or max(abs(m) for m in means) == 0:
+            return 0.0
+        return (max(means) - min(means)) / max(abs(m) for m in means)
+    chosen = [n for n in sorted(names, key=difference, reverse=True) if difference(n) > 0]
     chosen = chosen[:MAX_COUNTERS]
     if not chosen:
         return None
-    fig, axes = _grid(len(chosen), height=2.6)
+    fig, axes = _grid(len(chosen), height=2.8)
     for ax, name in zip(axes, chosen, strict=True):
+        kind = "value"
         for label, columns in comparison.counters.items():
             if name in columns:
-                t, values = columns[name]
-                ax.plot(t, values, color=_color(comparison, label), label=label)
-        ax.set_title(name)
+                column = columns[name]
+                kind = column["kind"]
+                ax.plot(column["t_s"], column["values"], color=_color(comparison, label),
+                        label=label)
+        ax.set_title(f"{name} ({kind})")
         ax.set_xlabel("time since run start (s)")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="small")
