@@ -19,6 +19,7 @@ import fcntl
 import importlib
 import json
 import os
+import pkgutil
 import shutil
 import signal
 import subprocess
@@ -151,11 +152,7 @@ _PACKAGES_WITH_UNDO = ("stallbench.env", "stallbench.monitors", "stallbench.work
 
 def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = print) -> int:
     """Undo the journals of stallbench processes that died; returns the number of errors."""
-    for package in _PACKAGES_WITH_UNDO:
-        try:
-            importlib.import_module(package)
-        except ImportError:
-            pass
+    _import_undo_kinds()
     directory = Path(directory) if directory else state_dir()
     errors = 0
     for path in sorted(directory.glob("journal-*.json")):
@@ -189,6 +186,20 @@ def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = pr
         finally:
             os.close(fd)
     return errors
+
+
+def _import_undo_kinds() -> None:
+    """Import every module that may register undo kinds (packages and their submodules)."""
+    for name in _PACKAGES_WITH_UNDO:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        for info in pkgutil.iter_modules(getattr(module, "__path__", [])):
+            try:
+                importlib.import_module(f"{name}.{info.name}")
+            except ImportError:
+                continue
 
 
 def describe(action: dict[str, Any]) -> str:

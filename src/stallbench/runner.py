@@ -187,7 +187,7 @@ def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_nam
 
 def _store_result(ctx: RunContext, writer: RunWriter, result) -> None:
     samples = writer.write_ops(result.batches)
-    writer.meta["samples"] = {op: samples.get(op, 0) for op in writer.meta["ops_declared"]}
+    writer.meta["samples"] = {**{op: 0 for op in writer.meta["ops_declared"]}, **samples}
     writer.meta["counted"] = result.counted
     writer.meta["rusage"] = result.rusage
     writer.meta["duration_s"] = result.rusage.get("elapsed_s", ctx.duration_s)
