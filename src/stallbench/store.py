@@ -113,6 +113,7 @@ class RunWriter:
         check_name(workload, "workload name")
         self.results = Path(results)
         base = self.results / variant / workload
+        _refuse_symlinks(self.results, base)            # before mkdir: it would follow them
         try:
             base.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
