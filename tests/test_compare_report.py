@@ -269,3 +269,29 @@ def test_plots_written_as_png_and_svg(results, tmp_path, capsys):
         assert f"{figure}.png" in names and f"{figure}.svg" in names
     assert (tmp_path / "plots" / "ccdf.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<svg" in (tmp_path / "plots" / "ccdf.svg").read_text()
+
+
+def test_several_candidates_mixed_iterations_and_imported_maxima(tmp_path, capsys):
+    rng = np.random.default_rng(17)
+    for variant, scale, runs in (("vanilla-with-a-long-name", 1.0, 3), ("ext3", 1.2, 1),
+                                 ("xfs", 0.9, 2)):
+        for i in range(runs):
+            path = write_run(tmp_path, variant, {"read": lognormal_ns(rng, 20000, 4e5, 0.5,
+                                                                      scale)},
+                             duration_s=5.0, seed=i)
+            if variant == "xfs":  # as the MMTests importer marks its runs
+                meta = json.loads((path / "run.json").read_text())
+                meta["interval_sampled"] = True
+                (path / "run.json").write_text(json.dumps(meta))
+    code, out, _ = run_cli(capsys, "compare", "vanilla-with-a-long-name", "ext3", "xfs",
+                           "--results", str(tmp_path))
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "imported interval maxima (MMTests)" in out
+    code, out, _ = run_cli(capsys, "compare", "vanilla-with-a-long-name", "ext3", "xfs",
+                           "--results", str(tmp_path), "--format", "json")
+    data = json.loads(out)
+    assert data["method"]["ext3"].startswith("within-run precision")  # one run: within-run
+    assert data["method"]["xfs"].startswith("between runs")
+    p50 = data["ops"]["read"]["variants"]["ext3"]["change"]["p50_ns"]
+    assert p50["verdict"] == "worse" and p50["low"] < 0.2 < p50["high"]  # true change +20%

@@ -594,7 +594,7 @@ def _compare_op(base: _OpSide, cand: _OpSide, method: str, probabilities: list[f
     for stat in ("min", "max"):
         changes.setdefault(stat, iv.Change(iv.ratio_change(cand.stats.values[stat],
                                                            base.stats.values[stat]),
-                                           note="extreme: no interval from one run"))
+                                           note="no interval"))
     changes.setdefault("rate", iv.Change(iv.ratio_change(cand.stats.rate, base.stats.rate)))
     changes.setdefault("mean", iv.Change(iv.ratio_change(cand.stats.values["mean"],
                                                          base.stats.values["mean"])))

@@ -27,7 +27,7 @@ def render(comparison: Comparison, width: int = 100) -> str:
     out: list[str] = []
     out += header(comparison, width)
     for op in comparison.ops:
-        out += op_tables(op, comparison)
+        out += op_tables(op, comparison, width)
     out += cpu_table(comparison)
     out += where_section(comparison, width)
     for op in comparison.ops:
@@ -56,7 +56,7 @@ def header(comparison: Comparison, width: int) -> list[str]:
                    f"; better/worse only when the interval excludes 0 and |change| > "
                    f"{comparison.options.noise:.0%} ({comparison.adjustment}); same: interval "
                    f"within ±{comparison.options.noise:.0%}; n/r: fewer than 10 samples at or "
-                   "beyond the percentile", width)
+                   "beyond the percentile; min and max from one run have no interval", width)
     for note in comparison.notes:
         lines += _wrap("note: " + note, width)
     for problem in comparison.problems:
@@ -65,8 +65,9 @@ def header(comparison: Comparison, width: int) -> list[str]:
     return lines
 
 
-def op_tables(op: OpComparison, comparison: Comparison) -> list[str]:
-    unit_name, scale = unit = op_unit(op)
+def op_tables(op: OpComparison, comparison: Comparison, width: int = 100) -> list[str]:
+    unit = op_unit(op)
+    unit_name = unit[0]
     what = "response time (completion − planned start)" if op.kind == "response" else "latency"
     base_label = comparison.baseline
     base = op.stats[base_label]
@@ -97,9 +98,8 @@ def op_tables(op: OpComparison, comparison: Comparison) -> list[str]:
             extra.append("iterations differ (p99 max−min / median): " + ", ".join(
                 f"{label} {s:.1%}" for label, s in spreads if s is not None))
         for text in extra:
-            lines.append("  " + text)
+            lines += _wrap(text, width, "  ")
         lines.append("")
-        del scale
     return lines
 
 
@@ -157,8 +157,8 @@ def distribution(op: OpComparison, comparison: Comparison, width: int) -> list[s
         elif shift:
             lines.append(f"  {cand_label}: {shift.moved:.1%} of ops changed band")
     label_width = 20
-    column = (width - label_width - 3) // len(labels)
-    bar = max(column - 9, 4)
+    column = (width - label_width - 2) // len(labels)
+    bar = max(column - 10, 4)  # a cell is " 12.3% |" + bar + "|"
     lines.append(f"  {'latency':<{label_width}}" + "".join(
         f" {label[:column - 2]:<{column - 1}}" for label in labels))
     for band in range(first, last + 1):
