@@ -48,120 +48,72 @@ def _block_buffer(seed: int) -> list[mmap.mmap]:
     return [buffer]
 
 
-def wal_loop(wctx: WorkerContext, path: str, wal_size: int, interval_ns: int,
-             seed: int) -> dict[str, Any]:
-    """Paced sequential writes; every COMMIT_EVERY-th is followed by fdatasync (op `commit`)."""
+def paced_write_loop(wctx: WorkerContext, path: str, file_size: int, interval_ns: int,
+                     sync_every: int, fsync_data: bool, sequential: bool, sync_with_write: bool,
+                     seed: int) -> dict[str, Any]:
+    """Paced 8 KiB writes (op code 0), the k-th planned at base + k * interval_ns, each recorded
+    with its planned start; after every `sync_every` writes an fdatasync (or fsync), op code 1,
+    timed either together with the write before it (a WAL commit) or alone (a checkpoint's
+    fsync). Offsets are sequential and wrapping (WAL) or random (data file), drawn in bulk."""
     fd = os.open(path, os.O_WRONLY)
-    buffers = _block_buffer(seed)
-    pwritev, fdatasync, now, sleep = os.pwritev, os.fdatasync, time.monotonic_ns, time.sleep
+    buffers = _block_buffer(seed + (0 if sequential else 1))
+    rng = np.random.default_rng([seed, wctx.index])
+    blocks = file_size // BLOCK
+    pwritev, now, sleep = os.pwritev, time.monotonic_ns, time.sleep
+    sync = os.fsync if fsync_data else os.fdatasync
     data = wctx.recorder.data
     room = wctx.recorder.capacity_values - 8   # two records may be added per step
-    wal_blocks = wal_size // BLOCK
-    writes = commits = late = 0
-    j = 0
-    k = 0
+    writes = syncs = late = 0
+    j = k = 0
     base = now()
     next_tick = base
+    finished = False
     try:
-        while True:
-            planned = base + k * interval_ns
-            t = now()
-            if t < planned:
-                sleep((planned - t) / 1e9)
-            t0 = now()
-            pwritev(fd, buffers, (k % wal_blocks) * BLOCK)
-            t1 = now()
-            data[j] = 0
-            data[j + 1] = t0
-            data[j + 2] = t1 - t0
-            data[j + 3] = planned
-            j += 4
-            writes += 1
-            if t0 - planned > interval_ns:
-                late += 1
-            k += 1
-            if k % COMMIT_EVERY == 0:
-                fdatasync(fd)
+        while not finished:
+            if sequential:
+                offsets = ((np.arange(k, k + OFFSET_BATCH) % blocks) * BLOCK).tolist()
+            else:
+                offsets = (rng.integers(0, blocks, OFFSET_BATCH) * BLOCK).tolist()
+            for offset in offsets:
+                planned = base + k * interval_ns
+                t = now()
+                if t < planned:
+                    sleep((planned - t) / 1e9)
+                t0 = now()
+                pwritev(fd, buffers, offset)
                 t1 = now()
-                data[j] = 1
+                data[j] = 0
                 data[j + 1] = t0
                 data[j + 2] = t1 - t0
                 data[j + 3] = planned
                 j += 4
-                commits += 1
-            if t1 >= next_tick or j >= room:
-                finished, next_tick = wctx.tick(j, now())
-                j = 0
-                if finished:
-                    break
+                writes += 1
+                if t0 - planned > interval_ns:
+                    late += 1
+                k += 1
+                if k % sync_every == 0:
+                    if not sync_with_write:
+                        t0 = now()
+                    sync(fd)
+                    t1 = now()
+                    data[j] = 1
+                    data[j + 1] = t0
+                    data[j + 2] = t1 - t0
+                    data[j + 3] = planned if sync_with_write else -1
+                    j += 4
+                    syncs += 1
+                if t1 >= next_tick or j >= room:
+                    finished, next_tick = wctx.tick(j, now())
+                    j = 0
+                    if finished:
+                        break
     except OSError as exc:
         wctx.recorder.flush(j)
-        exc.counted = {"wal": writes, "commit": commits}
+        exc.counted = dict(zip(wctx.spec.ops, (writes, syncs), strict=True))
         raise
     finally:
         os.close(fd)
-    return {"counted": {"wal": writes, "commit": commits}, "late": late}
-
-
-def checkpoint_loop(wctx: WorkerContext, path: str, data_size: int, interval_ns: int,
-                    fsync_every: int, seed: int) -> dict[str, Any]:
-    """Paced random writes into the data file; fsync after every `fsync_every` writes."""
-    fd = os.open(path, os.O_WRONLY)
-    buffers = _block_buffer(seed + 1)
-    rng = np.random.default_rng([seed, wctx.index])
-    blocks = data_size // BLOCK
-    pwritev, fsync, now, sleep = os.pwritev, os.fsync, time.monotonic_ns, time.sleep
-    data = wctx.recorder.data
-    room = wctx.recorder.capacity_values - 8
-    writes = syncs = late = 0
-    j = k = i = 0
-    offsets = (rng.integers(0, blocks, OFFSET_BATCH) * BLOCK).tolist()
-    base = now()
-    next_tick = base
-    try:
-        while True:
-            planned = base + k * interval_ns
-            t = now()
-            if t < planned:
-                sleep((planned - t) / 1e9)
-            t0 = now()
-            pwritev(fd, buffers, offsets[i])
-            t1 = now()
-            data[j] = 0
-            data[j + 1] = t0
-            data[j + 2] = t1 - t0
-            data[j + 3] = planned
-            j += 4
-            writes += 1
-            if t0 - planned > interval_ns:
-                late += 1
-            k += 1
-            i += 1
-            if k % fsync_every == 0:
-                t0 = now()
-                fsync(fd)
-                t1 = now()
-                data[j] = 1
-                data[j + 1] = t0
-                data[j + 2] = t1 - t0
-                data[j + 3] = -1
-                j += 4
-                syncs += 1
-            if i == OFFSET_BATCH:
-                offsets = (rng.integers(0, blocks, OFFSET_BATCH) * BLOCK).tolist()
-                i = 0
-            if t1 >= next_tick or j >= room:
-                finished, next_tick = wctx.tick(j, now())
-                j = 0
-                if finished:
-                    break
-    except OSError as exc:
-        wctx.recorder.flush(j)
-        exc.counted = {"checkpoint": writes, "checkpoint-fsync": syncs}
-        raise
-    finally:
-        os.close(fd)
-    return {"counted": {"checkpoint": writes, "checkpoint-fsync": syncs}, "late": late}
+    return {"counted": dict(zip(wctx.spec.ops, (writes, syncs), strict=True)), "late": late}
 
 
 class PgIoPerf(Workload):
@@ -243,14 +195,17 @@ class PgIoPerf(Workload):
     def run(self, ctx: RunContext, progress: ProgressFn) -> WorkloadResult:
         data, wal = str(ctx.workdir / DATA_FILE), str(ctx.workdir / WAL_FILE)
         specs = [
-            WorkerSpec("wal", ["wal", "commit"], "osli", wal_loop,
-                       {"path": wal, "wal_size": self.wal_size,
-                        "interval_ns": self.wal_interval_ns, "seed": self.seed}),
+            WorkerSpec("wal", ["wal", "commit"], "osli", paced_write_loop,
+                       {"path": wal, "file_size": self.wal_size,
+                        "interval_ns": self.wal_interval_ns, "sync_every": COMMIT_EVERY,
+                        "fsync_data": False, "sequential": True, "sync_with_write": True,
+                        "seed": self.seed}),
             WorkerSpec("checkpointer", ["checkpoint", "checkpoint-fsync"], "osli",
-                       checkpoint_loop,
-                       {"path": data, "data_size": self.data_size,
+                       paced_write_loop,
+                       {"path": data, "file_size": self.data_size,
                         "interval_ns": self.checkpoint_interval_ns,
-                        "fsync_every": self.checkpoint_fsync_every, "seed": self.seed}),
+                        "sync_every": self.checkpoint_fsync_every, "fsync_data": True,
+                        "sequential": False, "sync_with_write": False, "seed": self.seed}),
         ]
         reader_args = {"path": data, "record_size": BLOCK, "file_size": self.data_size,
                        "direct": False, "seed": self.seed}
