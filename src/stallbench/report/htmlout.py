@@ -33,6 +33,7 @@ td.unclear,td.same{color:#555}
 pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}
 img{max-width:100%;height:auto;border:1px solid #eee}
 .shift{font-weight:600}
+pre.legend{white-space:pre-wrap}
 """
 
 
@@ -44,7 +45,7 @@ def render(comparison: Comparison, plots: list[plots_mod.Plot] | None = None) ->
     if plots is None:
         plots = plots_mod.render_plots(comparison, formats=("png",))
     body = [f"<h1>stallbench compare — {_e(comparison.workload)}</h1>",
-            "<pre>" + _e("\n".join(header(comparison, 100))) + "</pre>"]
+            '<pre class="legend">' + _e("\n".join(header(comparison, 100))) + "</pre>"]
     for op in comparison.ops:
         body += _op_tables(op, comparison)
     body += _cpu(comparison)
