@@ -354,7 +354,8 @@ def _split_by_op(table: pa.Table) -> dict[str, OpArrays]:
     intended = None
     if intended_col is not None and intended_col.null_count < len(intended_col):
         intended = intended_col.to_numpy(zero_copy_only=False)
-    order = np.argsort(codes, kind="stable")
+    # a stable sort of small integer codes is a radix sort: linear in the number of ops
+    order = np.argsort(codes.astype(np.int16 if len(names) < 32768 else np.int32), kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
     result: dict[str, OpArrays] = {}
     for code, name in enumerate(names):

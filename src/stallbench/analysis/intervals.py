@@ -20,7 +20,6 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from . import histogram as hist
 
@@ -29,6 +28,14 @@ BOOTSTRAP_RESAMPLES = 1000
 BATCHES = 20
 METHOD_WITHIN_RUN = "within-run precision (order statistics; batch means for rate and mean)"
 METHOD_BETWEEN_RUNS = "between runs (bootstrap over runs, t interval)"
+
+
+@functools.cache
+def _scipy_stats():
+    """scipy.stats, imported on first use: it takes seconds, and most commands never need it."""
+    from scipy import stats
+
+    return stats
 
 
 @dataclass
@@ -61,8 +68,8 @@ def order_statistic_ranks(n: int, probability: float,
     """0-based ranks (low, high) of the distribution-free interval for the p-quantile:
     P(x[low] <= q_p <= x[high]) >= confidence for any continuous distribution."""
     alpha = 1.0 - confidence
-    low = int(sps.binom.ppf(alpha / 2, n, probability)) - 1
-    high = int(sps.binom.ppf(1 - alpha / 2, n, probability))
+    low = int(_scipy_stats().binom.ppf(alpha / 2, n, probability)) - 1
+    high = int(_scipy_stats().binom.ppf(1 - alpha / 2, n, probability))
     return max(low, 0), min(high, n - 1)
 
 
@@ -70,7 +77,7 @@ def _fractional_positions(n: int, p: float,
                           confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     """0-based positions of the estimate and of the interval ends: (n-1)p -+ z*sqrt(np(1-p))."""
     centre = p * (n - 1)
-    half = sps.norm.ppf(0.5 + confidence / 2) * np.sqrt(n * p * (1 - p))
+    half = _scipy_stats().norm.ppf(0.5 + confidence / 2) * np.sqrt(n * p * (1 - p))
     return centre, min(max(centre - half, 0.0), n - 1.0), min(max(centre + half, 0.0), n - 1.0)
 
 
@@ -110,7 +117,7 @@ def combine_log_intervals(candidate: tuple[float, float, float],
     Each interval gives the standard error of its log quantile (width / 2z); the log ratio is
     then normal with the two variances added. (Combining the asymmetric halves instead covers
     ~97% at p99 with a few thousand samples: the tail intervals are wider than 2z·sd.)"""
-    z = sps.norm.ppf(0.5 + confidence / 2)
+    z = _scipy_stats().norm.ppf(0.5 + confidence / 2)
     c, cl, ch = (np.log(max(v, 1.0)) for v in candidate)
     b, bl, bh = (np.log(max(v, 1.0)) for v in baseline)
     log_ratio = c - b
@@ -163,7 +170,7 @@ def combine_log_se(candidate: tuple[float, float, int], baseline: tuple[float, f
     log_ratio = candidate[0] - baseline[0]
     se = float(np.hypot(candidate[1], baseline[1]))
     dof = welch_dof(candidate[1] ** 2, candidate[2], baseline[1] ** 2, baseline[2])
-    half = sps.t.ppf(0.5 + confidence / 2, dof) * se
+    half = _scipy_stats().t.ppf(0.5 + confidence / 2, dof) * se
     return float(np.expm1(log_ratio)), float(np.expm1(log_ratio - half)), \
         float(np.expm1(log_ratio + half))
 
@@ -231,7 +238,7 @@ def between_runs_interval(estimate_change: float, replicates_candidate: np.ndarr
     var_c = float(np.var(replicates_candidate, ddof=1)) * runs_candidate / (runs_candidate - 1)
     var_b = float(np.var(replicates_baseline, ddof=1)) * runs_baseline / (runs_baseline - 1)
     dof = welch_dof(var_c, runs_candidate - 1, var_b, runs_baseline - 1)
-    half = sps.t.ppf(0.5 + confidence / 2, dof) * np.sqrt(var_c + var_b)
+    half = _scipy_stats().t.ppf(0.5 + confidence / 2, dof) * np.sqrt(var_c + var_b)
     log_ratio = np.log1p(estimate_change)
     return float(np.expm1(log_ratio - half)), float(np.expm1(log_ratio + half))
 
@@ -245,11 +252,11 @@ def p_value_from_interval(change: float, low: float, high: float,
     """Two-sided p-value of 'no change', reading the interval as normal on the log scale."""
     log_ratio = np.log1p(change)
     bound = np.log1p(low) if log_ratio > 0 else np.log1p(high)
-    z_crit = sps.norm.ppf(0.5 + confidence / 2)
+    z_crit = _scipy_stats().norm.ppf(0.5 + confidence / 2)
     se = abs(log_ratio - bound) / z_crit
     if se <= 0:
         return 0.0 if log_ratio != 0 else 1.0
-    return float(2 * sps.norm.sf(abs(log_ratio) / se))
+    return float(2 * _scipy_stats().norm.sf(abs(log_ratio) / se))
 
 
 def benjamini_hochberg(p_values: list[float]) -> list[float]:
