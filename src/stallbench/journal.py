@@ -147,7 +147,7 @@ def run_undo(action: dict[str, Any]) -> None:
 # -- after a crash --------------------------------------------------------------------------------
 
 _PACKAGES_WITH_UNDO = ("stallbench.env", "stallbench.monitors", "stallbench.workloads",
-                       "stallbench.recovery")
+                       "stallbench.recovery", "stallbench.tracefs")
 
 
 def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = print) -> int:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import threading
 import time
 from collections import defaultdict
@@ -36,11 +35,9 @@ from typing import Any
 import pyarrow as pa
 
 from ..context import RunContext
-from ..journal import Journal, register_undo
+from ..tracefs import TracefsInstance, find_tracefs, mount_tracefs, tracefs_supported
 from ._sampling import read_text
 from .base import Monitor, MonitorResult
-
-TRACEFS_CANDIDATES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 
 BASE_EVENTS = (
     "vmscan/mm_vmscan_direct_reclaim_begin", "vmscan/mm_vmscan_direct_reclaim_end",
@@ -57,115 +54,6 @@ _TRACE_FRAMES = {"trace_event_raw_event_sched_switch", "__traceiter_sched_switch
                  "__schedule", "schedule", "__probestub_sched_switch"}
 
 
-def find_tracefs() -> str | None:
-    for path in TRACEFS_CANDIDATES:
-        if os.path.isdir(os.path.join(path, "instances")):
-            return path
-    return None
-
-
-def tracefs_supported() -> bool:
-    return "tracefs" in (read_text("/proc/filesystems") or "")
-
-
-@register_undo("tracefs_instance")
-def _undo_instance(action: dict[str, Any]) -> None:
-    """Remove a tracefs instance: switch off triggers first, then rmdir (frees its buffers)."""
-    path = action["path"]
-    if not os.path.isdir(path):
-        return
-    trigger = os.path.join(path, "events/sched/sched_switch/trigger")
-    if os.path.exists(trigger):
-        try:
-            with open(trigger, "w") as f:
-                f.write(f"!{D_STATE_TRIGGER}")
-        except OSError:
-            pass
-    os.rmdir(path)
-
-
-def _write(path: str, value: str, append: bool = False) -> None:
-    # os.open, not open(..., "a"): Python seeks to the end on append, which tracefs refuses
-    fd = os.open(path, os.O_WRONLY | (os.O_APPEND if append else os.O_TRUNC))
-    try:
-        os.write(fd, value.encode())
-    finally:
-        os.close(fd)
-
-
-class _Instance:
-    """One tracefs instance: created, configured, drained through trace_pipe, removed."""
-
-    def __init__(self, root: str, name: str, journal: Journal | None, buffer_kb: int):
-        self.path = os.path.join(root, "instances", name)
-        self._journal = journal
-        self._entry = journal.push("tracefs_instance", path=self.path) if journal else None
-        os.mkdir(self.path)
-        _write(os.path.join(self.path, "tracing_on"), "0")
-        _write(os.path.join(self.path, "trace_clock"), "mono")
-        _write(os.path.join(self.path, "buffer_size_kb"), str(buffer_kb))
-        self.chunks: list[bytes] = []
-        self._fd: int | None = None
-
-    def enable(self, event: str, filter_expr: str | None = None) -> None:
-        directory = os.path.join(self.path, "events", event)
-        if filter_expr:
-            _write(os.path.join(directory, "filter"), filter_expr)
-        _write(os.path.join(directory, "enable"), "1")
-
-    def set_option(self, name: str, value: str) -> None:
-        _write(os.path.join(self.path, "options", name), value)
-
-    def add_pids(self, pids: list[int]) -> None:
-        _write(os.path.join(self.path, "set_event_pid"), " ".join(map(str, pids)), append=True)
-
-    def on(self) -> None:
-        if self._fd is None:
-            self._fd = os.open(os.path.join(self.path, "trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
-        _write(os.path.join(self.path, "tracing_on"), "1")
-
-    def drain(self) -> int:
-        if self._fd is None:
-            return 0
-        total = 0
-        while True:
-            try:
-                data = os.read(self._fd, 1 << 20)
-            except BlockingIOError:
-                break
-            if not data:
-                break
-            self.chunks.append(data)
-            total += len(data)
-        return total
-
-    def lost_events(self) -> int:
-        lost = 0
-        per_cpu = os.path.join(self.path, "per_cpu")
-        for cpu in os.listdir(per_cpu) if os.path.isdir(per_cpu) else []:
-            for line in (read_text(os.path.join(per_cpu, cpu, "stats")) or "").splitlines():
-                if line.startswith("overrun:"):
-                    lost += int(line.split()[1])
-        return lost
-
-    def off_and_remove(self) -> None:
-        try:
-            _write(os.path.join(self.path, "tracing_on"), "0")
-        except OSError:
-            pass
-        self.drain()
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-        if self._journal is not None and self._entry is not None:
-            self._journal.undo(self._entry)
-        else:
-            _undo_instance({"path": self.path})
-
-    def text(self) -> str:
-        return b"".join(self.chunks).decode(errors="replace")
-
-
 class TraceMonitor(Monitor):
     name = "trace"
     full = False
@@ -175,8 +63,10 @@ class TraceMonitor(Monitor):
         self.poll_s = poll_s
         self.buffer_kb = buffer_kb or (32768 if self.full else 8192)
         self._ctx: RunContext | None = None
-        self._main: _Instance | None = None
-        self._block: _Instance | None = None
+        self._main: TracefsInstance | None = None
+        self._block: TracefsInstance | None = None
+        self._main_chunks: list[bytes] = []
+        self._block_chunks: list[bytes] = []
         self._pids: set[int] = set()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -205,21 +95,21 @@ class TraceMonitor(Monitor):
     # -- setup ----------------------------------------------------------------------------
     def start(self, ctx: RunContext) -> None:
         self._ctx = ctx
-        self._root = find_tracefs() or self._mount(ctx.journal)
+        self._root, self._mount_entry = mount_tracefs(ctx.journal)
         name = f"stallbench-{os.getpid()}-{time.monotonic_ns() % 1_000_000_000}"
         try:
-            self._main = _Instance(self._root, name, ctx.journal, self.buffer_kb)
+            self._main = TracefsInstance(self._root, name, ctx.journal, self.buffer_kb)
             self._main.set_option("event-fork", "1")
             self._main.set_option("record-tgid", "1")
             events = list(BASE_EVENTS) + (list(SYSCALL_EVENTS) if self.full else [])
             for event in events:
-                if os.path.isdir(os.path.join(self._root, "events", event)):
+                if self._main.has_event(event):
                     self._main.enable(event)
-            _write(os.path.join(self._main.path, "events/sched/sched_switch/trigger"),
-                   D_STATE_TRIGGER)
+            self._main.set_trigger("sched/sched_switch", D_STATE_TRIGGER)
             if self.full:
                 self._devices = _device_numbers(ctx.env.devices)
-                self._block = _Instance(self._root, name + "-blk", ctx.journal, self.buffer_kb)
+                self._block = TracefsInstance(self._root, name + "-blk", ctx.journal,
+                                              self.buffer_kb)
                 dev_filter = " || ".join(f"dev == {n}" for n in self._devices.values())
                 for event in BLOCK_EVENTS:
                     self._block.enable(event, dev_filter or None)
@@ -229,14 +119,6 @@ class TraceMonitor(Monitor):
             raise
         self._thread = threading.Thread(target=self._loop, name="stallbench-trace", daemon=True)
         self._thread.start()
-
-    def _mount(self, journal: Journal | None) -> str:
-        target = TRACEFS_CANDIDATES[0]
-        if journal is not None:
-            self._mount_entry = journal.push("umount", target=target)
-        subprocess.run(["mount", "-t", "tracefs", "nodev", target], check=True,
-                       capture_output=True, text=True)
-        return target
 
     def _loop(self) -> None:
         while not self._stop.wait(self.poll_s):
@@ -251,19 +133,30 @@ class TraceMonitor(Monitor):
                 if not self._pids:
                     self._main.on()  # only now: an empty set_event_pid would trace everyone
                 self._pids.update(fresh)
-            self._main.drain()
-            if self._block is not None:
-                self._block.drain()
+            self._drain()
         except Exception as exc:  # noqa: BLE001 - never crash the run
             if len(self._errors) < 5:
                 self._errors.append(f"{type(exc).__name__}: {exc}")
+
+    def _drain(self) -> None:
+        # raw bytes only: parsing waits for stop() so that it does not slow the run
+        for instance, chunks in ((self._main, self._main_chunks),
+                                 (self._block, self._block_chunks)):
+            if instance is not None:
+                data = instance.drain()
+                if data:
+                    chunks.append(data)
 
     # -- teardown ---------------------------------------------------------------------------
     def _teardown(self) -> None:
         for instance in (self._main, self._block):
             if instance is not None:
+                instance.off()
+        self._drain()
+        for instance in (self._main, self._block):
+            if instance is not None:
                 try:
-                    instance.off_and_remove()
+                    instance.remove()
                 except OSError as exc:
                     self._errors.append(f"removing {instance.path}: {exc}")
         if self._mount_entry is not None and self._ctx is not None and self._ctx.journal:
@@ -278,9 +171,9 @@ class TraceMonitor(Monitor):
         if self._main is not None:
             self._poll()
             lost = self._main.lost_events() + (self._block.lost_events() if self._block else 0)
-        main_text = self._main.text() if self._main else ""
-        block_text = self._block.text() if self._block else ""
         self._teardown()
+        main_text = b"".join(self._main_chunks).decode(errors="replace")
+        block_text = b"".join(self._block_chunks).decode(errors="replace")
         t0 = self._ctx.t0_ns if self._ctx else 0
         rows = parse_trace(main_text, t0)
         if block_text:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import select
 import shlex
 import shutil
 import signal
@@ -43,9 +42,9 @@ from ..context import RunContext
 from ..errors import UsageError
 from ..importers.common import Samples
 from ..importers.strace import StraceParser
+from ..tracefs import TRACEFS_CANDIDATES, TracefsInstance, find_tracefs
 from .base import ProgressFn, Workload, WorkloadResult
 
-TRACEFS = Path("/sys/kernel/tracing")
 STOP_GRACE_S = 10.0
 STRACE_NOTE = ("timed with strace -f -T (ptrace): every system call pays strace's overhead (two "
                "stops of the traced process, typically several µs per call, far more for "
@@ -207,11 +206,12 @@ _TRACE_LINE_RE = re.compile(
 def tracefs_unavailable() -> str | None:
     if os.geteuid() != 0:
         return "not root"
-    if not (TRACEFS / "instances").is_dir():
-        return f"tracefs is not mounted at {TRACEFS}"
-    if not (TRACEFS / "events/syscalls").is_dir():
+    root = find_tracefs()
+    if root is None:
+        return f"tracefs is not mounted (at {' or '.join(TRACEFS_CANDIDATES)})"
+    if not os.path.isdir(f"{root}/events/syscalls"):
         return "the kernel has no syscalls trace events (CONFIG_FTRACE_SYSCALLS)"
-    if not (TRACEFS / "options/event-fork").exists():
+    if not os.path.exists(f"{root}/options/event-fork"):
         return "tracefs has no event-fork option"
     return None
 
@@ -222,59 +222,50 @@ class TracefsSyscalls:
     def __init__(self, ctx: RunContext, syscalls: list[str] | None):
         self.ctx = ctx
         self.syscalls = syscalls
-        self.path = TRACEFS / "instances" / f"stallbench-command-{os.getpid()}-{time.time_ns()}"
-        self.entry = None
+        self.instance: TracefsInstance | None = None
         self.samples = Samples("mono")
         self.pending: dict[tuple[int, str], int] = {}
         self.unmatched_exits = 0
-        self._fd = -1
         self._buffer = b""
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._done = threading.Event()
 
     def setup(self, pid: int) -> None:
-        if self.ctx.journal is not None:
-            self.entry = self.ctx.journal.push("rmdir", path=str(self.path))
-        self.path.mkdir()
-        self._write("trace_clock", "mono")
-        self._write("buffer_size_kb", "16384")
-        self._write("options/event-fork", "1")
-        self._write("set_event_pid", str(pid))
+        root = find_tracefs()
+        if root is None:
+            raise RuntimeError("tracefs is no longer mounted")
+        instance_name = f"stallbench-command-{os.getpid()}-{time.time_ns()}"
+        self.instance = instance = TracefsInstance(root, instance_name, self.ctx.journal, 16384)
+        instance.set_option("event-fork", "1")
+        instance.add_pids([pid])
         if self.syscalls is None:
-            self._write("events/syscalls/enable", "1")
+            instance.enable("syscalls")
         else:
             for name in self.syscalls:
-                self._write(f"events/syscalls/sys_enter_{name}/enable", "1")
-                self._write(f"events/syscalls/sys_exit_{name}/enable", "1")
-        self._fd = os.open(self.path / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+                instance.enable(f"syscalls/sys_enter_{name}")
+                instance.enable(f"syscalls/sys_exit_{name}")
+        instance.open_pipe()
         self._thread = threading.Thread(target=self._reader, name="tracefs-reader", daemon=True)
         self._thread.start()
-        self._write("tracing_on", "1")
-
-    def _write(self, name: str, value: str) -> None:
-        with open(self.path / name, "w") as f:
-            f.write(value)
+        instance.on()
 
     def _reader(self) -> None:
+        assert self.instance is not None
         while not self._done.is_set():
-            select.select([self._fd], [], [], 0.2)
+            self.instance.wait_readable(0.2)
             self._drain()
 
     def _drain(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self._fd, 1 << 20)
-            except BlockingIOError:
-                return
-            if not chunk:
-                return
-            with self._lock:
-                data = self._buffer + chunk
-                lines = data.split(b"\n")
-                self._buffer = lines.pop()
-                for line in lines:
-                    self._parse(line.decode("utf-8", "replace"))
+        assert self.instance is not None
+        chunk = self.instance.drain()
+        if not chunk:
+            return
+        with self._lock:
+            lines = (self._buffer + chunk).split(b"\n")
+            self._buffer = lines.pop()
+            for line in lines:
+                self._parse(line.decode("utf-8", "replace"))
 
     def _parse(self, line: str) -> None:
         match = _TRACE_LINE_RE.match(line)
@@ -298,46 +289,25 @@ class TracefsSyscalls:
 
     def finish(self) -> list[str]:
         """Stop recording, read what is left, remove the instance; returns notes."""
+        instance = self.instance
+        if instance is None:
+            return []
         notes = []
-        try:
-            self._write("tracing_on", "0")
-        except OSError:
-            pass
+        instance.off()
         self._done.set()
         if self._thread is not None:
             self._thread.join()
-        if self._fd >= 0:
-            self._drain()
-            os.close(self._fd)
-            self._fd = -1
-        lost = self._lost_events()
+        self._drain()
+        lost = instance.lost_events()
         if lost:
             notes.append(f"tracefs lost {lost} events (ring buffer overrun): counts are "
                          "incomplete")
         if self.pending:
             notes.append(f"{len(self.pending)} system call(s) had not returned when tracing "
                          "stopped: not counted")
-        try:
-            self._write("events/enable", "0")
-        except OSError:
-            pass
-        if self.entry is not None:
-            self.ctx.journal.undo(self.entry)
-        elif self.path.exists():
-            self.path.rmdir()
+        instance.remove()
+        self.instance = None
         return notes
-
-    def _lost_events(self) -> int:
-        lost = 0
-        for stats in self.path.glob("per_cpu/cpu*/stats"):
-            try:
-                for line in stats.read_text().splitlines():
-                    key, _, value = line.partition(":")
-                    if key.strip() in ("overrun", "dropped events"):
-                        lost += int(value.strip() or 0)
-            except (OSError, ValueError):
-                continue
-        return lost
 
 
 # ----------------------------------------------------------------------------------------------
@@ -407,10 +377,11 @@ class CommandWorkload(Workload):
             raise UsageError("command: strace is not installed (apt install strace), and "
                              "tracefs needs root")
         if tracer == "tracefs" and syscalls:
+            root = find_tracefs()
             for name in syscalls:
-                if not (TRACEFS / f"events/syscalls/sys_enter_{name}").is_dir():
+                if not os.path.isdir(f"{root}/events/syscalls/sys_enter_{name}"):
                     raise UsageError(f"command: no system call {name!r} in "
-                                     f"{TRACEFS}/events/syscalls")
+                                     f"{root}/events/syscalls")
         return cls(list(argv), syscalls, tracer)
 
     def params(self) -> dict[str, Any]:
