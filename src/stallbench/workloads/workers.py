@@ -11,6 +11,7 @@ run is over (deadline reached or stop requested by signal).
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import resource
@@ -28,6 +29,7 @@ from .base import ProgressFn, WorkloadResult
 TICK_NS = 100_000_000          # worker flush/progress period
 PROGRESS_PERIOD_S = 0.5        # parent's display period
 STOP_GRACE_S = 30.0            # how long a worker may take to notice the end (a stuck syscall)
+PR_SET_PDEATHSIG = 1
 
 _stop_requested = False
 
@@ -141,13 +143,15 @@ def _worker_main(index: int, spec: WorkerSpec, spool_dir: Path, board: ProgressB
     _stop_requested = False
     signal.signal(signal.SIGINT, _request_stop)
     signal.signal(signal.SIGTERM, _request_stop)
+    _stop_with_parent()
     summary = WorkerSummary(worker=index, role=spec.role, counted={op: 0 for op in spec.ops})
     recorder = None
     try:
         ctx.env.child_setup()
         recorder = WorkerRecorder(spool_dir, index, spec.ops, spec.layout, board=None)
         recorder.board = _BoardView(board, all_ops, spec.ops)
-        start_gate.wait()
+        while not start_gate.wait(0.2) and not _stop_requested:
+            pass
         worker_ctx = WorkerContext(index, spec, recorder, deadline.value, ctx.t0_ns)
         extra = spec.target(worker_ctx, **spec.args) or {}
         summary.counted = extra.pop("counted")
@@ -168,6 +172,18 @@ def _worker_main(index: int, spec: WorkerSpec, spool_dir: Path, board: ProgressB
         summary.user_s, summary.system_s = usage.ru_utime, usage.ru_stime
         summary.save(spool_dir)
         os._exit(0)
+
+
+def _stop_with_parent() -> None:
+    """SIGTERM when stallbench dies (kill -9): stop and flush rather than run on unattended
+    for the rest of --duration; `stallbench cleanup` then merges what was flushed."""
+    parent = multiprocessing.parent_process()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        return
+    if parent is not None and os.getppid() != parent.pid:   # died before prctl took effect
+        _request_stop(signal.SIGTERM, None)
 
 
 class _BoardView:
