@@ -178,7 +178,7 @@ def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_nam
                 _store_result(ctx, writer, result)
             shutil.rmtree(ctx.run_dir / ".spool", ignore_errors=True)
     writer.meta["notes"].extend(ctx.notes)
-    if interrupt.signalled and result.status == "complete":
+    if interrupt.signalled and result.status in ("complete", STATUS_INTERRUPTED):
         result.status, result.reason = STATUS_INTERRUPTED, f"stopped by {interrupt.signalled}"
     if result.status != "complete":
         writer.meta["status"] = result.status
