@@ -14,9 +14,11 @@ can be compared with ours; pgbench's own tps and averages go to workload_summary
 then stopped (fast shutdown) and its files removed.
 
 Every change is in the journal before it is made (rmtree of pgdata and the socket directory,
-`kill` of the server and of pgbench), so after `kill -9` `stallbench cleanup` stops the server
-and removes its files. Only generic undo kinds are used: cleanup knows them without importing
-this module.
+`pg_stop` of the server, `kill` of pgbench), so after `kill -9` `stallbench cleanup` stops the
+server and removes its files. `pg_stop` (registered here; cleanup imports every workload module)
+asks the postmaster for an immediate shutdown (SIGQUIT: no checkpoint, the data directory is
+thrown away anyway) rather than the generic kill's SIGTERM, a smart shutdown that waits for
+every client to disconnect.
 """
 
 from __future__ import annotations
@@ -64,6 +66,40 @@ BUILTINS = ("tpcb-like", "simple-update", "select-only")
 _SETTING_RE = re.compile(r"^[a-z_][a-z0-9_.]*$")
 _READY_TIMEOUT_S = 60.0
 _STOP_TIMEOUT_S = 30.0
+_IMMEDIATE_STOP_TIMEOUT_S = 10.0
+_SOCKET_DIR_PREFIX = "stallbench-pg-"
+
+
+@journal_mod.register_undo("pg_stop")
+def _undo_pg_stop(action: dict[str, Any]) -> None:
+    """Stop a PostgreSQL server stallbench started: immediate shutdown (SIGQUIT) of the
+    postmaster if it is still that process (same start time), SIGKILL if it does not go within
+    10 s, then SIGKILL to whatever is left of its process group (it leads its own session);
+    finally remove its socket directory."""
+    pid = int(action["pid"])
+    start_time = action.get("start_time")
+    current = journal_mod.process_start_time(pid)
+    if current is not None and start_time is not None and current != start_time:
+        return  # the pid now belongs to another process; ours is long gone
+    if current is not None:
+        os.kill(pid, signal.SIGQUIT)
+        deadline = time.monotonic() + _IMMEDIATE_STOP_TIMEOUT_S
+        while journal_mod.process_start_time(pid) == current and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if journal_mod.process_start_time(pid) == current:
+            os.kill(pid, signal.SIGKILL)
+    # a pid is not handed out again while a process group of that id exists, so a group `pid`
+    # is still the server's unless a new process with this pid leads it
+    leader = journal_mod.process_start_time(pid)
+    if leader is None or leader == current:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    socket_dir = action.get("socket_dir")
+    if socket_dir and Path(socket_dir).parent == Path("/tmp") \
+            and Path(socket_dir).name.startswith(_SOCKET_DIR_PREFIX):
+        shutil.rmtree(socket_dir, ignore_errors=True)
 
 
 def postgres_bindir(override: str | None = None) -> Path:
@@ -303,7 +339,7 @@ class PgbenchWorkload(Workload):
         if self.pgdata.exists():
             raise UsageError(f"pgbench: {self.pgdata} already exists (left from an earlier "
                              "run? `stallbench cleanup`, or remove it)")
-        self.socket_dir = Path("/tmp") / f"stallbench-pg-{os.getpid()}-{secrets.token_hex(4)}"
+        self.socket_dir = Path("/tmp") / f"{_SOCKET_DIR_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         self._journal_rmtree(ctx, self.pgdata)
         self.pgdata.mkdir(mode=0o700)
         self._journal_rmtree(ctx, self.socket_dir)
@@ -347,8 +383,9 @@ class PgbenchWorkload(Workload):
             log.close()
         if ctx.journal is not None:
             self.server_entry = ctx.journal.push(
-                "kill", pid=self.server.pid,
-                start_time=journal_mod.process_start_time(self.server.pid))
+                "pg_stop", pid=self.server.pid,
+                start_time=journal_mod.process_start_time(self.server.pid),
+                socket_dir=str(self.socket_dir))
         ctx.processes.add(self.server.pid)
         deadline = time.monotonic() + _READY_TIMEOUT_S
         while time.monotonic() < deadline:
