@@ -98,11 +98,9 @@ def delayacct_dir() -> Path:
     """Where the delay monitors of all stallbench processes meet (machine-wide)."""
     try:
         MACHINE_STATE_DIR.mkdir(parents=True, exist_ok=True)
-        if os.access(MACHINE_STATE_DIR, os.W_OK):
-            return MACHINE_STATE_DIR
     except OSError:
-        pass
-    return state_dir()
+        return state_dir()
+    return MACHINE_STATE_DIR if os.access(MACHINE_STATE_DIR, os.W_OK) else state_dir()
 
 
 @contextmanager
