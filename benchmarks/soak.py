@@ -172,6 +172,7 @@ def main() -> int:
                         help="times after the start at which to report peaks")
     parser.add_argument("--data-size", default="1G")
     parser.add_argument("--readers", default="4")
+    parser.add_argument("--monitors", default="default", help="monitors of the run (default)")
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between samples")
     parser.add_argument("--results", type=Path, help="results directory (default: a temp dir)")
     parser.add_argument("--output", type=Path, help="write the measurements as JSON here")
@@ -185,7 +186,7 @@ def main() -> int:
         args.results = Path(tmp)
     cmd = [sys.executable, "-m", "stallbench", "run", "pgioperf", "--variant", "soak",
            "--results", str(args.results), "--no-progress", "--duration", args.duration,
-           "--data-size", args.data_size, "--readers", args.readers]
+           "--data-size", args.data_size, "--readers", args.readers, "--monitors", args.monitors]
     print("running:", " ".join(cmd), file=sys.stderr, flush=True)
     log = open(args.results / "soak.log", "w")  # noqa: SIM115 - closed below
     process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
