@@ -42,3 +42,25 @@ def workdir(tmp_path: Path) -> Path:
 
 
 requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+
+
+@pytest.fixture
+def tracefs_root():
+    """A mounted tracefs for tests that use it directly: mounted for the test when the kernel
+    has it but nothing mounted it (as on a fresh machine), unmounted afterwards."""
+    from stallbench.tracefs import TRACEFS_CANDIDATES, find_tracefs, tracefs_supported
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    root = find_tracefs()
+    if root is not None:
+        yield root
+        return
+    if not tracefs_supported():
+        pytest.skip("the kernel has no tracefs")
+    target = TRACEFS_CANDIDATES[0]
+    subprocess.run(["mount", "-t", "tracefs", "nodev", target], check=True)
+    try:
+        yield target
+    finally:
+        subprocess.run(["umount", target], check=False)

@@ -177,9 +177,8 @@ def test_trace_records_memcg_reclaim_and_removes_its_instance(starved: dict) -> 
     # D sleeps of the reader cannot add up to more than the time it spent in reads
     reader_d = sum(r["duration_ns"] for r in dstate if r["tid"] == starved["pid"])
     assert 0 < reader_d <= starved["busy_ns"] * 1.05
-    root = find_tracefs()
-    assert root is not None
-    assert not [d for d in os.listdir(f"{root}/instances") if d.startswith(
+    root = find_tracefs()    # None when the monitor mounted tracefs itself and unmounted it
+    assert root is None or not [d for d in os.listdir(f"{root}/instances") if d.startswith(
         f"stallbench-{os.getpid()}-")]
     assert starved["journal_after_stop"] == [] or all(
         e.action["kind"] == "umount" for e in starved["journal_after_stop"])
@@ -224,7 +223,8 @@ STARTER = textwrap.dedent("""
 """)
 
 
-def test_kill_9_then_cleanup_restores_sysctl_and_removes_instance(tmp_path: Path) -> None:
+def test_kill_9_then_cleanup_restores_sysctl_and_removes_instance(tmp_path: Path,
+                                                                  tracefs_root: str) -> None:
     before = DELAYACCT.read_text()
     if before.strip() == "1":
         pytest.skip("task_delayacct is already on: nothing to restore")

@@ -13,8 +13,7 @@ import pytest
 from stallbench.journal import Journal
 from stallbench.tracefs import TracefsInstance, find_tracefs
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or find_tracefs() is None,
-                                reason="needs root and a mounted tracefs")
+pytestmark = pytest.mark.usefixtures("tracefs_root")
 
 CLEANUP = ("import sys; from pathlib import Path; from stallbench.journal import cleanup_stale; "
            "sys.exit(cleanup_stale(Path(sys.argv[1]), log=print))")

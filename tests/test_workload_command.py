@@ -108,7 +108,7 @@ def test_bad_options() -> None:
 
 
 @TRACEFS_SKIP
-def test_unknown_syscall_for_tracefs() -> None:
+def test_unknown_syscall_for_tracefs(tracefs_root: str) -> None:
     with pytest.raises(UsageError, match="no system call 'nosuchcall'"):
         CommandWorkload.from_options({"argv": ["true"], "syscalls": "nosuchcall",
                                       "tracer": "tracefs"})

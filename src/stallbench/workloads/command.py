@@ -42,7 +42,8 @@ from ..context import RunContext
 from ..errors import UsageError
 from ..importers.common import Samples
 from ..importers.strace import StraceParser
-from ..tracefs import TRACEFS_CANDIDATES, TracefsInstance, find_tracefs
+from ..journal import Entry
+from ..tracefs import TracefsInstance, find_tracefs, mount_tracefs, tracefs_supported
 from .base import ProgressFn, Workload, WorkloadResult
 
 STOP_GRACE_S = 10.0
@@ -204,11 +205,17 @@ _TRACE_LINE_RE = re.compile(
 
 
 def tracefs_unavailable() -> str | None:
+    """Why the tracefs path cannot work here, or None. An unmounted tracefs is fine: the run
+    mounts it (journaled) and unmounts it afterwards."""
     if os.geteuid() != 0:
         return "not root"
     root = find_tracefs()
     if root is None:
-        return f"tracefs is not mounted (at {' or '.join(TRACEFS_CANDIDATES)})"
+        return None if tracefs_supported() else "the kernel has no tracefs"
+    return _missing_tracefs_features(root)
+
+
+def _missing_tracefs_features(root: str) -> str | None:
     if not os.path.isdir(f"{root}/events/syscalls"):
         return "the kernel has no syscalls trace events (CONFIG_FTRACE_SYSCALLS)"
     if not os.path.exists(f"{root}/options/event-fork"):
@@ -230,11 +237,18 @@ class TracefsSyscalls:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._done = threading.Event()
+        self._mount_entry: Entry | None = None
 
     def setup(self, pid: int) -> None:
-        root = find_tracefs()
-        if root is None:
-            raise RuntimeError("tracefs is no longer mounted")
+        root, self._mount_entry = mount_tracefs(self.ctx.journal)
+        missing = _missing_tracefs_features(root)
+        if missing is None and self.syscalls:
+            missing = next((f"no system call {name!r} in {root}/events/syscalls"
+                            for name in self.syscalls
+                            if not os.path.isdir(f"{root}/events/syscalls/sys_enter_{name}")),
+                           None)
+        if missing:
+            raise UsageError(f"command: {missing}; use --tracer strace")
         instance_name = f"stallbench-command-{os.getpid()}-{time.time_ns()}"
         self.instance = instance = TracefsInstance(root, instance_name, self.ctx.journal, 16384)
         instance.set_option("event-fork", "1")
@@ -307,6 +321,9 @@ class TracefsSyscalls:
                          "stopped: not counted")
         instance.remove()
         self.instance = None
+        if self._mount_entry is not None and self.ctx.journal is not None:
+            self.ctx.journal.undo(self._mount_entry)      # we mounted tracefs: unmount it
+            self._mount_entry = None
         return notes
 
 
@@ -376,8 +393,8 @@ class CommandWorkload(Workload):
         if tracer == "strace" and shutil.which("strace") is None:
             raise UsageError("command: strace is not installed (apt install strace), and "
                              "tracefs needs root")
-        if tracer == "tracefs" and syscalls:
-            root = find_tracefs()
+        root = find_tracefs()
+        if tracer == "tracefs" and syscalls and root is not None:
             for name in syscalls:
                 if not os.path.isdir(f"{root}/events/syscalls/sys_enter_{name}"):
                     raise UsageError(f"command: no system call {name!r} in "
