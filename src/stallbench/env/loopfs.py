@@ -68,16 +68,23 @@ def attached_loops() -> dict[str, str]:
 
 
 def _run(argv: list[str], what: str, timeout: float = 300) -> str:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise UsageError(f"{what}: {argv[0]} did not finish in {timeout:.0f} s") from None
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except BaseException as exc:
+        # reap the tool before its change is undone: subprocess.run does not wait after
+        # Ctrl-C, and a losetup killed in its ioctl attaches the device after the undo looked
+        proc.kill()
+        proc.wait()
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise UsageError(f"{what}: {argv[0]} did not finish in {timeout:.0f} s") from None
+        raise
     if proc.returncode != 0:
-        detail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        detail = (stderr.strip() or stdout.strip()).splitlines()
         raise UsageError(f"{what}: {' '.join(argv)} failed: "
                          f"{detail[-1] if detail else f'exit {proc.returncode}'}")
-    return proc.stdout
+    return stdout
 
 
 @contextlib.contextmanager
