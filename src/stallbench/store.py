@@ -57,7 +57,7 @@ def default_results_dir() -> Path:
 
 def check_name(name: str, what: str = "variant name") -> str:
     """Variant and workload names become directory names: keep them plain."""
-    if not isinstance(name, str) or not _NAME_RE.match(name) or ".." in name:
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name) or ".." in name:
         raise UsageError(
             f"{what} {name!r} is not allowed: use letters, digits and ._+@=,:- "
             "(no '/', spaces or control characters, at most 100 characters)"
