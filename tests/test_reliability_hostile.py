@@ -50,6 +50,7 @@ BAD_PLANS = [
     ('workload = "randread"\n[[variants]]\nname = "a\\u0001b"\n', "not allowed"),
     ('workload = "randread"\n[[variants]]\nname = "a\\nb"\n', "not allowed"),
     ('workload = "randread"\n[[variants]]\nname = ".."\n', "not allowed"),
+    ('workload = "randread"\n[[variants]]\nname = "x\\n"\n', "not allowed"),
     ('workload = "randread"\n' + V + '[variants.sysctls]\n"../../etc/passwd" = 1\n',
      "not a sysctl name"),
     ('workload = "randread"\n' + V + '[variants.sysctls]\n"kernel.hostname" = "x\\ny"\n',
@@ -92,6 +93,7 @@ def test_bad_plan_is_one_line_exit_2(sandbox, capsys, monkeypatch, text, message
 BAD_FLAGS = [
     (["--variant", "a\x01b"], "not allowed"),
     (["--variant", "../outside"], "not allowed"),
+    (["--variant", "x\n"], "not allowed"),               # $ matched before a final newline
     (["--fs-size", "-5M", "--fs", "ext4"], "--fs-size"),
     (["--memory", "99999999T"], "--memory"),
     (["--duration", "-1"], "--duration"),
