@@ -5,6 +5,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
 
 from ..context import RunContext
 
@@ -63,3 +66,41 @@ def read_text(path: str) -> str | None:
             return f.read()
     except OSError:
         return None
+
+
+class RowStore:
+    """Samples kept compact: rows (dicts) are buffered and turned into an Arrow table every
+    `chunk` rows, so an hour-long run holds ~8 bytes per value instead of a Python dict per
+    sample. Columns may appear later in the run (missing values become nulls)."""
+
+    def __init__(self, schema: pa.Schema | None = None, chunk: int = 64):
+        self._schema = schema
+        self._chunk = chunk
+        self._pending: list[dict[str, Any]] = []
+        self._tables: list[pa.Table] = []
+        self._count = 0
+        self.first: dict[str, Any] | None = None
+        self.last: dict[str, Any] | None = None
+
+    def append(self, row: dict[str, Any]) -> None:
+        if self.first is None:
+            self.first = row
+        self.last = row
+        self._pending.append(row)
+        self._count += 1
+        if len(self._pending) >= self._chunk:
+            self._compact()
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _compact(self) -> None:
+        if self._pending:
+            self._tables.append(pa.Table.from_pylist(self._pending, schema=self._schema))
+            self._pending = []
+
+    def table(self) -> pa.Table:
+        self._compact()
+        if not self._tables:
+            return (self._schema or pa.schema([])).empty_table()
+        return pa.concat_tables(self._tables, promote_options="default")

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..context import RunContext
-from ._sampling import SamplerThread, read_text
+from ._sampling import RowStore, SamplerThread, read_text
 from .base import Monitor, MonitorResult
 
 # memory.stat keys of cgroup v1/v2 that are cumulative event counts (the others are sizes)
@@ -87,7 +87,7 @@ class CountersMonitor(Monitor):
 
     def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s
-        self._rows: list[dict[str, int]] = []
+        self._rows = RowStore()
         self._sampler: SamplerThread | None = None
         self._cgroup: dict[str, Any] | None = None
 
@@ -115,15 +115,12 @@ class CountersMonitor(Monitor):
     def stop(self) -> MonitorResult:
         assert self._sampler is not None, "stop() before start()"
         self._sampler.stop()
-        columns: dict[str, None] = {"t_ns": None}
-        for row in self._rows:
-            columns.update(dict.fromkeys(row))
-        table = pa.table({c: pa.array([r.get(c) for r in self._rows], pa.int64())
-                          for c in columns})
+        table = self._rows.table()
+        table = table.cast(pa.schema([(c, pa.int64()) for c in table.column_names]))
         deltas = {}
         if len(self._rows) >= 2:
-            first, last = self._rows[0], self._rows[-1]
-            for column in columns:
+            first, last = self._rows.first, self._rows.last
+            for column in table.column_names:
                 if is_cumulative(column) and column in first and column in last:
                     if last[column] != first[column]:
                         deltas[column] = last[column] - first[column]

@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from ..context import RunContext
 from ..journal import Journal, register_undo, state_dir
-from ._sampling import read_text
+from ._sampling import RowStore, read_text
 from .base import Monitor, MonitorResult
 
 DELAYACCT_SYSCTL = "/proc/sys/kernel/task_delayacct"
@@ -330,7 +330,7 @@ class DelayMonitor(Monitor):
 
     def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s
-        self._rows: list[dict[str, Any]] = []
+        self._rows = RowStore(schema=pa.schema(list(_COLUMNS.items())))
         self._known: dict[int, tuple[int, bool]] = {}   # tid -> (pid, born_in_run)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -441,11 +441,11 @@ class DelayMonitor(Monitor):
             if sock is not None:
                 sock.close()
         self._restore_sysctl()
-        table = rows_to_table(self._rows)
+        table = self._rows.table()
         roots = self._ctx.processes.roots() if self._ctx else []
         summary: dict[str, Any] = {"workload_pids": roots,
                                    "tasks": len(self._known), "samples": len(self._rows),
-                                   "totals_ns": delay_totals(self._rows)}
+                                   "totals_ns": delay_totals(table.to_pylist())}
         if self._errors:
             summary["errors"] = self._errors
         return MonitorResult(tables={"delay": table}, summary=summary)
@@ -467,10 +467,6 @@ _COLUMNS = {"t_ns": pa.int64(), "pid": pa.int32(), "tid": pa.int32(), "comm": pa
 for _kind in DELAY_KINDS:
     _COLUMNS[f"{_kind}_count"] = pa.int64()
     _COLUMNS[f"{_kind}_ns"] = pa.int64()
-
-
-def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
-    return pa.table({c: pa.array([r.get(c) for r in rows], t) for c, t in _COLUMNS.items()})
 
 
 def delay_totals(rows: list[dict[str, Any]]) -> dict[str, int]:

@@ -48,6 +48,7 @@ class StacksMonitor(Monitor):
         self._rows: list[tuple[int, int, int, str, str, str]] = []
         self._sampler: SamplerThread | None = None
         self.threads_seen = 0
+        self._stacks: dict[str, str] = {}
 
     @classmethod
     def unavailable(cls, ctx: RunContext) -> str | None:
@@ -75,7 +76,9 @@ class StacksMonitor(Monitor):
             frames = parse_proc_stack(stack)
             if not frames:  # it woke up between the two reads
                 continue
-            self._rows.append((t_ns, pid, tid, state[1], wchan or frames[-1], ";".join(frames)))
+            stack = ";".join(frames)
+            stack = self._stacks.setdefault(stack, stack)   # one copy of each distinct stack
+            self._rows.append((t_ns, pid, tid, state[1], wchan or frames[-1], stack))
 
     def stop(self) -> MonitorResult:
         assert self._sampler is not None, "stop() before start()"
