@@ -150,6 +150,7 @@ BAD_INPUT = [
     (["run", "randread", "--dir", "/nonexistent/dir"], "/nonexistent/dir"),
     (["run", "randread", "--file-size", "100T", "--dir", "{workdir}"], "free"),
     (["run", "randread", "--variant", "a/b"], "not allowed"),
+    (["run", "randread", "--variant", ""], "not allowed"),
     (["compare", "nosuchvariant", "other"], "nosuchvariant"),
 ]
 

@@ -34,3 +34,10 @@ def test_a_bad_variant_option_names_file_line_and_key(tmp_path):
     with pytest.raises(UsageError) as error:
         load_plan(path)
     assert str(error.value).startswith(f"{path}:10: variants[1].workload_options: --readers")
+
+
+def test_a_wrongly_typed_option_names_the_flag(tmp_path):
+    path = tmp_path / "plan.toml"
+    path.write_text('workload = "pgioperf"\n[options]\nreaders = "many"\n')
+    with pytest.raises(UsageError, match=r"plan.toml:3: .*--readers must be a whole number"):
+        load_plan(path)

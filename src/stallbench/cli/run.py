@@ -81,7 +81,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     if args.iterations < 1:
         raise UsageError("--iterations must be at least 1")
     variant = VariantSettings(
-        name=check_name(args.variant or os.uname().release),
+        name=check_name(os.uname().release if args.variant is None else args.variant),
         dir=args.dir,
         fs=args.fs,
         fs_size=parse_size(args.fs_size, "--fs-size") if args.fs_size else None,

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from ..context import RunContext
+from ..errors import UsageError
 
 # Called by the workload with live per-op progress: {op: (count_total, max_latency_ns_recent)}
 ProgressFn = Callable[[dict[str, tuple[int, int]]], None]
@@ -63,3 +64,20 @@ class Workload(abc.ABC):
     @abc.abstractmethod
     def run(self, ctx: RunContext, progress: ProgressFn) -> WorkloadResult:
         """Run for ctx.duration_s (or until ctx.stop is set) and return what was recorded."""
+
+
+def int_option(options: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
+    """A whole-number workload option, checked; errors name the command-line flag."""
+    flag = "--" + key.replace("_", "-")
+    value = options.get(key, default)
+    if value is None:
+        value = default
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise UsageError(f"{flag} must be a whole number, got {value!r}")
+    try:
+        number = int(value)
+    except ValueError:
+        raise UsageError(f"{flag} must be a whole number, got {value!r}") from None
+    if not low <= number <= high:
+        raise UsageError(f"{flag} must be between {low} and {high}, got {number}")
+    return number

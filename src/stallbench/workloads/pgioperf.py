@@ -29,7 +29,7 @@ import numpy as np
 from ..context import RunContext
 from ..errors import UsageError
 from ..units import parse_duration, parse_size
-from .base import ProgressFn, Workload, WorkloadResult
+from .base import ProgressFn, Workload, WorkloadResult, int_option
 from .files import check_space, ensure_file
 from .randread import read_loop
 from .workers import WorkerContext, WorkerSpec, run_workers
@@ -147,9 +147,7 @@ class PgIoPerf(Workload):
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> PgIoPerf:
-        readers = int(options.get("readers", 16))
-        if not 0 <= readers <= 1024:
-            raise UsageError(f"--readers must be between 0 and 1024, got {readers}")
+        readers = int_option(options, "readers", 16, 0, 1024)
         data_size = options.get("data_size")
         data_size = parse_size(data_size, "--data-size") if data_size else None
         if data_size is not None and data_size < 16 * BLOCK:
@@ -158,14 +156,13 @@ class PgIoPerf(Workload):
         wal_size = parse_size(wal_size, "--wal-size") if wal_size else None
         if wal_size is not None and wal_size < BLOCK * COMMIT_EVERY:
             raise UsageError("--wal-size must be at least 40K")
-        fsync_every = int(options.get("checkpoint_fsync_every", 100000))
-        if fsync_every < 1:
-            raise UsageError("--checkpoint-fsync-every must be at least 1")
+        fsync_every = int_option(options, "checkpoint_fsync_every", 100000, 1, 1 << 40)
         wal_interval = parse_duration(options.get("wal_interval", "1ms"), "--wal-interval")
         cp_interval = parse_duration(options.get("checkpoint_interval", "200us"),
                                      "--checkpoint-interval")
         return cls(readers, data_size, wal_size, int(wal_interval * 1e9),
-                   int(cp_interval * 1e9), fsync_every, int(options.get("seed", 1)))
+                   int(cp_interval * 1e9), fsync_every,
+                   int_option(options, "seed", 1, 0, 2**63 - 1))
 
     def resolve(self, memory_available: int) -> None:
         if self.data_size is None:

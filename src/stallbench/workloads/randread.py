@@ -18,7 +18,7 @@ import numpy as np
 from ..context import RunContext
 from ..errors import UsageError
 from ..units import parse_size
-from .base import ProgressFn, Workload, WorkloadResult
+from .base import ProgressFn, Workload, WorkloadResult, int_option
 from .files import check_space, ensure_file
 from .workers import WorkerContext, WorkerSpec, run_workers
 
@@ -96,9 +96,7 @@ class RandRead(Workload):
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> RandRead:
-        threads = int(options.get("threads", 1))
-        if not 1 <= threads <= 1024:
-            raise UsageError(f"--threads must be between 1 and 1024, got {threads}")
+        threads = int_option(options, "threads", 1, 1, 1024)
         record_size = parse_size(options.get("record_size") or "4K", "--record-size")
         if record_size % 512:
             raise UsageError("--record-size must be a multiple of 512 bytes")
@@ -107,7 +105,7 @@ class RandRead(Workload):
         if file_size is not None and file_size < record_size:
             raise UsageError("--file-size must be at least one --record-size")
         return cls(threads, file_size, record_size, bool(options.get("direct")),
-                   int(options.get("seed", 1)))
+                   int_option(options, "seed", 1, 0, 2**63 - 1))
 
     def resolve(self, memory_available: int) -> None:
         if self.file_size is None:
