@@ -154,13 +154,26 @@ def main() -> int:
         f"{np.median(p50_gaps):+.0f} ns (target within 1000 ns).",
         "",
         "Where stallbench's per-op time goes (the same loop, parts added one at a time, "
-        "2 million ops):",
+        "1 million ops each, fastest of 5 interleaved repeats):",
         "",
         "| loop | ns per op |",
         "|---|---|",
     ]
     lines += [f"| {name} | {value:.0f} |" for name, value in breakdown.items()]
-    lines.append("")
+    steps = list(breakdown.values())
+    fio_per_op = 1e9 / float(np.median([r[1] for r in rows]))
+    lines += [
+        "",
+        f"fio spends about {fio_per_op:.0f} ns per op in all. Python's `os.preadv` call costs "
+        f"{steps[1] - steps[0]:.0f} ns (the system call plus argument parsing and the buffer "
+        f"protocol), the two `time.monotonic_ns()` reads {steps[2] - steps[1]:.0f} ns, and "
+        f"keeping the record (two stores into preallocated arrays, the index, the tick check) "
+        f"{steps[3] - steps[2]:.0f} ns. What is left between the loop and the measured "
+        "ops/s is the 100 ms ticks (flush of the buffer, progress) and the offsets drawn in "
+        "batches. The latency a sample records spans only the system call and one clock read, "
+        "which is why the p50s agree within a few hundred ns.",
+        "",
+    ]
     text = "\n".join(lines)
     print(text)
     if args.write:
