@@ -104,3 +104,9 @@ class RowStore:
         if not self._tables:
             return (self._schema or pa.schema([])).empty_table()
         return pa.concat_tables(self._tables, promote_options="default")
+
+
+def tuples_to_table(rows: list[tuple], schema: pa.Schema) -> pa.Table:
+    """Rows of plain tuples (in schema order) -> an Arrow table of that schema."""
+    columns = list(zip(*rows, strict=True)) if rows else [[]] * len(schema)
+    return pa.table({f.name: pa.array(c, f.type) for f, c in zip(schema, columns, strict=True)})

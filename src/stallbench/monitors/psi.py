@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..context import RunContext
-from ._sampling import SamplerThread, read_text
+from ._sampling import SamplerThread, read_text, tuples_to_table
 from .base import Monitor, MonitorResult
 
 RESOURCES = ("cpu", "memory", "io")
@@ -48,6 +48,10 @@ def pressure_sources(cgroup: dict[str, Any] | None) -> tuple[dict[str, str], str
         else:
             note = "cgroup v1 has no per-cgroup pressure files; only system-wide PSI recorded"
     return sources, note
+
+
+PSI_SCHEMA = pa.schema([("t_ns", pa.int64()), ("scope", pa.string()), ("resource", pa.string()),
+                        ("kind", pa.string()), ("total_ns", pa.int64()), ("avg10", pa.float64())])
 
 
 class PsiMonitor(Monitor):
@@ -86,15 +90,7 @@ class PsiMonitor(Monitor):
     def stop(self) -> MonitorResult:
         assert self._sampler is not None, "stop() before start()"
         self._sampler.stop()
-        cols = list(zip(*self._rows, strict=True)) if self._rows else [[]] * 6
-        table = pa.table({
-            "t_ns": pa.array(cols[0], pa.int64()),
-            "scope": pa.array(cols[1], pa.string()),
-            "resource": pa.array(cols[2], pa.string()),
-            "kind": pa.array(cols[3], pa.string()),
-            "total_ns": pa.array(cols[4], pa.int64()),
-            "avg10": pa.array(cols[5], pa.float64()),
-        })
+        table = tuples_to_table(self._rows, PSI_SCHEMA)
         first: dict[tuple[str, str, str], int] = {}
         last: dict[tuple[str, str, str], int] = {}
         for _t, scope, resource, kind, total, _avg in self._rows:

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..context import RunContext
-from ._sampling import SamplerThread, read_text
+from ._sampling import SamplerThread, read_text, tuples_to_table
 from .base import Monitor, MonitorResult
 
 
@@ -37,6 +37,10 @@ def thread_state(pid: int, tid: int) -> tuple[str, str] | None:
         return None
     head, _, tail = text.rpartition(")")
     return tail.split(None, 1)[0], head.partition("(")[2]
+
+
+STACKS_SCHEMA = pa.schema([("t_ns", pa.int64()), ("pid", pa.int32()), ("tid", pa.int32()),
+                           ("comm", pa.string()), ("wchan", pa.string()), ("stack", pa.string())])
 
 
 class StacksMonitor(Monitor):
@@ -83,15 +87,7 @@ class StacksMonitor(Monitor):
     def stop(self) -> MonitorResult:
         assert self._sampler is not None, "stop() before start()"
         self._sampler.stop()
-        cols = list(zip(*self._rows, strict=True)) if self._rows else [[]] * 6
-        table = pa.table({
-            "t_ns": pa.array(cols[0], pa.int64()),
-            "pid": pa.array(cols[1], pa.int32()),
-            "tid": pa.array(cols[2], pa.int32()),
-            "comm": pa.array(cols[3], pa.string()),
-            "wchan": pa.array(cols[4], pa.string()),
-            "stack": pa.array(cols[5], pa.string()),
-        })
+        table = tuples_to_table(self._rows, STACKS_SCHEMA)
         folded = Counter(f"{_clean(comm)};{stack}" for _t, _p, _tid, comm, _w, stack in self._rows)
         text = "".join(f"{stack} {n}\n" for stack, n in folded.most_common())
         roots = self._ctx.processes.roots() if self._ctx else []
