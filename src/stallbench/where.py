@@ -53,11 +53,16 @@ def explain(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Ru
             section["counters"][label] = am.counters_comparison(
                 base.counter_deltas(), variant.counter_deltas(), base.seconds, variant.seconds,
                 base.op_count, variant.op_count)
+            delay_by_role = {row["role"]: row["delays"] for row in section["delay"][label]}
+            roles_of_op = variant.roles_of_ops()
             for op, change in sorted(tail_changes.get(label, {}).items()):
                 slow = section["slow_ops"][label].get(op)
-                if not slow:
-                    continue
-                line = am.explanation(op, change, slow["breakdown_ns"], slow["source"])
+                line = None
+                if slow:
+                    line = am.explanation(op, change, slow["breakdown_ns"], slow["source"])
+                roles = roles_of_op.get(op, [])
+                if line is None and len(roles) == 1 and roles[0] in delay_by_role:
+                    line = am.delay_explanation(op, change, roles[0], delay_by_role[roles[0]])
                 if line:
                     section["explanations"].append({"variant": label, "op": op, "text": line})
     return _jsonable(section)
@@ -174,7 +179,7 @@ class _VariantData:
             born = table.column("born_in_run").to_numpy(zero_copy_only=False)
             delays = {k: table.column(f"{k}_ns").to_numpy(zero_copy_only=False).astype(np.float64)
                       for k in am.DELAY_KINDS if f"{k}_ns" in table.column_names}
-            per_tid = am.task_delays(tid, born, delays)
+            per_tid = am.task_delays(tid, born, delays, table.column("t_ns").to_numpy())
             pid_of_tid = dict(zip(tid.tolist(), pid.tolist(), strict=True))
             worker_pid = _worker_pids(run, "delay")
             roles = _worker_roles(run)
@@ -194,6 +199,16 @@ class _VariantData:
         if not found:
             return []
         return am.delay_attribution(delays_by_pid, role_of_pid, latency_by_role)
+
+    def roles_of_ops(self) -> dict[str, list[str]]:
+        """Which worker roles record each op (from ops.parquet's worker column)."""
+        result: dict[str, set[str]] = {}
+        for run in self.runs:
+            roles = _worker_roles(run)
+            for op, arrays in run.op_arrays().items():
+                for worker in np.unique(arrays.worker).tolist():
+                    result.setdefault(op, set()).add(roles.get(worker, f"worker {worker}"))
+        return {op: sorted(names) for op, names in result.items()}
 
     # -- stacks -------------------------------------------------------------------------------
     def stacks(self) -> dict[str, Any]:
