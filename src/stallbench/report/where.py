@@ -6,6 +6,7 @@ Text, markdown and an HTML fragment; nothing is computed here beyond choosing un
 from __future__ import annotations
 
 import html
+import textwrap
 from typing import Any
 
 from ..units import format_ns
@@ -136,8 +137,10 @@ def _notes(section: dict[str, Any]) -> tuple[list[str], list[str], list[str]]:
 def render_text(section: dict[str, Any], width: int = 100) -> str:
     lines = ["Where did the time go", "=" * 21]
     explanations, warnings, skipped = _notes(section)
-    lines += [f"! {w}" for w in warnings]
-    lines += [f"* {e}" for e in explanations]
+    for mark, notes in (("!", warnings), ("*", explanations)):
+        for note in notes:
+            lines += textwrap.wrap(note, width, initial_indent=f"{mark} ",
+                                   subsequent_indent="  ")
     for title, header, rows in _tables(section):
         lines += ["", title]
         widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
