@@ -23,6 +23,7 @@ import pkgutil
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,9 +46,13 @@ def register_undo(kind: str) -> Callable[[UndoFn], UndoFn]:
 
 def state_dir() -> Path:
     override = os.environ.get("STALLBENCH_STATE_DIR")
-    candidates = [Path(override)] if override else [Path("/run/stallbench"),
-                                                    Path("/var/lib/stallbench"),
-                                                    Path.home() / ".cache/stallbench/state"]
+    candidates = [Path(override)] if override else [
+        Path("/run/stallbench"), Path("/var/lib/stallbench"),
+        *([Path(os.environ["XDG_RUNTIME_DIR"]) / "stallbench"]
+          if os.environ.get("XDG_RUNTIME_DIR") else []),
+        Path.home() / ".cache/stallbench/state",
+        Path(tempfile.gettempdir()) / f"stallbench-{os.getuid()}",  # e.g. nobody: no home
+    ]
     for path in candidates:
         try:
             path.mkdir(parents=True, exist_ok=True)

@@ -54,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # the machine, not the input: still one line, never a traceback
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        print(f"stallbench: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
 
 
 def run_main() -> None:
