@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -69,20 +70,25 @@ def read_text(path: str) -> str | None:
 
 
 class RowStore:
-    """Samples kept compact: rows (dicts) are buffered and turned into an Arrow table every
-    `chunk` rows, so an hour-long run holds ~8 bytes per value instead of a Python dict per
-    sample. Columns may appear later in the run (missing values become nulls)."""
+    """Samples kept out of the Python heap: rows (dicts, or tuples in `schema` order) are
+    buffered and every `chunk` rows turned into an Arrow table, which is written to a file in
+    `spill_dir` when one is given (memory stays flat however long the run) or kept in memory.
+    Columns may appear later in the run (missing values become nulls)."""
 
-    def __init__(self, schema: pa.Schema | None = None, chunk: int = 64):
+    def __init__(self, schema: pa.Schema | None = None, chunk: int = 64,
+                 spill_dir: Path | None = None, name: str = "rows"):
         self._schema = schema
         self._chunk = chunk
-        self._pending: list[dict[str, Any]] = []
+        self._spill_dir = spill_dir
+        self._name = name
+        self._pending: list[Any] = []
         self._tables: list[pa.Table] = []
+        self._files: list[Path] = []
         self._count = 0
-        self.first: dict[str, Any] | None = None
-        self.last: dict[str, Any] | None = None
+        self.first: Any = None
+        self.last: Any = None
 
-    def append(self, row: dict[str, Any]) -> None:
+    def append(self, row: dict[str, Any] | tuple) -> None:
         if self.first is None:
             self.first = row
         self.last = row
@@ -94,19 +100,53 @@ class RowStore:
     def __len__(self) -> int:
         return self._count
 
+    def __iter__(self):
+        """The rows again, as tuples in column order (reads the spilled chunks back)."""
+        table = self.table()
+        return zip(*(column.to_pylist() for column in table.columns), strict=True)
+
     def _compact(self) -> None:
-        if self._pending:
-            self._tables.append(pa.Table.from_pylist(self._pending, schema=self._schema))
-            self._pending = []
+        if not self._pending:
+            return
+        if isinstance(self._pending[0], tuple):
+            assert self._schema is not None, "tuple rows need a schema"
+            table = tuples_to_table(self._pending, self._schema)
+        elif self._schema is not None:
+            table = pa.Table.from_pylist(self._pending, schema=self._schema)
+        else:   # from_pylist would take the columns of the first row only
+            columns = dict.fromkeys(key for row in self._pending for key in row)
+            table = pa.table({c: [row.get(c) for row in self._pending] for c in columns})
+        self._pending = []
+        if self._spill_dir is None:
+            self._tables.append(table)
+            return
+        self._spill_dir.mkdir(parents=True, exist_ok=True)
+        path = self._spill_dir / f"{self._name}-{len(self._files):06d}.arrow"
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        self._files.append(path)
 
     def table(self) -> pa.Table:
         self._compact()
-        if not self._tables:
+        tables = [pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in self._files]
+        tables += self._tables
+        if not tables:
             return (self._schema or pa.schema([])).empty_table()
-        return pa.concat_tables(self._tables, promote_options="default")
+        return pa.concat_tables(tables, promote_options="default")
+
+    def discard(self) -> None:
+        """Remove the spilled chunks (after the table has been written out)."""
+        for path in self._files:
+            path.unlink(missing_ok=True)
+        self._files = []
 
 
 def tuples_to_table(rows: list[tuple], schema: pa.Schema) -> pa.Table:
     """Rows of plain tuples (in schema order) -> an Arrow table of that schema."""
     columns = list(zip(*rows, strict=True)) if rows else [[]] * len(schema)
     return pa.table({f.name: pa.array(c, f.type) for f, c in zip(schema, columns, strict=True)})
+
+
+def spill_dir(ctx: RunContext) -> Path:
+    """Where monitors spill their samples during a run (removed with the run's spool)."""
+    return Path(ctx.run_dir) / ".spool" / "monitors"

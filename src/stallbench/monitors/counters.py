@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..context import RunContext
-from ._sampling import RowStore, SamplerThread, read_text
+from ._sampling import RowStore, SamplerThread, read_text, spill_dir
 from .base import Monitor, MonitorResult
 
 # memory.stat keys of cgroup v1/v2 that are cumulative event counts (the others are sizes)
@@ -99,6 +99,7 @@ class CountersMonitor(Monitor):
 
     def start(self, ctx: RunContext) -> None:
         self._cgroup = ctx.env.cgroup
+        self._rows = RowStore(spill_dir=spill_dir(ctx), name=self.name)
         self._sampler = SamplerThread(ctx, self.interval_s, self._sample, self.name)
         self._sampler.start()
 
@@ -116,6 +117,7 @@ class CountersMonitor(Monitor):
         assert self._sampler is not None, "stop() before start()"
         self._sampler.stop()
         table = self._rows.table()
+        self._rows.discard()
         table = table.cast(pa.schema([(c, pa.int64()) for c in table.column_names]))
         deltas = {}
         if len(self._rows) >= 2:

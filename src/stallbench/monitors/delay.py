@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from ..context import RunContext
 from ..journal import Journal, register_undo, state_dir
-from ._sampling import RowStore, read_text
+from ._sampling import RowStore, read_text, spill_dir
 from .base import Monitor, MonitorResult
 
 DELAYACCT_SYSCTL = "/proc/sys/kernel/task_delayacct"
@@ -358,6 +358,8 @@ class DelayMonitor(Monitor):
     def start(self, ctx: RunContext) -> None:
         self._ctx = ctx
         self._journal = ctx.journal
+        self._rows = RowStore(schema=pa.schema(list(_COLUMNS.items())), spill_dir=spill_dir(ctx),
+                              name=self.name)
         self._claim = DelayacctClaim(delayacct_dir())
         if self._journal is not None:
             self._journal_entry = self._journal.push(
@@ -442,6 +444,7 @@ class DelayMonitor(Monitor):
                 sock.close()
         self._restore_sysctl()
         table = self._rows.table()
+        self._rows.discard()
         roots = self._ctx.processes.roots() if self._ctx else []
         summary: dict[str, Any] = {"workload_pids": roots,
                                    "tasks": len(self._known), "samples": len(self._rows),

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..context import RunContext
-from ._sampling import SamplerThread, read_text, tuples_to_table
+from ._sampling import RowStore, SamplerThread, read_text, spill_dir
 from .base import Monitor, MonitorResult
 
 RESOURCES = ("cpu", "memory", "io")
@@ -60,7 +60,7 @@ class PsiMonitor(Monitor):
 
     def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s
-        self._rows: list[tuple[int, str, str, str, int, float]] = []
+        self._rows = RowStore(schema=PSI_SCHEMA)
         self._sources: dict[str, str] = {}
         self._note: str | None = None
         self._sampler: SamplerThread | None = None
@@ -75,6 +75,7 @@ class PsiMonitor(Monitor):
 
     def start(self, ctx: RunContext) -> None:
         self._sources, self._note = pressure_sources(ctx.env.cgroup)
+        self._rows = RowStore(schema=PSI_SCHEMA, spill_dir=spill_dir(ctx), name=self.name)
         self._sampler = SamplerThread(ctx, self.interval_s, self._sample, self.name)
         self._sampler.start()
 
@@ -90,7 +91,7 @@ class PsiMonitor(Monitor):
     def stop(self) -> MonitorResult:
         assert self._sampler is not None, "stop() before start()"
         self._sampler.stop()
-        table = tuples_to_table(self._rows, PSI_SCHEMA)
+        table = self._rows.table()
         first: dict[tuple[str, str, str], int] = {}
         last: dict[tuple[str, str, str], int] = {}
         for _t, scope, resource, kind, total, _avg in self._rows:

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..context import RunContext
-from ._sampling import SamplerThread, read_text, tuples_to_table
+from ._sampling import RowStore, SamplerThread, read_text, spill_dir
 from .base import Monitor, MonitorResult
 
 
@@ -49,7 +49,7 @@ class StacksMonitor(Monitor):
     def __init__(self, interval_s: float = 0.02):
         self.interval_s = interval_s
         self._ctx: RunContext | None = None
-        self._rows: list[tuple[int, int, int, str, str, str]] = []
+        self._rows = RowStore(schema=STACKS_SCHEMA)
         self._sampler: SamplerThread | None = None
         self.threads_seen = 0
         self._stacks: dict[str, str] = {}
@@ -62,6 +62,7 @@ class StacksMonitor(Monitor):
 
     def start(self, ctx: RunContext) -> None:
         self._ctx = ctx
+        self._rows = RowStore(schema=STACKS_SCHEMA, spill_dir=spill_dir(ctx), name=self.name)
         self._sampler = SamplerThread(ctx, self.interval_s, self._sample, self.name)
         self._sampler.start()
 
@@ -87,7 +88,7 @@ class StacksMonitor(Monitor):
     def stop(self) -> MonitorResult:
         assert self._sampler is not None, "stop() before start()"
         self._sampler.stop()
-        table = tuples_to_table(self._rows, STACKS_SCHEMA)
+        table = self._rows.table()
         folded = Counter(f"{_clean(comm)};{stack}" for _t, _p, _tid, comm, _w, stack in self._rows)
         text = "".join(f"{stack} {n}\n" for stack, n in folded.most_common())
         roots = self._ctx.processes.roots() if self._ctx else []
