@@ -338,13 +338,11 @@ def _empty_op() -> OpArrays:
 def _split_by_op(table: pa.Table) -> dict[str, OpArrays]:
     if table.num_rows == 0:
         return {}
-    table = table.combine_chunks() if table.column("op").num_chunks > 1 else table
     op_col = table.column("op")
     if not pa.types.is_dictionary(op_col.type):
-        op_col = pa.chunked_array([pc_encode(c) for c in op_col.chunks])
-    # unify dictionaries across chunks
-    op_col = op_col.unify_dictionaries() if hasattr(op_col, "unify_dictionaries") else op_col
-    chunk = op_col.chunks[0] if op_col.num_chunks == 1 else pa.concat_arrays(op_col.chunks)
+        op_col = op_col.dictionary_encode()
+    # each worker's batches carry their own dictionary: give all chunks one, then join them
+    chunk = pa.concat_arrays(op_col.unify_dictionaries().chunks)
     codes = chunk.indices.to_numpy(zero_copy_only=False)
     names = chunk.dictionary.to_pylist()
     latency = table.column("latency_ns").to_numpy()
@@ -369,10 +367,6 @@ def _split_by_op(table: pa.Table) -> dict[str, OpArrays]:
                 intended_op = values.astype(np.int64)
         result[name] = OpArrays(latency[idx], start[idx], worker[idx], intended_op)
     return result
-
-
-def pc_encode(chunk: pa.Array) -> pa.DictionaryArray:
-    return chunk.dictionary_encode()
 
 
 def _pid_alive(pid: int) -> bool:
