@@ -147,9 +147,9 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                 return RunOutcome(writer.path, variant.name, STATUS_INTERRUPTED,
                                   writer.meta["reason"])
             raise
-        except UsageError:
+        except UsageError as exc:
             if writer is not None:
-                writer.finalize(STATUS_FAILED, "bad input")
+                writer.finalize(STATUS_FAILED, str(exc))   # the run.json says what was wrong
             raise
         except Exception as exc:
             if writer is None:
