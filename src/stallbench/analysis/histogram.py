@@ -1,4 +1,4 @@
-"""Log-linear histograms of latencies: 2**SUB_BITS buckets per power of two (0.8% wide).
+"""Log-linear histograms of latencies: 2**SUB_BITS buckets per power of two (0.4% wide).
 
 A run's samples become a vector of counts; summing the vectors of resampled runs gives the
 bootstrap distribution of a pooled quantile at a cost independent of the number of samples.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-SUB_BITS = 7
+SUB_BITS = 8
 SUB_BUCKETS = 1 << SUB_BITS
 MAX_EXPONENT = 48  # 2**48 ns ~ 3 days: anything longer lands in the last bucket
 N_BUCKETS = (MAX_EXPONENT + 1) * SUB_BUCKETS
@@ -23,10 +23,18 @@ def bucket_index(latency_ns: np.ndarray) -> np.ndarray:
     return np.minimum(index, N_BUCKETS - 1)
 
 
-def bucket_lower_edges() -> np.ndarray:
-    index = np.arange(N_BUCKETS + 1)
-    exponent, sub = np.divmod(index, SUB_BUCKETS)
-    return np.ldexp(1.0 + sub / SUB_BUCKETS, exponent)
+def bucket_lower_edges(sub_bits: int = SUB_BITS) -> np.ndarray:
+    """Lower edges of every bucket (and the upper edge of the last) for 2**sub_bits buckets
+    per power of two; a fine bucket index >> (SUB_BITS - sub_bits) is its coarse bucket."""
+    sub_buckets = 1 << sub_bits
+    index = np.arange((MAX_EXPONENT + 1) * sub_buckets + 1)
+    exponent, sub = np.divmod(index, sub_buckets)
+    return np.ldexp(1.0 + sub / sub_buckets, exponent)
+
+
+# the relative error of a quantile read from the histogram: at most one bucket's relative
+# width (the estimate is interpolated inside the bucket that holds the true value)
+QUANTILE_RELATIVE_ERROR = 1.0 / SUB_BUCKETS
 
 
 def histogram(latency_ns: np.ndarray, index: np.ndarray | None = None) -> np.ndarray:
@@ -61,6 +69,18 @@ def quantiles_from_counts(counts: np.ndarray, probabilities: np.ndarray,
     result = low + np.clip(fraction, 0.0, 1.0) * (high - low)
     result[total <= 0] = np.nan
     return result
+
+
+def count_above(counts: np.ndarray, threshold: float) -> int:
+    """How many samples exceed `threshold` (the bucket holding it counted by interpolation)."""
+    edges = bucket_lower_edges()
+    i = int(np.searchsorted(edges, threshold, side="right")) - 1
+    if i < 0:
+        return int(counts.sum())
+    if i >= counts.size:
+        return 0
+    inside = counts[i] * (edges[i + 1] - threshold) / (edges[i + 1] - edges[i])
+    return int(round(counts[i + 1:].sum() + inside))
 
 
 def superiority(counts_candidate: np.ndarray, counts_baseline: np.ndarray) -> float | None:
