@@ -4,7 +4,9 @@
                                       [--skip-record] [--json FILE]
 
 1. Record: for each set, RUNS separate real runs of one configuration (`stallbench run`, as a
-   user would, one process per run, sets interleaved run by run so that drift spreads):
+   user would, one process per run; one set after the other, since a set that drops the page
+   cache would empty the cached set's file; the cached set starts with one discarded run that
+   reads its file in):
      randread-cached   randread, 256 MiB file kept in the page cache (--no-drop-caches)
      randread-cold     randread, 256 MiB file, page cache dropped before each run (the default)
      pgioperf          pgioperf, 2 readers of a 512 MiB file
@@ -82,12 +84,14 @@ def stallbench(*args: str) -> None:
 
 
 def record(data: Path, sets: list[str], runs: int, seconds: float) -> None:
-    for i in range(runs):
-        for name in sets:
-            variant_dir = data / name
-            have = len(list(variant_dir.glob("*/*/run.json"))) if variant_dir.exists() else 0
-            if have > i:
-                continue
+    for name in sets:
+        variant_dir = data / name
+        have = len(list(variant_dir.glob("*/*/run.json"))) if variant_dir.exists() else 0
+        if have < runs and "--no-drop-caches" in SETS[name]:
+            stallbench("run", SETS[name][0], "--variant", f"{name}-warming", "--results",
+                       str(data), "--duration", "2s", "--monitors", "none", "--no-progress",
+                       *SETS[name][1:])
+        for i in range(have, runs):
             started = time.time()
             stallbench("run", *SETS[name][:1], "--variant", name, "--results", str(data),
                        "--duration", f"{seconds}s", "--monitors", "none", "--no-progress",

@@ -179,7 +179,9 @@ def write_ops_file(path: Path, batches: Iterable[pa.RecordBatch | pa.Table]) -> 
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     counts: dict[str, int] = {}
-    writer = pq.ParquetWriter(tmp, OPS_SCHEMA, compression="zstd")
+    # dictionary encoding only where it pays (op names); tried on every int64 column it
+    # costs more time than the compression
+    writer = pq.ParquetWriter(tmp, OPS_SCHEMA, compression="zstd", use_dictionary=["op"])
     try:
         for batch in batches:
             table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])

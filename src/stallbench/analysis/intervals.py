@@ -75,11 +75,25 @@ METHOD = ("two-level: runs, and contiguous time blocks within each run (batch st
 
 
 @functools.cache
-def _scipy_stats():
-    """scipy.stats, imported on first use: it takes seconds, and most commands never need it."""
-    from scipy import stats
+def _special():
+    """scipy.special, imported on first use (0.4 s; scipy.stats would take 2 s)."""
+    from scipy import special
 
-    return stats
+    return special
+
+
+def t_quantile(probability: float, dof: float) -> float:
+    """Student t quantile."""
+    return float(_special().stdtrit(dof, probability))
+
+
+def t_two_sided_p(t: float, dof: float) -> float:
+    """P(|T| >= |t|) for Student t with `dof` degrees of freedom."""
+    return float(2 * _special().stdtr(dof, -abs(t)))
+
+
+def z_quantile(probability: float) -> float:
+    return float(_special().ndtri(probability))
 
 
 @dataclass
@@ -241,8 +255,8 @@ def two_level_change(estimate: float | None, baseline: list[RunStatistic],
                 "within_dof": [kk * (g - 1) for kk, g in zip(k, groups, strict=True)]}
     half, dof = _half_width(variance, k, confidence)
     log_ratio = float(np.log1p(estimate))
-    se = half / _scipy_stats().t.ppf(0.5 + confidence / 2, dof)
-    p_value = float(2 * _scipy_stats().t.sf(abs(log_ratio) / se, dof)) if se > 0 else \
+    se = half / t_quantile(0.5 + confidence / 2, dof)
+    p_value = t_two_sided_p(log_ratio / se, dof) if se > 0 else \
         (0.0 if log_ratio != 0 else 1.0)
     return Change(estimate, float(np.expm1(log_ratio - half)), float(np.expm1(log_ratio + half)),
                   p_value, runs=(k[0], k[1]), blocks=(groups[0], groups[1]),
@@ -256,7 +270,7 @@ def _half_width(variance: dict, k: list[int], confidence: float) -> tuple[float,
               zip(variance["within"], k, variance["within_dof"], strict=True)]
     dof = welch_dof(terms)
     total = sum(v for v, _ in terms)
-    return float(_scipy_stats().t.ppf(0.5 + confidence / 2, dof) * np.sqrt(total)), dof
+    return float(t_quantile(0.5 + confidence / 2, dof) * np.sqrt(total)), dof
 
 
 def iterations_to_decide(change: Change, noise: float,
@@ -289,7 +303,7 @@ def combine_log_se(candidate: tuple[float, float, int], baseline: tuple[float, f
     log_ratio = candidate[0] - baseline[0]
     se = float(np.hypot(candidate[1], baseline[1]))
     dof = welch_dof([(candidate[1] ** 2, candidate[2]), (baseline[1] ** 2, baseline[2])])
-    half = _scipy_stats().t.ppf(0.5 + confidence / 2, dof) * se
+    half = t_quantile(0.5 + confidence / 2, dof) * se
     return float(np.expm1(log_ratio)), float(np.expm1(log_ratio - half)), \
         float(np.expm1(log_ratio + half))
 
@@ -299,11 +313,11 @@ def p_value_from_interval(change: float, low: float, high: float,
     """Two-sided p-value of 'no change', reading the interval as normal on the log scale."""
     log_ratio = np.log1p(change)
     bound = np.log1p(low) if log_ratio > 0 else np.log1p(high)
-    z_crit = _scipy_stats().norm.ppf(0.5 + confidence / 2)
+    z_crit = z_quantile(0.5 + confidence / 2)
     se = abs(log_ratio - bound) / z_crit
     if se <= 0:
         return 0.0 if log_ratio != 0 else 1.0
-    return float(2 * _scipy_stats().norm.sf(abs(log_ratio) / se))
+    return float(_special().erfc(abs(log_ratio) / se / np.sqrt(2)))
 
 
 # ----------------------------------------------------------------------------------------------

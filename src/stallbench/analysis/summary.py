@@ -16,7 +16,8 @@ A `SummaryBuilder` is fed the ops in batches (in any order) and keeps, per op:
 Paced ops (with a planned start) also get a response-time op, `NAME (response)`: completion
 minus planned start, blocked by the planned start.
 
-Memory is O(blocks x occupied coarse buckets) per op: about 1 MiB per op per hour at 1 s blocks.
+Memory is O(blocks x occupied coarse buckets) per op: about 3 MiB per op per hour at 1 s blocks,
+and at most MAX_BLOCKS blocks (the block length doubles beyond that).
 Counts, sums, min and max are exact; only quantiles come from histograms.
 """
 
@@ -37,6 +38,7 @@ GAP_BINS_PER_BLOCK = 16
 BLOCK_CHOICES_NS = (100_000_000, 200_000_000, 250_000_000, 500_000_000, 1_000_000_000)
 TARGET_BLOCKS = 64
 _NO_MIN = np.iinfo(np.int64).max
+MAX_BLOCKS = 1 << 15      # 9 hours of 1 s blocks; longer runs get longer blocks
 
 
 def block_ns_for(duration_s: float | None, warmup_s: float = 0.0) -> int:
@@ -120,19 +122,61 @@ def op_totals(op: OpSummary, warmup_blocks: int) -> tuple[int, int, int | None, 
 class _Growing:
     """An array that grows along its first axis, doubling, filled with `fill`."""
 
-    def __init__(self, width: int | None, dtype, fill) -> None:
-        self.width, self.dtype, self.fill = width, dtype, fill
-        shape = (16,) if width is None else (16, width)
-        self.data = np.full(shape, fill, dtype=dtype)
+    def __init__(self, dtype, fill) -> None:
+        self.dtype, self.fill = dtype, fill
+        self.data = np.full(16, fill, dtype=dtype)
 
     def reserve(self, rows: int) -> np.ndarray:
         if rows > self.data.shape[0]:
-            size = max(rows, 2 * self.data.shape[0])
-            shape = (size,) if self.width is None else (size, self.width)
-            grown = np.full(shape, self.fill, dtype=self.dtype)
+            grown = np.full(max(rows, 2 * self.data.shape[0]), self.fill, dtype=self.dtype)
             grown[:self.data.shape[0]] = self.data
             self.data = grown
         return self.data
+
+    def merge_pairs(self, reduce) -> None:
+        """Halve the resolution: element i becomes reduce(old 2i, old 2i+1)."""
+        data = self.data
+        if data.shape[0] % 2:
+            data = np.concatenate([data, np.full(1, self.fill, self.dtype)])
+        self.data = reduce(data[0::2], data[1::2])
+
+
+class _BlockHistogram:
+    """Coarse histogram per block: rows grow with the blocks, columns only span the coarse
+    buckets seen (a run's latencies cover a few powers of two, not all 49)."""
+
+    def __init__(self) -> None:
+        self.first = 0
+        self.data = np.zeros((16, 0), dtype=np.int32)
+
+    def add(self, local_block: np.ndarray, low_block: int, blocks: int,
+            coarse: np.ndarray) -> None:
+        low_col, high_col = int(coarse.min()), int(coarse.max()) + 1
+        self._reserve(blocks, low_col, high_col)
+        width = high_col - low_col
+        span = blocks - low_block
+        cells = np.bincount(local_block * width + (coarse - low_col), minlength=span * width)
+        column = low_col - self.first
+        self.data[low_block:blocks, column:column + width] += \
+            cells.reshape(span, width).astype(np.int32)
+
+    def _reserve(self, rows: int, low_col: int, high_col: int) -> None:
+        have_rows, have_width = self.data.shape
+        first = min(self.first, low_col) if have_width else low_col
+        last = max(self.first + have_width, high_col) if have_width else high_col
+        new_rows = max(rows, have_rows) if rows <= have_rows else max(rows, 2 * have_rows)
+        if new_rows == have_rows and first == self.first and last - first == have_width:
+            return
+        grown = np.zeros((new_rows, last - first), dtype=np.int32)
+        if have_width:
+            grown[:have_rows, self.first - first:self.first - first + have_width] = self.data
+        self.data, self.first = grown, first
+
+    def merge_pairs(self) -> None:
+        data = self.data
+        if data.shape[0] % 2:
+            data = np.vstack([data, np.zeros((1, data.shape[1]), np.int32)])
+        self.data = data[0::2] + data[1::2]
 
 
 class _OpAccumulator:
@@ -141,24 +185,36 @@ class _OpAccumulator:
         self.gap_bin_ns = max(block_ns // GAP_BINS_PER_BLOCK, 1)
         self.warmup_blocks = warmup_blocks
         self.histogram = np.zeros(hist.N_BUCKETS, dtype=np.int64)
-        self.count = _Growing(None, np.int64, 0)
-        self.sum = _Growing(None, np.int64, 0)
-        self.min = _Growing(None, np.int64, _NO_MIN)
-        self.max = _Growing(None, np.int64, -1)
-        self.coarse = _Growing(N_COARSE, np.int64, 0)
-        self.first_end = _Growing(None, np.int64, _NO_MIN)
-        self.last_end = _Growing(None, np.int64, -1)
+        self.count = _Growing(np.int64, 0)
+        self.sum = _Growing(np.int64, 0)
+        self.min = _Growing(np.int64, _NO_MIN)
+        self.max = _Growing(np.int64, -1)
+        self.coarse = _BlockHistogram()
+        self.first_end = _Growing(np.int64, _NO_MIN)
+        self.last_end = _Growing(np.int64, -1)
         self.blocks = 0
         self.gap_bins = 0
         self.workers: dict[int, list[int]] = {}
         self.warmup_samples = 0
         self.last_completion = 0
 
+    def coarsen(self) -> None:
+        """Double the block length (very long runs, or absurd start times in a foreign log)."""
+        self.count.merge_pairs(np.add)
+        self.sum.merge_pairs(np.add)
+        self.min.merge_pairs(np.minimum)
+        self.max.merge_pairs(np.maximum)
+        self.coarse.merge_pairs()
+        self.first_end.merge_pairs(np.minimum)
+        self.last_end.merge_pairs(np.maximum)
+        self.block_ns *= 2
+        self.gap_bin_ns *= 2
+        self.blocks = -(-self.blocks // 2)
+        self.gap_bins = -(-self.gap_bins // 2)
+
     def add(self, worker: np.ndarray, start: np.ndarray, latency: np.ndarray) -> None:
         if start.size == 0:
             return
-        start = np.maximum(start, 0)
-        latency = np.maximum(latency, 0)
         fine = hist.bucket_index(latency)
         block = start // self.block_ns
         blocks = int(block.max()) + 1
@@ -167,7 +223,6 @@ class _OpAccumulator:
         sums = self.sum.reserve(blocks)
         mins = self.min.reserve(blocks)
         maxs = self.max.reserve(blocks)
-        coarse = self.coarse.reserve(blocks)
         low = int(block.min())
         span = blocks - low
         local = block - low
@@ -184,8 +239,7 @@ class _OpAccumulator:
         else:
             np.minimum.at(mins, block, latency)
             np.maximum.at(maxs, block, latency)
-        cell = local * N_COARSE + (fine >> COARSE_SHIFT)
-        coarse[low:blocks] += np.bincount(cell, minlength=span * N_COARSE).reshape(span, N_COARSE)
+        self.coarse.add(local, low, blocks, fine >> COARSE_SHIFT)
         after = block >= self.warmup_blocks
         if not after.all():
             self.warmup_samples += int((~after).sum())
@@ -194,10 +248,16 @@ class _OpAccumulator:
             latency_after = latency
         self.histogram += np.bincount(fine, minlength=hist.N_BUCKETS)
         if worker.size:
-            ids, inverse = np.unique(worker, return_inverse=True)
-            n = np.bincount(inverse, minlength=ids.size)
-            s = np.rint(np.bincount(inverse, weights=latency_after.astype(np.float64),
-                                    minlength=ids.size)).astype(np.int64)
+            if worker.min() >= 0 and worker.max() < 1 << 16:   # worker indexes: bincount
+                n = np.bincount(worker, minlength=1)
+                s = np.bincount(worker, weights=latency_after.astype(np.float64))
+                ids = np.flatnonzero(n)
+                n, s = n[ids], np.rint(s[ids]).astype(np.int64)
+            else:
+                ids, inverse = np.unique(worker, return_inverse=True)
+                n = np.bincount(inverse, minlength=ids.size)
+                s = np.rint(np.bincount(inverse, weights=latency_after.astype(np.float64),
+                                        minlength=ids.size)).astype(np.int64)
             for w, c, t in zip(ids.tolist(), n.tolist(), s.tolist(), strict=True):
                 entry = self.workers.setdefault(w, [0, 0])
                 entry[0] += c
@@ -212,10 +272,11 @@ class _OpAccumulator:
 
     def finish(self, blocks: int, duration_ns: int) -> OpSummary:
         def cut(growing: _Growing) -> np.ndarray:
-            data = growing.reserve(blocks)[:blocks]
-            return data.copy()
+            return growing.reserve(blocks)[:blocks].copy()
 
-        coarse = cut(self.coarse)
+        self.coarse._reserve(blocks, self.coarse.first, self.coarse.first
+                             + self.coarse.data.shape[1])
+        coarse = self.coarse.data[:blocks]
         used = np.flatnonzero(coarse.sum(axis=0))
         first = int(used[0]) if used.size else 0
         last = int(used[-1]) + 1 if used.size else 0
@@ -224,7 +285,8 @@ class _OpAccumulator:
         return OpSummary(
             histogram=self.histogram, block_count=cut(self.count), block_sum=cut(self.sum),
             block_min=cut(self.min), block_max=cut(self.max),
-            block_hist=np.ascontiguousarray(coarse[:, first:last]), coarse_first=first,
+            block_hist=np.ascontiguousarray(coarse[:, first:last]).astype(np.int64),
+            coarse_first=self.coarse.first + first,
             workers=workers,
             worker_count=np.array([self.workers[w][0] for w in workers.tolist()], np.int64),
             worker_sum=np.array([self.workers[w][1] for w in workers.tolist()], np.int64),
@@ -254,8 +316,20 @@ class SummaryBuilder:
         if block_ns <= 0:
             raise ValueError("block_ns must be positive")
         self.block_ns = int(block_ns)
-        self.warmup_blocks = int(-(-int(warmup_ns) // self.block_ns)) if warmup_ns > 0 else 0
+        self.warmup_ns = max(int(warmup_ns), 0)
+        self.warmup_blocks = -(-self.warmup_ns // self.block_ns)
         self._ops: dict[str, _OpAccumulator] = {}
+
+    def _fit(self, latest_ns: int) -> None:
+        """Keep at most MAX_BLOCKS blocks: double the block length while a start lies beyond.
+        The warm-up then ends at the first block edge at or after it."""
+        while latest_ns // self.block_ns >= MAX_BLOCKS:
+            self.block_ns *= 2
+            for acc in self._ops.values():
+                acc.coarsen()
+        self.warmup_blocks = -(-self.warmup_ns // self.block_ns)
+        for acc in self._ops.values():
+            acc.warmup_blocks = self.warmup_blocks
 
     def declare(self, names: list[str]) -> None:
         """Ops that must appear in the summary even if none completed."""
@@ -275,21 +349,29 @@ class SummaryBuilder:
         if codes.size == 0:
             return
         worker = np.broadcast_to(np.asarray(worker, dtype=np.int64), codes.shape)
-        start_ns = np.asarray(start_ns, dtype=np.int64)
-        latency_ns = np.asarray(latency_ns, dtype=np.int64)
-        order = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
-        for code, name in enumerate(names):
-            if bounds[code] == bounds[code + 1]:
-                continue
-            idx = order[bounds[code]:bounds[code + 1]]
+        start_ns = np.maximum(np.asarray(start_ns, dtype=np.int64), 0)
+        latency_ns = np.maximum(np.asarray(latency_ns, dtype=np.int64), 0)
+        latest = int(start_ns.max())
+        if intended_ns is not None:
+            latest = max(latest, int(np.asarray(intended_ns, dtype=np.int64).max()))
+        self._fit(latest)
+        first = int(codes[0])
+        if (codes == first).all():      # one op per batch (a reader's spool): no sort
+            groups = [(first, slice(None))]
+        else:
+            order = np.argsort(codes, kind="stable")
+            bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+            groups = [(code, order[bounds[code]:bounds[code + 1]])
+                      for code in range(len(names)) if bounds[code] < bounds[code + 1]]
+        for code, idx in groups:
+            name = names[code]
             w, s, lat = worker[idx], start_ns[idx], latency_ns[idx]
             self._op(name).add(w, s, lat)
             if intended_ns is not None:
                 planned = np.asarray(intended_ns, dtype=np.int64)[idx]
                 paced = planned >= 0
                 if paced.any():
-                    p = planned[paced]
+                    p = np.maximum(planned[paced], 0)
                     response = np.maximum(s[paced] + lat[paced] - p, 0)
                     self._op(name + RESPONSE_SUFFIX).add(w[paced], p, response)
 
