@@ -274,6 +274,58 @@ def load_or_build(run_dir: Path, meta: dict[str, Any]) -> sm.RunSummary:
     return summary
 
 
+def prepare(run_dirs: list[Path], jobs: int | None = None) -> None:
+    """Rebuild, in parallel processes (one per core), the summaries that are missing or stale,
+    so a command over many long runs uses every core; errors are left for the reader to report
+    (a run whose ops.parquet is damaged stays as it is)."""
+    import json
+
+    stale = []
+    for run_dir in run_dirs:
+        ops_path = Path(run_dir) / "ops.parquet"
+        try:
+            if ops_path.exists() and read(run_dir, fingerprint(ops_path)) is None:
+                stale.append(Path(run_dir))
+        except OSError:
+            continue
+    jobs = min(jobs or os.cpu_count() or 1, len(stale))
+    if jobs < 2:
+        return
+    import concurrent.futures
+    import multiprocessing
+
+    with concurrent.futures.ProcessPoolExecutor(
+            jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        futures = []
+        for run_dir in stale:
+            try:
+                meta = json.loads((run_dir / "run.json").read_text())
+            except (OSError, ValueError):
+                continue
+            futures.append(pool.submit(_rebuild_quietly, run_dir, meta))
+        concurrent.futures.wait(futures)
+
+
+def prepare_specs(specs: list[str], results: Path | None) -> None:
+    """prepare() for the runs that BASELINE/CANDIDATE arguments name (variants or paths)."""
+    from .store import default_results_dir, iter_run_dirs
+
+    root = Path(results) if results else default_results_dir()
+    dirs: list[Path] = []
+    for spec in specs:
+        base = Path(spec) if Path(spec).is_dir() else root / spec
+        if base.is_dir():
+            dirs += list(iter_run_dirs(base))
+    prepare(dirs)
+
+
+def _rebuild_quietly(run_dir: Path, meta: dict[str, Any]) -> None:
+    try:
+        load_or_build(run_dir, meta)
+    except (RunDataError, OSError, ValueError):
+        pass
+
+
 def write_with_ops(run_dir: Path, meta: dict[str, Any],
                    batches: Iterable[pa.RecordBatch | pa.Table], write_ops) -> dict[str, int]:
     """Write ops.parquet with `write_ops(path, batches)` and, in the same pass, its summary."""

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .. import summaryfile
 from ..comparison import CompareOptions, build_comparison, parse_percent
 from ..errors import UsageError
 from ..report import FORMATS, render
@@ -39,6 +40,7 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 def resolve_all(args: argparse.Namespace, allow_incomplete: bool):
     specs = [args.baseline, *args.candidates]
+    summaryfile.prepare_specs(specs, args.results)
     resolved = [resolve_runs(spec, args.results, args.workload, allow_incomplete)
                 for spec in specs]
     for item in resolved:
