@@ -57,6 +57,7 @@ class Plan:
 # plan files (TOML)
 
 FILESYSTEMS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
+SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")   # blk-mq's; a device offers a subset
 MAX_PLAN_BYTES = 1 << 20
 MAX_ITERATIONS = 10_000
 MAX_VARIANTS = 100

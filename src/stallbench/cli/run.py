@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
-from ..monitors import parse_monitor_list
-from ..plan import Plan, VariantSettings, parse_sysctl_assignment
+from ..monitors import monitors_help, parse_monitor_list
+from ..plan import SCHEDULERS, Plan, VariantSettings, parse_sysctl_assignment
 from ..runner import run_plan
 from ..store import check_name
 from ..units import parse_duration, parse_size
@@ -44,10 +44,11 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
     # SUPPRESS: given before the workload name, the run parser's value must survive
     group.add_argument("--results", type=Path, default=argparse.SUPPRESS,
                        help="results directory (default: $STALLBENCH_RESULTS or ./results)")
-    group.add_argument("--duration", default=DEFAULT_DURATION, help="seconds per run (30s)")
+    group.add_argument("--duration", default=DEFAULT_DURATION,
+                       help=f"length of each run with a unit: 500ms, 30s, 2m, 1h; a bare number "
+                            f"is seconds ({DEFAULT_DURATION})")
     group.add_argument("--iterations", type=int, default=1, help="runs of the variant (1)")
-    group.add_argument("--monitors", default=None,
-                       help="default (counters,psi,diskstats,delay), all, none or a list")
+    group.add_argument("--monitors", default=None, help=monitors_help())
     group.add_argument("--no-progress", action="store_true", default=argparse.SUPPRESS,
                        help="no live progress display")
     where = group.add_mutually_exclusive_group()
@@ -64,7 +65,9 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
                        help="leave only about this much memory available system-wide (root)")
     group.add_argument("--sysctl", action="append", default=[], metavar="KEY=VALUE",
                        help="set a sysctl for the run (repeatable; root)")
-    group.add_argument("--scheduler", help="I/O scheduler for the device under the dir (root)")
+    group.add_argument("--scheduler", metavar="NAME",
+                       help=f"I/O scheduler for the device under the dir: one of "
+                            f"{', '.join(SCHEDULERS)} that the device offers (root)")
     group.add_argument("--no-drop-caches", action="store_true",
                        help="keep the page cache (default: drop it before each run as root)")
 
