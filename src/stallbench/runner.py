@@ -125,7 +125,7 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                                  journal=journal)
                 workload.prepare(ctx)
                 if variant.drop_caches:
-                    note = env.drop_caches()
+                    note = env.drop_caches(log)
                     if note:
                         writer.note(note)
                 _execute(ctx, workload, writer, monitor_names, interrupt, label, show_progress,

@@ -69,7 +69,8 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"I/O scheduler for the device under the dir: one of "
                             f"{', '.join(SCHEDULERS)} that the device offers (root)")
     group.add_argument("--no-drop-caches", action="store_true",
-                       help="keep the page cache (default: drop it before each run as root)")
+                       help="keep the page cache (default as root: sync and drop the page "
+                            "cache, dentries and inodes machine-wide before each run)")
 
 
 _RUN_KEYS = {"variant", "results", "duration", "iterations", "monitors", "no_progress", "dir",
