@@ -22,9 +22,14 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    resolved = resolve_runs(args.target, results_dir(args), args.workload, allow_incomplete=True)
+    print_summary(args.target, results_dir(args), args.workload, args.format)
+    return 0
+
+
+def print_summary(target: str, results, workload: str | None, fmt: str = "text") -> None:
+    """The summary of one run or variant (also `compare X` with one variant)."""
+    resolved = resolve_runs(target, results, workload, allow_incomplete=True)
     for problem in resolved.problems:
         print(f"stallbench: {problem}", file=sys.stderr)
     summary = summarize_runs(resolved)
-    sys.stdout.write(render_json(summary) if args.format == "json" else render_text(summary))
-    return 0
+    sys.stdout.write(render_json(summary) if fmt == "json" else render_text(summary))
