@@ -296,6 +296,9 @@ class _PlanReader:
             for name, original in written.items():
                 if f"--{name.replace('_', '-')}" in message or f"{name!r}" in message:
                     location = (*path, original)
+                    dashed = (*path, original.replace("_", "-"))
+                    if location not in self.lines and dashed in self.lines:
+                        location = dashed
                     break
             raise UsageError(f"{self.where(location)}: {_dotted(path)}: {message}") from None
 
