@@ -16,7 +16,6 @@ from typing import Any
 
 from .errors import UsageError
 from .monitors import parse_monitor_list
-from .store import check_name, default_results_dir
 from .units import parse_duration, parse_size
 from .workloads import available_workloads, get_workload
 
@@ -201,6 +200,8 @@ class _PlanReader:
 
     # -- reading --------------------------------------------------------------------------------
     def read(self, data: dict[str, Any]) -> Plan:
+        from .store import default_results_dir
+
         for key in data:
             if key not in _TOP_KEYS:
                 raise self.error((key,), f"unknown key; known keys: {', '.join(sorted(_TOP_KEYS))}")
@@ -320,6 +321,8 @@ class _PlanReader:
         name = table["name"]
         if not isinstance(name, str):
             raise self.error(key_path("name"), f"expected a string, got {name!r}")
+        from .store import check_name
+
         self.wrap(key_path("name"), check_name, name, f"{what('name')}: variant name")
         settings = VariantSettings(name=name)
 

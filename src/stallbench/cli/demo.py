@@ -6,13 +6,12 @@ import argparse
 import sys
 
 from ..demo import DEMO_DATA_SIZE, DEMO_DURATION_S, DEMO_MEMORY_LIMIT, demo_plan
-from ..runner import run_plan
 from .common import add_results_argument, print_comparison, results_dir
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "demo", help="run a short A/B comparison and show it",
+        "demo",
         description=f"Run a short A/B comparison on this machine and print it. As root: "
                     f"pgioperf ({DEMO_DATA_SIZE} data file) as is against the same in a "
                     f"{DEMO_MEMORY_LIMIT >> 20} MiB memory cgroup; otherwise pgioperf with 2 "
@@ -24,6 +23,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..runner import run_plan
+
     plan, story = demo_plan(results_dir(args))
     print(f"stallbench demo: {story}; {plan.duration_s:.0f} s each; results in {plan.results}",
           file=sys.stderr)

@@ -10,8 +10,6 @@ from pathlib import Path
 from ..errors import UsageError
 from ..monitors import monitors_help, parse_monitor_list
 from ..plan import SCHEDULERS, Plan, VariantSettings, parse_sysctl_assignment
-from ..runner import run_plan
-from ..store import check_name
 from ..units import parse_duration, parse_size
 from ..workloads import available_workloads, get_workload
 from .common import add_results_argument, print_comparison, results_dir
@@ -20,8 +18,7 @@ DEFAULT_DURATION = "30s"
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("run", help="run a workload under one variant, or a plan",
-                                   description="Run a workload and record every operation.")
+    parser = subparsers.add_parser("run", description="Run a workload and record every operation.")
     parser.add_argument("--plan", type=Path, help="a TOML plan with several variants")
     add_results_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
@@ -81,6 +78,8 @@ _RUN_KEYS = {"variant", "results", "duration", "iterations", "monitors", "no_pro
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
     """Flags of `stallbench run WORKLOAD ...` -> a one-variant Plan."""
+    from ..store import check_name
+
     sysctls = dict(parse_sysctl_assignment(item) for item in args.sysctl)
     if args.iterations < 1:
         raise UsageError("--iterations must be at least 1")
@@ -127,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("name a workload (" + ", ".join(available_workloads())
                          + ") or give --plan FILE")
     get_workload(plan.workload).from_options(plan.workload_options)
+    from ..runner import run_plan
+
     outcomes = run_plan(plan, progress=not args.no_progress)
     names = list(dict.fromkeys(v.name for v in plan.variants))
     if len(names) > 1 and any(o.status == "complete" for o in outcomes):

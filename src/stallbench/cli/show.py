@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..comparison import summarize_runs
-from ..report.show import render_json, render_text
-from ..store import resolve_runs
 from .common import add_results_argument, results_dir
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("show", help="metadata and per-op table of a run or variant")
+    parser = subparsers.add_parser(
+        "show", description="Metadata and per-op latency table of a run or a variant.")
     parser.add_argument("target", metavar="RUN_OR_VARIANT",
                         help="a variant name under RESULTS, or a variant or run directory")
     add_results_argument(parser)
@@ -28,6 +26,10 @@ def run(args: argparse.Namespace) -> int:
 
 def print_summary(target: str, results, workload: str | None, fmt: str = "text") -> None:
     """The summary of one run or variant (also `compare X` with one variant)."""
+    from ..comparison import summarize_runs
+    from ..report.show import render_json, render_text
+    from ..store import resolve_runs
+
     resolved = resolve_runs(target, results, workload, allow_incomplete=True)
     for problem in resolved.problems:
         print(f"stallbench: {problem}", file=sys.stderr)

@@ -13,12 +13,14 @@ import difflib
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import pyarrow as pa
-
-from ..context import RunContext
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..context import RunContext
 
 # Called by the workload with live per-op progress: {op: (count_total, max_latency_ns_recent)}
 ProgressFn = Callable[[dict[str, tuple[int, int]]], None]

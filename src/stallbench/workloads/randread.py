@@ -11,16 +11,16 @@ import argparse
 import mmap
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ..context import RunContext
 from ..errors import UsageError
 from ..units import parse_size
 from .base import ProgressFn, Workload, WorkloadResult, int_option
 from .files import check_space, ensure_file
-from .workers import WorkerContext, WorkerSpec, run_workers
+
+if TYPE_CHECKING:
+    from ..context import RunContext
+    from .workers import WorkerContext
 
 DATA_FILE = "randread.data"
 
@@ -30,6 +30,8 @@ def read_loop(wctx: WorkerContext, path: str, record_size: int, file_size: int, 
     """The hot loop. Per op: one preadv into a reused buffer, two clock reads, two stores into
     preallocated arrays, one comparison. Offsets come in batches of the buffer's capacity, so
     the buffer cannot overflow within a batch and needs no per-op check."""
+    import numpy as np
+
     flags = os.O_RDONLY | (os.O_DIRECT if direct else 0)
     fd = os.open(path, flags)
     buffers = [mmap.mmap(-1, record_size)]          # page aligned, as O_DIRECT needs
@@ -126,6 +128,8 @@ class RandRead(Workload):
         ensure_file(path, self.file_size)
 
     def run(self, ctx: RunContext, progress: ProgressFn) -> WorkloadResult:
+        from .workers import WorkerSpec, run_workers
+
         args = {"path": str(ctx.workdir / DATA_FILE), "record_size": self.record_size,
                 "file_size": self.file_size, "direct": self.direct, "seed": self.seed}
         specs = [WorkerSpec("reader", ["read"], "sl", read_loop, args)
