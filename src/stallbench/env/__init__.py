@@ -97,7 +97,8 @@ def environment(settings: VariantSettings, journal: Journal, workload: Workload,
             info = mount_of(workdir)
             metadata["filesystem"] = {"dir": str(workdir)} if info is None else {
                 "dir": str(workdir), "type": info.fstype, "source": info.source,
-                "mount_point": info.mount_point, "mounted_options": info.options}
+                "mount_point": info.mount_point, "mount_options": info.mount_options,
+                "superblock_options": info.super_options}
         _check_space(workdir, needed, where, fix, workload.name)
 
         if cgroup is not None:

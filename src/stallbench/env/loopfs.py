@@ -23,7 +23,7 @@ from typing import Any
 from ..errors import UsageError
 from ..journal import Journal, register_undo
 from ..units import format_size
-from .blockdev import proc_mounts_entry
+from .blockdev import mount_of, proc_mounts_entry
 from .tools import tool
 
 MIB = 1 << 20
@@ -151,6 +151,10 @@ def loop_filesystem(fs: str, size: int, mkfs_opts: str, mount_opts: str, work_di
                              "/proc/mounts")
         metadata["proc_mounts_type"] = shown[1]
         metadata["mounted_options"] = shown[2]
+        info = mount_of(mount_point)
+        if info is not None and info.mount_point == str(mount_point):
+            metadata["mount_options"] = info.mount_options
+            metadata["superblock_options"] = info.super_options
         metadata["mount_point"] = str(mount_point)
         yield LoopFilesystem(mount_point=mount_point, device=device, image=image)
 

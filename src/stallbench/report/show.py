@@ -3,15 +3,43 @@
 from __future__ import annotations
 
 import json
+import textwrap
+from typing import Any
 
 from ..comparison import RunsSummary
-from ..units import choose_time_unit
+from ..units import choose_time_unit, format_size
 from .common import JSON_KEYS, format_count, format_rate, format_seconds, stat_cell
 from .jsonout import stats_dict
 
 _STATS = ("min", "p50", "p90", "p95", "p99", "p999", "max", "mean")
 _HEAD = ("min", "p50", "p90", "p95", "p99", "p99.9", "max", "mean")
+WIDTH = 100
+# environment values in bytes (run.json keeps bytes; shown in KiB/MiB/GiB)
+_SIZE_KEYS = {"limit", "limit_requested", "peak", "size", "memory_limit", "memory_available",
+              "space_needed", "reserved", "requested", "available_after", "hugepage_size"}
 
+
+def _value(key: str, value: Any) -> str:
+    if isinstance(value, bool) or value is None or value == "":
+        return str(value).lower() if isinstance(value, bool) else "-"
+    if key in _SIZE_KEYS and isinstance(value, int):
+        return format_size(value)
+    if isinstance(value, dict):
+        return "; ".join(f"{k}={_value(k, v)}" for k, v in value.items()) or "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_value(key, v) for v in value) or "none"
+    return str(value)
+
+
+def environment_lines(environment: dict[str, Any], indent: str = "    ") -> list[str]:
+    """The environment of a run as wrapped `key: value` lines (nested tables on one line each,
+    `name=value` pairs separated by `;`), nothing cut."""
+    lines = [f"{indent}environment"]
+    for key, value in environment.items():
+        lines += textwrap.wrap(f"{key}: {_value(key, value)}", WIDTH,
+                               initial_indent=indent + "  ", subsequent_indent=indent + "    ",
+                               break_long_words=False, break_on_hyphens=False)
+    return lines
 
 
 
@@ -34,8 +62,7 @@ def render_text(summary: RunsSummary) -> str:
             lines.append("    params " + ", ".join(f"{k}={v}" for k, v in params.items()))
         environment = meta.get("environment") or {}
         if environment:
-            lines.append("    environment " + json.dumps(environment, sort_keys=True,
-                                                         default=str)[:300])
+            lines += environment_lines(environment)
         if cpu:
             lines.append(f"    cpu {cpu}")
         monitors = meta.get("monitors") or {}
