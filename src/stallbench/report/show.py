@@ -7,8 +7,8 @@ import textwrap
 from typing import Any
 
 from ..comparison import RunsSummary
-from ..units import choose_time_unit, format_size
-from .common import JSON_KEYS, format_count, format_rate, format_seconds, stat_cell
+from ..units import TIME_UNITS, choose_time_unit, format_size
+from .common import JSON_KEYS, format_count, format_rate, format_seconds
 from .jsonout import stats_dict
 
 _STATS = ("min", "p50", "p90", "p95", "p99", "p999", "max", "mean")
@@ -71,26 +71,64 @@ def render_text(summary: RunsSummary) -> str:
                 f"{name} ({(m or {}).get('status', '?')})" for name, m in monitors.items()))
         for note in meta.get("notes") or []:
             lines.append(f"    note: {note}")
-    values = [s.values[stat] for s in summary.ops.values() for stat in _STATS
-              if s.values.get(stat)]
-    unit = choose_time_unit(values)
     lines.append("")
-    lines.append(f"latency in {unit[0]}")
-    lines.append(f"{'op':<15} {'samples':>10} {'rate/s':>9} " +
-                 " ".join(f"{h:>7}" for h in _HEAD))
-    for name, stats in summary.ops.items():
+    lines.append("latency in each row's own unit (so that every value has two significant "
+                 "digits)")
+    ops = summary.ops
+    name_w = max([2, *(len(name) for name in ops)])
+    count_w = max([7, *(len(format_count(s.samples)) for s in ops.values())])
+    rate_w = max([6, *(len(format_rate(s.rate)) for s in ops.values())])
+    lines.append(f"{'op':<{name_w}} {'samples':>{count_w}} {'rate/s':>{rate_w}} unit " +
+                 " ".join(f"{h:>{_CELL}}" for h in _HEAD))
+    for name, stats in ops.items():
         if stats.samples == 0:
-            lines.append(f"{name[:15]:<15} {0:>10} {'0.0':>9}   no samples")
+            lines.append(f"{name:<{name_w}} {0:>{count_w}} {'0.0':>{rate_w}}      no samples")
             continue
+        unit = _row_unit([stats.values[s] for s in _STATS
+                          if s not in stats.unresolved and stats.values.get(s)])
         cells = []
         for stat in _STATS:
-            cell = stat_cell(stats, stat, unit)
-            cells.append(f"{'n/r' if cell.startswith('n/r') else cell:>7}")
-        lines.append(f"{name[:15]:<15} {format_count(stats.samples):>10} "
-                     f"{format_rate(stats.rate):>9} " + " ".join(cells))
+            if stat in stats.unresolved:
+                cells.append(f"{'n/r':>{_CELL}}")
+                continue
+            cells.append(f"{_cell(stats.values[stat], unit):>{_CELL}}")
+        lines.append(f"{name:<{name_w}} {format_count(stats.samples):>{count_w}} "
+                     f"{format_rate(stats.rate):>{rate_w}} {unit[0]:>4} " + " ".join(cells))
     if any(s.unresolved for s in summary.ops.values()):
         lines.append("n/r: fewer than 10 samples at or beyond the percentile")
     return "\n".join(lines) + "\n"
+
+
+_CELL = 6
+
+
+def _row_unit(values_ns: list[float]) -> tuple[str, int]:
+    """The largest unit in which the row's smallest value is still at least 0.1 (two
+    significant digits with two decimals); the largest values then fit six characters."""
+    smallest = min((v for v in values_ns if v and v > 0), default=None)
+    if smallest is None:
+        return TIME_UNITS[1]
+    for unit in reversed(TIME_UNITS):
+        if smallest / unit[1] >= 0.1:
+            return unit
+    return TIME_UNITS[0]
+
+
+def _number(value: float) -> str:
+    if value >= 100:
+        return f"{value:.0f}"
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def _cell(value_ns: float | None, unit: tuple[str, int]) -> str:
+    """A value in the row's unit; one too wide for the column carries its own unit."""
+    if value_ns is None:
+        return "-"
+    text = _number(value_ns / unit[1])
+    if len(text) <= _CELL:
+        return text
+    name, scale = choose_time_unit([value_ns])
+    return f"{_number(value_ns / scale)}{name}"
 
 
 def render_json(summary: RunsSummary) -> str:
