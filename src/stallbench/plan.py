@@ -27,7 +27,7 @@ class VariantSettings:
     name: str
     dir: Path | None = None            # an existing directory: only used, never formatted
     fs: str | None = None              # ext2|ext3|ext4|xfs|btrfs on a loop device
-    fs_size: int | None = None         # bytes; default: what the workload needs x 1.25
+    fs_size: int | None = None         # bytes; default: loopfs.default_size (need + overhead)
     mkfs_opts: str = ""
     mount_opts: str = ""
     work_dir: Path | None = None       # where images live; default under the results directory

@@ -52,7 +52,8 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--dir", type=Path, help="existing directory for the workload's files")
     where.add_argument("--fs", choices=["ext2", "ext3", "ext4", "xfs", "btrfs"],
                        help="make this filesystem on a loop device for the run (root)")
-    group.add_argument("--fs-size", help="loop filesystem size (default: needed x 1.25)")
+    group.add_argument("--fs-size", help="loop filesystem size (default: what the workload "
+                                         "needs plus the filesystem's own overhead)")
     group.add_argument("--mkfs-opts", default="", help="options for mkfs")
     group.add_argument("--mount-opts", default="", help="options for mount -o")
     group.add_argument("--work-dir", type=Path, help="where loop images live")

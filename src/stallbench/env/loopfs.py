@@ -43,10 +43,58 @@ class LoopFilesystem:
     image: Path
 
 
+# Free space (statvfs f_bavail) of a fresh filesystem as a share of its size, measured with
+# the mkfs defaults of e2fsprogs 1.47.0, xfsprogs 6.1.0 and btrfs-progs 6.2 (BENCHMARKS.md,
+# "loop filesystem sizes"); (size in MiB, share). Inode tables, journal or log, reserved blocks and
+# metadata chunks take the rest: small ext* use 1 KiB blocks and an inode per 4 KiB, btrfs keeps
+# two copies of its metadata. Between two sizes the lower share counts.
+FREE_SHARE = {
+    "ext2": ((16, .878), (24, .878), (64, .867), (80, .868), (128, .875), (256, .879),
+             (320, .881), (400, .881), (512, .933), (768, .933), (1024, .933), (2048, .932),
+             (4096, .932), (8192, .932), (16384, .931), (65536, .933)),
+    "ext3": ((16, .815), (24, .836), (64, .804), (80, .818), (128, .844), (256, .847),
+             (320, .855), (400, .861), (512, .902), (768, .912), (1024, .901), (2048, .901),
+             (4096, .916), (8192, .924), (16384, .923), (65536, .925)),
+    "ext4": ((16, .788), (24, .809), (64, .784), (80, .798), (128, .824), (256, .832),
+             (320, .843), (400, .851), (512, .881), (768, .891), (1024, .885), (2048, .892),
+             (4096, .91), (8192, .92), (16384, .922), (65536, .925)),
+    "xfs": ((320, .743), (400, .783), (512, .818), (768, .868), (1024, .899), (2048, .946),
+            (4096, .969), (16384, .987), (65536, .991)),
+    "btrfs": ((128, .367), (160, .493), (192, .578), (256, .683), (320, .746), (400, .797),
+              (512, .841), (768, .877), (1024, .883), (2048, .891), (4096, .87), (8192, .935),
+              (16384, .967), (65536, .968)),
+}
+SIZE_MARGIN = 0.95        # other mkfs versions and options differ a little
+HEADROOM = 1.05           # room beyond the workload's files (markers, its own small files)
+
+
+def free_share(fs: str, size: int) -> float:
+    """The share of a fresh `fs` of `size` bytes that is free (conservative, see FREE_SHARE)."""
+    points = FREE_SHARE[fs]
+    mib = size / MIB
+    below = [share for at, share in points if at <= mib]
+    above = [share for at, share in points if at >= mib]
+    if not below:
+        return points[0][1]
+    if not above:
+        return points[-1][1]
+    return min(below[-1], above[0])
+
+
 def default_size(fs: str, needed: int) -> int:
-    """The workload's need x 1.25, rounded up to MiB, at least what the filesystem can hold."""
-    size = -(-int(needed * 1.25) // MIB) * MIB
-    return max(size, MIN_SIZE[fs])
+    """The smallest image (whole MiB, at least MIN_SIZE) whose fresh filesystem has room for
+    `needed` bytes plus headroom, once the filesystem's own overhead is taken off."""
+    want = needed * HEADROOM + MIB
+
+    def whole_mib(n: float) -> int:
+        return max(MIN_SIZE[fs], -(-int(n) // MIB) * MIB)
+
+    size = whole_mib(want)
+    for _ in range(64):   # the share depends on the size: settle, then only ever grow
+        if free_share(fs, size) * SIZE_MARGIN * size >= want:
+            break
+        size = max(whole_mib(want / (free_share(fs, size) * SIZE_MARGIN)), size + MIB)
+    return size
 
 
 def backing_file(device: str) -> str | None:
