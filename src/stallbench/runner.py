@@ -135,6 +135,8 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
             errors = list(journal.undo_all())
             if errors:
                 writer.note("cleanup problems: " + "; ".join(errors))
+                for error in errors:
+                    log(f"stallbench: cleanup: {error}")
             if writer.meta["status"] == "running":
                 writer.meta["status"] = "complete"
             writer.finalize(writer.meta["status"], writer.meta.get("reason"))

@@ -80,7 +80,8 @@ def environment(settings: VariantSettings, journal: Journal, workload: Workload,
             loop = stack.enter_context(loop_filesystem(
                 settings.fs, size, settings.mkfs_opts, settings.mount_opts, work_dir,
                 settings.keep_image, settings.name, journal,
-                metadata.setdefault("filesystem", {})))
+                metadata.setdefault("filesystem", {}),
+                cgroup=str(cgroup.path) if cgroup is not None else None))
             workdir, devices = loop.mount_point, [loop.device]
             where = f"the {settings.fs} filesystem of {format_size(size)}"
             fix = "give a larger --fs-size (fs_size in a plan)"

@@ -15,13 +15,14 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..context import ProcessSet
 from ..errors import UsageError
-from ..journal import Journal, register_undo
+from ..journal import Journal, process_start_time, register_undo
 from ..units import format_size
 from .blockdev import mount_of, proc_mounts_entry
 from .tools import tool
@@ -137,8 +138,9 @@ def _run(argv: list[str], what: str, timeout: float = 300) -> str:
 
 @contextlib.contextmanager
 def loop_filesystem(fs: str, size: int, mkfs_opts: str, mount_opts: str, work_dir: Path,
-                    keep_image: bool, label: str, journal: Journal, metadata: dict[str, Any]
-                    ) -> Iterator[LoopFilesystem]:
+                    keep_image: bool, label: str, journal: Journal, metadata: dict[str, Any],
+                    cgroup: str | None = None) -> Iterator[LoopFilesystem]:
+    """`cgroup`: the run's memory cgroup, whose processes may be stopped to unmount."""
     work_dir.mkdir(parents=True, exist_ok=True)
     st = os.statvfs(work_dir)
     free = st.f_bavail * st.f_frsize
@@ -186,7 +188,9 @@ def loop_filesystem(fs: str, size: int, mkfs_opts: str, mount_opts: str, work_di
         entry = journal.push("rmdir", path=str(mount_point))
         stack.callback(journal.undo, entry)
         mount_point.mkdir()
-        entry = journal.push("loop_umount", target=str(mount_point), device=device)
+        entry = journal.push("loop_umount", target=str(mount_point), device=device,
+                             owner=os.getpid(), owner_start=process_start_time(os.getpid()),
+                             cgroup=cgroup)
         stack.callback(journal.undo, entry)
         argv = [tool("mount"), "-t", fs]
         if mount_opts:
@@ -253,13 +257,31 @@ def _undo_detach(action: dict[str, Any]) -> None:
 
 @register_undo("loop_umount")
 def _undo_loop_umount(action: dict[str, Any]) -> None:
-    unmount(Path(action["target"]))
+    unmount(Path(action["target"]), lambda: run_processes(action))
 
 
-def unmount(mount_point: Path) -> None:
-    """Unmount; if busy, stop the processes still using the filesystem (leftovers of the run that
-    made it) and try again; as a last resort detach it lazily."""
+def run_processes(action: dict[str, Any]) -> set[int]:
+    """The processes of the run that made a filesystem: those in its cgroup, and the
+    descendants of its stallbench process while that is still the same process."""
+    own: set[int] = set()
+    if action.get("cgroup"):
+        with contextlib.suppress(OSError, ValueError):
+            own.update(int(pid) for pid in
+                       Path(action["cgroup"], "cgroup.procs").read_text().split())
+    owner = action.get("owner")
+    if owner and process_start_time(int(owner)) == action.get("owner_start"):
+        tree = ProcessSet()
+        tree.add(int(owner))
+        own.update(pid for pid in tree.pids() if pid != int(owner))
+    return own
+
+
+def unmount(mount_point: Path, own: Callable[[], set[int]] = set) -> None:
+    """Unmount. If busy, stop the processes using the filesystem that belong to the run (`own`)
+    and try again. Anyone else's (an engineer's shell that cd'd in) are left running: OSError
+    naming them, the filesystem stays mounted for `stallbench cleanup` to retry later."""
     umount = tool("umount")
+    others: list[int] = []
     for attempt in range(3):
         if proc_mounts_entry(mount_point) is None:
             return
@@ -268,14 +290,36 @@ def unmount(mount_point: Path) -> None:
         if proc.returncode == 0:
             continue
         users = processes_using(mount_point)
+        ours = own() if users else set()
+        others = [pid for pid in users if pid not in ours]
         for pid in users:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            if pid in ours:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         time.sleep(0.2 * (attempt + 1))
+    if proc_mounts_entry(mount_point) is None:
+        return
+    others = [pid for pid in others if os.path.exists(f"/proc/{pid}")]
+    if others:
+        raise OSError(f"{mount_point} is still in use by {describe_processes(others)}, which "
+                      "this run did not start: left running and the filesystem left mounted; "
+                      "when they are gone (cd out of it), run `stallbench cleanup`")
+    subprocess.run([umount, "--lazy", str(mount_point)], capture_output=True, timeout=60)
     if proc_mounts_entry(mount_point) is not None:
-        subprocess.run([umount, "--lazy", str(mount_point)], capture_output=True, timeout=60)
-        if proc_mounts_entry(mount_point) is not None:
-            raise OSError(f"cannot unmount {mount_point}")
+        raise OSError(f"cannot unmount {mount_point}")
+
+
+def describe_processes(pids: list[int]) -> str:
+    """'pid 123 (bash), pid 456 (less)'."""
+    names = []
+    for pid in pids[:5]:
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            comm = "?"
+        names.append(f"pid {pid} ({comm})")
+    more = f" and {len(pids) - 5} more" if len(pids) > 5 else ""
+    return ", ".join(names) + more
 
 
 def processes_using(path: Path) -> list[int]:
