@@ -94,6 +94,11 @@ class Workload(abc.ABC):
     def resolve(self, memory_available: int) -> None:
         """Fill defaults that depend on the memory available to the workload (limit or system)."""
 
+    def default_size_flag(self) -> str | None:
+        """The flag of a file size the user did not give, so that the workload chose it (from
+        the memory available): a default that big is checked against free space and time."""
+        return None
+
     @abc.abstractmethod
     def prepare(self, ctx: RunContext) -> None:
         """Create or reuse the workload's files in ctx.workdir (not timed)."""

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UsageError
 from ..units import parse_duration, parse_size
 from .base import ProgressFn, Workload, WorkloadResult, int_option
-from .files import check_space, ensure_file
+from .files import check_space, ensure_file, too_slow
 from .randread import read_loop
 
 if TYPE_CHECKING:
@@ -135,6 +135,7 @@ class PgIoPerf(Workload):
         self.checkpoint_interval_ns = checkpoint_interval_ns
         self.checkpoint_fsync_every = checkpoint_fsync_every
         self.seed = seed
+        self.sized_by_default = data_size is None
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -180,6 +181,9 @@ class PgIoPerf(Workload):
         self.resolve(memory_available)
         return self.data_size + self.wal_size
 
+    def default_size_flag(self) -> str | None:
+        return "--data-size" if self.sized_by_default else None
+
     def params(self) -> dict[str, Any]:
         return {"readers": self.readers, "data_size": self.data_size, "wal_size": self.wal_size,
                 "block_size": BLOCK, "commit_every": COMMIT_EVERY,
@@ -190,8 +194,8 @@ class PgIoPerf(Workload):
     def prepare(self, ctx: RunContext) -> None:
         data, wal = ctx.workdir / DATA_FILE, ctx.workdir / WAL_FILE
         check_space(ctx.workdir, self.data_size + self.wal_size, [data, wal])
-        ensure_file(data, self.data_size)
-        ensure_file(wal, self.wal_size)
+        ensure_file(data, self.data_size, ctx.log, *too_slow(self, ctx.duration_s))
+        ensure_file(wal, self.wal_size, ctx.log, *too_slow(self, ctx.duration_s))
 
     def run(self, ctx: RunContext, progress: ProgressFn) -> WorkloadResult:
         from .workers import WorkerSpec, run_workers

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UsageError
 from ..units import parse_size
 from .base import ProgressFn, Workload, WorkloadResult, int_option
-from .files import check_space, ensure_file
+from .files import check_space, ensure_file, too_slow
 
 if TYPE_CHECKING:
     from ..context import RunContext
@@ -86,6 +86,7 @@ class RandRead(Workload):
         self.record_size = record_size
         self.direct = direct
         self.seed = seed
+        self.sized_by_default = file_size is None
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -118,6 +119,9 @@ class RandRead(Workload):
         self.resolve(memory_available)
         return self.file_size
 
+    def default_size_flag(self) -> str | None:
+        return "--file-size" if self.sized_by_default else None
+
     def params(self) -> dict[str, Any]:
         return {"threads": self.threads, "file_size": self.file_size,
                 "record_size": self.record_size, "direct": self.direct, "seed": self.seed}
@@ -125,7 +129,7 @@ class RandRead(Workload):
     def prepare(self, ctx: RunContext) -> None:
         path = ctx.workdir / DATA_FILE
         check_space(ctx.workdir, self.file_size, [path])
-        ensure_file(path, self.file_size)
+        ensure_file(path, self.file_size, ctx.log, *too_slow(self, ctx.duration_s))
 
     def run(self, ctx: RunContext, progress: ProgressFn) -> WorkloadResult:
         from .workers import WorkerSpec, run_workers
