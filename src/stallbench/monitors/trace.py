@@ -17,6 +17,10 @@ trace-full adds raw_syscalls sys_enter/sys_exit of the workload and, in a second
 is not filtered by pid (completions run in interrupt context), block_rq_issue/complete of the
 workload's devices. It perturbs the run: the report says so.
 
+set_event_pid keeps a sched_switch when either side is traced, so the task switched away from
+(and its D state) may be anyone's: at parse time only rows of the workload's tasks (the tids
+added, the children the kernel followed, by tid or tgid) are kept, for every event.
+
 The buffer is drained from trace_pipe during the run (raw bytes kept, parsed at stop so that the
 run is not slowed by parsing). Table `trace` (or `trace_full`) is a list of intervals:
 t_ns (start, since run start), duration_ns, tid, comm, category (reclaim, throttle, dstate,
@@ -67,7 +71,8 @@ class TraceMonitor(Monitor):
         self._block: TracefsInstance | None = None
         self._main_chunks: list[bytes] = []
         self._block_chunks: list[bytes] = []
-        self._pids: set[int] = set()
+        self._pids: set[int] = set()          # tids added to set_event_pid
+        self._tasks: set[int] = set()         # ... and every task the kernel followed
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._errors: list[str] = []
@@ -133,6 +138,8 @@ class TraceMonitor(Monitor):
                 if not self._pids:
                     self._main.on()  # only now: an empty set_event_pid would trace everyone
                 self._pids.update(fresh)
+            if self._pids:
+                self._tasks |= self._pids | self._main.event_pids()
             self._drain()
         except Exception as exc:  # noqa: BLE001 - never crash the run
             if len(self._errors) < 5:
@@ -175,7 +182,8 @@ class TraceMonitor(Monitor):
         main_text = b"".join(self._main_chunks).decode(errors="replace")
         block_text = b"".join(self._block_chunks).decode(errors="replace")
         t0 = self._ctx.t0_ns if self._ctx else 0
-        rows = parse_trace(main_text, t0)
+        workload = self._tasks | set(self._ctx.processes.roots() if self._ctx else [])
+        rows = parse_trace(main_text, t0, workload)
         if block_text:
             names = {n: d for d, n in self._devices.items()}
             rows += parse_block_trace(block_text, t0, names)
@@ -224,8 +232,13 @@ def _ts(match: re.Match[str]) -> int:
     return int(match["sec"]) * 1_000_000_000 + int(usec) * 10 ** (9 - len(usec))
 
 
-def parse_trace(text: str, t0_ns: int) -> list[dict[str, Any]]:
-    """trace_pipe text of the main instance -> interval rows (see the module docstring)."""
+def parse_trace(text: str, t0_ns: int, workload: set[int] | None = None
+                ) -> list[dict[str, Any]]:
+    """trace_pipe text of the main instance -> interval rows (see the module docstring).
+
+    With `workload` (its pids and tids), only rows of those tasks are kept: set_event_pid
+    records a sched_switch when either side is traced, so the task switched *away from* may be
+    anyone's (a kworker, stallbench itself); its D-state sleep is not the workload's."""
     rows: list[dict[str, Any]] = []
     reclaim_open: dict[tuple[int, str], int] = {}
     sys_open: dict[int, tuple[int, int]] = {}
@@ -318,6 +331,8 @@ def parse_trace(text: str, t0_ns: int) -> list[dict[str, Any]]:
     close_stack()
     for row in rows:
         row["pid"] = tgids.get(row["tid"], row["tid"])
+    if workload is not None:
+        rows = [row for row in rows if row["tid"] in workload or row["pid"] in workload]
     return rows
 
 
