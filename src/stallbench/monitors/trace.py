@@ -13,7 +13,8 @@ set_event_pid (kept up to date as threads appear; event-fork follows children):
   recorded; on this kernel idle->task switches are not reported under set_event_pid, wake-ups
   are).
 
-trace-full adds raw_syscalls sys_enter/sys_exit of the workload and, in a second instance that
+trace-full adds raw_syscalls sys_enter/sys_exit of the workload (named from the kernel's
+syscall table for this architecture, syscalls.py) and, in a second instance that
 is not filtered by pid (completions run in interrupt context), block_rq_issue/complete of the
 workload's devices. It perturbs the run: the report says so.
 
@@ -39,6 +40,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..context import RunContext
+from ..syscalls import header_for, names_unavailable, syscall_names
 from ..tracefs import TracefsInstance, find_tracefs, mount_tracefs, tracefs_supported
 from ._sampling import read_text
 from .base import Monitor, MonitorResult
@@ -183,7 +185,8 @@ class TraceMonitor(Monitor):
         block_text = b"".join(self._block_chunks).decode(errors="replace")
         t0 = self._ctx.t0_ns if self._ctx else 0
         workload = self._tasks | set(self._ctx.processes.roots() if self._ctx else [])
-        rows = parse_trace(main_text, t0, workload)
+        names = syscall_names() if self.full else {}
+        rows = parse_trace(main_text, t0, workload, names)
         if block_text:
             names = {n: d for d, n in self._devices.items()}
             rows += parse_block_trace(block_text, t0, names)
@@ -198,6 +201,8 @@ class TraceMonitor(Monitor):
                                    "workload_pids": self._ctx.processes.roots() if self._ctx
                                    else [],
                                    "perturbs_run": self.full}
+        if self.full:
+            summary["syscall_names"] = names_unavailable() or f"{len(names)} from {header_for()}"
         if self._errors:
             summary["errors"] = self._errors
         return MonitorResult(tables={self.table_name: table}, summary=summary)
@@ -232,13 +237,15 @@ def _ts(match: re.Match[str]) -> int:
     return int(match["sec"]) * 1_000_000_000 + int(usec) * 10 ** (9 - len(usec))
 
 
-def parse_trace(text: str, t0_ns: int, workload: set[int] | None = None
-                ) -> list[dict[str, Any]]:
+def parse_trace(text: str, t0_ns: int, workload: set[int] | None = None,
+                syscall_names: dict[int, str] | None = None) -> list[dict[str, Any]]:
     """trace_pipe text of the main instance -> interval rows (see the module docstring).
 
     With `workload` (its pids and tids), only rows of those tasks are kept: set_event_pid
     records a sched_switch when either side is traced, so the task switched *away from* may be
-    anyone's (a kworker, stallbench itself); its D-state sleep is not the workload's."""
+    anyone's (a kworker, stallbench itself); its D-state sleep is not the workload's.
+    `syscall_names` ({number: name}, see syscalls.py) names the syscall rows; a number not in
+    it stays `syscall N`."""
     rows: list[dict[str, Any]] = []
     reclaim_open: dict[tuple[int, str], int] = {}
     sys_open: dict[int, tuple[int, int]] = {}
@@ -326,7 +333,8 @@ def parse_trace(text: str, t0_ns: int, workload: set[int] | None = None
         if event == "sys_exit" and tid in sys_open:
             begin, nr = sys_open.pop(tid)
             rows.append({"t_ns": begin, "duration_ns": ts - begin, "tid": tid, "comm": comm,
-                         "category": "syscall", "kind": f"syscall {nr}", "stack": "",
+                         "category": "syscall",
+                         "kind": f"syscall {(syscall_names or {}).get(nr, nr)}", "stack": "",
                          "device": "", "detail": str(nr)})
     close_stack()
     for row in rows:
