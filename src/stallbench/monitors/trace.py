@@ -20,7 +20,9 @@ workload's devices. It perturbs the run: the report says so.
 
 set_event_pid keeps a sched_switch when either side is traced, so the task switched away from
 (and its D state) may be anyone's: at parse time only rows of the workload's tasks (the tids
-added, the children the kernel followed, by tid or tgid) are kept, for every event.
+added, the children the kernel followed, by tid or tgid) are kept, for every event of the main
+instance. Block requests (trace-full) are per device: they are issued and completed by whoever
+runs at the time, so they are kept for the workload's devices whatever the task.
 
 The buffer is drained from trace_pipe during the run (raw bytes kept, parsed at stop so that the
 run is not slowed by parsing). Table `trace` (or `trace_full`) is a list of intervals:
