@@ -7,7 +7,7 @@ import textwrap
 from typing import Any
 
 from ..comparison import RunsSummary
-from ..units import TIME_UNITS, choose_time_unit, format_size
+from ..units import choose_time_unit, format_size
 from .common import JSON_KEYS, format_count, format_rate, format_seconds
 from .jsonout import stats_dict
 
@@ -72,8 +72,8 @@ def render_text(summary: RunsSummary) -> str:
         for note in meta.get("notes") or []:
             lines.append(f"    note: {note}")
     lines.append("")
-    lines.append("latency in each row's own unit (so that every value has two significant "
-                 "digits)")
+    lines.append("latency in each row's unit; a value far from the row's carries its own "
+                 "(3.19µs)")
     ops = summary.ops
     name_w = max([2, *(len(name) for name in ops)])
     count_w = max([7, *(len(format_count(s.samples)) for s in ops.values())])
@@ -103,15 +103,8 @@ _CELL = 6
 
 
 def _row_unit(values_ns: list[float]) -> tuple[str, int]:
-    """The largest unit in which the row's smallest value is still at least 0.1 (two
-    significant digits with two decimals); the largest values then fit six characters."""
-    smallest = min((v for v in values_ns if v and v > 0), default=None)
-    if smallest is None:
-        return TIME_UNITS[1]
-    for unit in reversed(TIME_UNITS):
-        if smallest / unit[1] >= 0.1:
-            return unit
-    return TIME_UNITS[0]
+    """The unit in which the row's typical value reads 1..9999 (each row its own)."""
+    return choose_time_unit(values_ns)
 
 
 def _number(value: float) -> str:
@@ -121,12 +114,13 @@ def _number(value: float) -> str:
 
 
 def _cell(value_ns: float | None, unit: tuple[str, int]) -> str:
-    """A value in the row's unit; one too wide for the column carries its own unit."""
+    """A value in the row's unit, with at least two significant digits; a value below 0.1 or
+    of six digits and more in it carries its own unit (3.19µs in a row of ms)."""
     if value_ns is None:
         return "-"
-    text = _number(value_ns / unit[1])
-    if len(text) <= _CELL:
-        return text
+    value = value_ns / unit[1]
+    if value == 0 or 0.1 <= value < 100_000:
+        return _number(value)
     name, scale = choose_time_unit([value_ns])
     return f"{_number(value_ns / scale)}{name}"
 
