@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..monitors import monitors_help, parse_monitor_list
-from ..plan import SCHEDULERS, Plan, VariantSettings, parse_sysctl_assignment
+from ..plan import SCHEDULERS, Plan, VariantSettings, parse_sysctl_assignment, parse_warmup
 from ..units import parse_duration, parse_size
 from ..workloads import available_workloads, get_workload
 from .common import add_results_argument, print_comparison, results_dir
@@ -45,6 +45,9 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"length of each run with a unit: 500ms, 30s, 2m, 1h; a bare number "
                             f"is seconds ({DEFAULT_DURATION})")
     group.add_argument("--iterations", type=int, default=1, help="runs of the variant (1)")
+    group.add_argument("--warmup", default=None, metavar="DURATION",
+                       help="run this long first, recorded but left out of the statistics "
+                            "(default: the workload's, e.g. pgioperf 1s; randread 0)")
     group.add_argument("--monitors", default=None, help=monitors_help())
     group.add_argument("--no-progress", action="store_true", default=argparse.SUPPRESS,
                        help="no live progress display")
@@ -71,7 +74,8 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
                             "cache, dentries and inodes machine-wide before each run)")
 
 
-_RUN_KEYS = {"variant", "results", "duration", "iterations", "monitors", "no_progress", "dir",
+_RUN_KEYS = {"variant", "results", "duration", "iterations", "warmup", "monitors",
+             "no_progress", "dir",
              "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir", "keep_image", "memory",
              "system_memory", "sysctl", "scheduler", "no_drop_caches", "plan", "workload",
              "func", "command"}
@@ -107,6 +111,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         variants=[variant],
         duration_s=parse_duration(args.duration, "--duration"),
         iterations=args.iterations,
+        warmup_s=parse_warmup(args.warmup) if args.warmup is not None else None,
         monitors=parse_monitor_list(args.monitors),
         results=results_dir(args),
     )

@@ -40,6 +40,8 @@ class Workload(abc.ABC):
     name: ClassVar[str]
     ops: ClassVar[tuple[str, ...]]   # ops it can record: an op with no samples still shows
     help: ClassVar[str] = ""
+    # seconds run first and left out of the statistics when the plan gives no warm-up
+    default_warmup_s: ClassVar[float] = 0.0
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
