@@ -21,7 +21,7 @@ from .compare import add_common, resolve_all
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "check", help="exit 0/1/125: did a metric regress beyond a bound?",
-        description="Exit 0 when no metric regressed beyond the bound (its whole 95%% interval "
+        description="Exit 0 when no metric regressed beyond the bound (its whole 95% interval "
                     "lies within it), 1 when one did (its whole interval lies beyond it), 125 "
                     "when that cannot be decided (too few samples, an incomplete run, an "
                     "interval that straddles the bound).")

@@ -17,9 +17,10 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "compare", help="compare variants: percentiles with intervals, shift, stalls",
         description="Compare a baseline with one or more candidates (variant names under "
-                    "RESULTS, or paths to variant or run directories).")
+                    "RESULTS, or paths to variant or run directories). With only a baseline: "
+                    "its summary, as `stallbench show` prints it.")
     parser.add_argument("baseline", metavar="BASELINE")
-    parser.add_argument("candidates", metavar="CANDIDATE", nargs="+")
+    parser.add_argument("candidates", metavar="CANDIDATE", nargs="*")
     add_common(parser)
     parser.add_argument("--format", choices=FORMATS, default="text")
     parser.add_argument("--output", type=Path, help="write the report here instead of stdout")
@@ -50,6 +51,13 @@ def resolve_all(args: argparse.Namespace, allow_incomplete: bool):
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.candidates:
+        from .show import print_summary
+
+        print_summary(args.baseline, args.results, args.workload)
+        print(f"stallbench: a comparison needs two variants; this is {args.baseline} alone "
+              "(give a CANDIDATE to compare it with)", file=sys.stderr)
+        return 0
     options = CompareOptions(noise=parse_percent(args.noise, "--noise"))
     baseline, candidates = resolve_all(args, args.allow_incomplete)
     comparison = build_comparison(baseline, candidates, options)
