@@ -37,7 +37,8 @@ def _imported(argv: list[str], tmp_path) -> dict:
     ["run", "--help"], ["run", "randread", "--help"], ["run", "pgioperf", "--help"],
     ["run", "command", "--help"], ["run", "randread", "--threds", "2"], ["run"],
     ["show", "--help"], ["show"], ["import", "--help"], ["demo", "--help"],
-    ["cleanup", "--help"], ["cleanup"],
+    ["cleanup", "--help"], ["cleanup"], ["compare", "--help"], ["check", "--help"],
+    ["compare"], ["check", "a", "b"],
 ], ids=lambda argv: " ".join(argv) or "no-arguments")
 def test_help_errors_and_cleanup_import_no_heavy_module(argv, tmp_path):
     result = _imported(argv, tmp_path)

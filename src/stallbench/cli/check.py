@@ -5,16 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..comparison import (
-    CompareOptions,
-    build_comparison,
-    gate,
-    gate_exit_code,
-    parse_metric,
-    parse_percent,
-)
 from ..errors import UndecidedError
-from ..report.common import format_interval, format_percent
 from .compare import add_common, resolve_all
 
 
@@ -37,6 +28,16 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..comparison import (
+        CompareOptions,
+        build_comparison,
+        gate,
+        gate_exit_code,
+        parse_metric,
+        parse_percent,
+    )
+    from ..report.common import format_interval, format_percent
+
     metrics = [parse_metric(m) for m in args.metric]
     bound = parse_percent(args.max_regression, "--max-regression")
     args.candidates = [args.candidate]

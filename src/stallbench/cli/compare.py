@@ -6,11 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import summaryfile
-from ..comparison import CompareOptions, build_comparison, parse_percent
 from ..errors import UsageError
-from ..report import FORMATS, render
-from ..store import resolve_runs
+from ..report import FORMATS
 
 
 def register(subparsers) -> None:
@@ -40,6 +37,9 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_all(args: argparse.Namespace, allow_incomplete: bool):
+    from .. import summaryfile
+    from ..store import resolve_runs
+
     specs = [args.baseline, *args.candidates]
     summaryfile.prepare_specs(specs, args.results)
     resolved = [resolve_runs(spec, args.results, args.workload, allow_incomplete)
@@ -58,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"stallbench: a comparison needs two variants; this is {args.baseline} alone "
               "(give a CANDIDATE to compare it with)", file=sys.stderr)
         return 0
+    from ..comparison import CompareOptions, build_comparison, parse_percent
+    from ..report import render
+
     options = CompareOptions(noise=parse_percent(args.noise, "--noise"))
     baseline, candidates = resolve_all(args, args.allow_incomplete)
     comparison = build_comparison(baseline, candidates, options)
