@@ -35,7 +35,7 @@ from .errors import RunDataError
 SUMMARY_FILE = "summary.parquet"
 SUMMARY_SCHEMA_VERSION = 1
 _KIND_HISTOGRAM, _KIND_BLOCK, _KIND_BLOCK_BUCKET, _KIND_WORKER, _KIND_OP = range(5)
-_BATCH_ROWS = 1 << 20
+_BATCH_ROWS = 1 << 18
 
 SCHEMA = pa.schema([
     ("kind", pa.int8()),
@@ -243,7 +243,10 @@ def build_from_ops(ops_path: Path, meta: dict[str, Any]) -> sm.RunSummary:
     """Stream ops.parquet in row-group batches into a summary (bounded memory)."""
     builder = builder_for(meta)
     try:
-        for batch in pq.ParquetFile(ops_path).iter_batches(batch_size=_BATCH_ROWS):
+        # pre_buffer=False: pyarrow would otherwise keep reading ahead of the batches
+        # (RSS grew with the file: 726 MiB for 100 M ops; 165 MiB without)
+        for batch in pq.ParquetFile(ops_path, pre_buffer=False).iter_batches(
+                batch_size=_BATCH_ROWS):
             add_batch(builder, batch)
     except (pa.ArrowException, OSError) as exc:
         raise RunDataError(f"{ops_path}: damaged ({' '.join(str(exc).split())})") from exc
