@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stallbench import store
@@ -172,7 +173,7 @@ def scaled_copy(run: store.Run, target: Path, delta: float, mode: str) -> store.
             scaled[mine & (latency >= threshold)] *= 1 + delta
         latency = scaled
     table = table.set_column(table.schema.get_field_index("latency_ns"), "latency_ns",
-                             np.rint(latency).astype(np.int64))
+                             pa.array(np.rint(latency).astype(np.int64)))
     writer = store.RunWriter(target, f"{run.variant}-{mode}{delta:g}", run.workload,
                              run.meta.get("params", {}))
     for key in ("ops_declared", "duration_s", "duration_planned_s", "warmup_s", "rusage"):
@@ -183,12 +184,13 @@ def scaled_copy(run: store.Run, target: Path, delta: float, mode: str) -> store.
     return load_run(writer.path)
 
 
-def power(runs: list[store.Run], target: Path, rng: np.random.Generator) -> dict:
+def power(runs: list[store.Run], target: Path, rng: np.random.Generator,
+          trials_per_cell: int = 8) -> dict:
     out: dict = {}
     for k in POWER_RUNS:
         if len(runs) < 2 * k:
             continue
-        trials = splits(len(runs), k, rng)[:8]
+        trials = splits(len(runs), k, rng)[:trials_per_cell]
         for mode, stat in (("whole", "p50"), ("tail", "p99")):
             for delta in DELTAS:
                 detected = covered = 0
@@ -231,6 +233,8 @@ def main() -> int:
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--skip-record", action="store_true")
     parser.add_argument("--no-power", action="store_true")
+    parser.add_argument("--no-aa", action="store_true", help="only power and real changes")
+    parser.add_argument("--trials", type=int, default=8, help="power trials per cell")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     sets = [s for s in args.sets.split(",") if s]
@@ -244,7 +248,7 @@ def main() -> int:
     print("\nA/A: share of rows called better/worse, comparisons with any call, check exit 1")
     print(f"{'set':<16} {'runs':>4} {'comparisons':>11} {'rows called':>12} {'any call':>9} "
           f"{'check=1':>8} {'check=0':>8}")
-    for name in sets:
+    for name in ([] if args.no_aa else sets):
         runs = runs_of(args.data, name)
         result = aa(runs, SETS[name][0], rng)
         report["aa"][name] = result
@@ -257,7 +261,8 @@ def main() -> int:
         for name in ("randread-cached", "pgioperf"):
             if name not in sets:
                 continue
-            result = power(runs_of(args.data, name), args.data / "power" / name, rng)
+            result = power(runs_of(args.data, name), args.data / "power" / name, rng,
+                           args.trials)
             report["power"][name] = result
             for key, r in result.items():
                 print(f"{name:<16} {key:<24} detected {r['detected']:>5.0%}  "

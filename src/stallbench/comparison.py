@@ -33,6 +33,7 @@ from .errors import UsageError
 from .store import Resolved, Run
 
 NOT_STATIONARY = "not stationary"
+COUNTER_POINTS = 400     # per counter timeline (a 30-minute run samples 1800 times)
 SHIFT_PROBABILITIES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999,
                        0.9995, 0.9999)
 CPU_ROWS = (("user", "user_s"), ("system", "system_s"), ("elapsed", "elapsed_s"))
@@ -539,10 +540,13 @@ def _counters(variants: list[_VariantRuns]) -> dict[str, dict[str, dict[str, Any
             steps, dt = np.diff(vk), np.diff(tk)
             # counters never decrease and do move; a flat column is a gauge that held still
             if (steps >= 0).all() and (steps > 0).any() and (dt > 0).all():
-                columns[name] = {"t_s": ((tk[1:] + tk[:-1]) / 2).tolist(),
-                                 "values": (steps / dt).tolist(), "kind": "per second"}
+                ts, vs = stalls_mod.decimate((tk[1:] + tk[:-1]) / 2, steps / dt,
+                                             COUNTER_POINTS)
+                columns[name] = {"t_s": ts.tolist(), "values": vs.tolist(),
+                                 "kind": "per second"}
             else:
-                columns[name] = {"t_s": tk.tolist(), "values": vk.tolist(), "kind": "value"}
+                ts, vs = stalls_mod.decimate(tk, vk, COUNTER_POINTS)
+                columns[name] = {"t_s": ts.tolist(), "values": vs.tolist(), "kind": "value"}
         out[v.label] = columns
     return out
 

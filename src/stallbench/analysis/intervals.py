@@ -75,8 +75,8 @@ PRIOR_DOF = 4.0
 # Run-to-run standard deviation of the log statistic, assumed where runs cannot show it:
 # measured on A/A runs of this machine kind (benchmarks/aa.py, BENCHMARKS.md "A/A calibration").
 # Quantiles in between are interpolated on -log10(1 - p).
-RUN_TO_RUN_SD = {"p50": 0.03, "p90": 0.04, "p95": 0.05, "p99": 0.08, "p999": 0.25,
-                 "p9999": 0.50, "mean": 0.08, "rate": 0.05}
+RUN_TO_RUN_SD = {"p50": 0.03, "p90": 0.04, "p95": 0.05, "p99": 0.08, "p999": 0.45,
+                 "p9999": 0.80, "mean": 0.10, "rate": 0.05}
 _QUANTILE_PRIOR = ((0.50, "p50"), (0.90, "p90"), (0.95, "p95"), (0.99, "p99"), (0.999, "p999"),
                    (0.9999, "p9999"))
 METHOD = ("two-level: time blocks within each run, and the spread between runs (measured from "

@@ -127,6 +127,15 @@ def longest_gap(latency_ns: np.ndarray, start_ns: np.ndarray, duration_ns: int) 
     return int(points[i]), int(steps[i])
 
 
+def decimate(t: np.ndarray, values: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
+    """At most `points` points: consecutive samples averaged in equal groups (a rate averaged
+    over its samples' intervals stays the rate of the longer interval when they are equal)."""
+    if t.size <= points:
+        return t, values
+    groups = np.array_split(np.arange(t.size), points)
+    return (np.array([t[g].mean() for g in groups]), np.array([values[g].mean() for g in groups]))
+
+
 def present_workers(worker: np.ndarray) -> np.ndarray:
     """The distinct worker ids (bincount when they are small non-negative numbers)."""
     if worker.size and worker.min() >= 0 and worker.max() < 1 << 20:
