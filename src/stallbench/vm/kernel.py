@@ -1,0 +1,164 @@
+"""A guest kernel: a Debian linux-image-*.deb, a directory with boot/vmlinuz-* and
+lib/modules/<release>/, or a bare bzImage (modules beside it in lib/modules/<release>, or none).
+
+A package is unpacked once into the kernel cache (a directory per content hash, made under a
+temporary name and renamed when complete, so a killed unpack is never taken for a good one). The
+bzImage header is read before anything boots: a truncated or foreign file is refused with one line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import struct
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UsageError
+
+
+class KernelError(Exception):
+    """The kernel cannot be booted (truncated image, missing support): one line for run.json."""
+
+
+@dataclass
+class Kernel:
+    spec: str                 # what the user gave
+    image: Path               # the bzImage
+    release: str              # from the bzImage header (what uname -r will say)
+    modules: Path | None      # lib/modules/<release> or None (a kernel with everything built in)
+    config: dict[str, str]    # CONFIG_* from boot/config-<release>, {} when not shipped
+    digest: str               # sha256 of the image (and package), for caches
+
+
+def cache_dir(work_dir: Path | None = None) -> Path:
+    """Where unpacked kernels, initramfs images and KVM probe results are kept."""
+    if os.environ.get("STALLBENCH_KERNEL_CACHE"):
+        return Path(os.environ["STALLBENCH_KERNEL_CACHE"])
+    if work_dir is not None:
+        return Path(work_dir) / "kernels"
+    if os.geteuid() == 0:
+        return Path("/var/cache/stallbench/kernels")
+    return Path.home() / ".cache/stallbench/kernels"
+
+
+def check_kernel_spec(spec: str, what: str = "--kernel") -> Path:
+    """Shape check made with the plan (before anything changes): the path exists."""
+    path = Path(spec).expanduser()
+    if not path.exists():
+        raise UsageError(f"{what} {spec}: no such file or directory; give a bzImage, a "
+                         "linux-image-*.deb or a directory with boot/vmlinuz-* and lib/modules/")
+    if not (path.is_file() or path.is_dir()):
+        raise UsageError(f"{what} {spec}: not a file or directory")
+    return path
+
+
+def resolve_kernel(spec: str, work_dir: Path | None = None) -> Kernel:
+    """Find (unpacking a .deb into the cache) and check a kernel; KernelError when unusable."""
+    path = check_kernel_spec(spec)
+    if path.is_file() and (path.suffix == ".deb" or _is_deb(path)):
+        root = _unpack_deb(path, cache_dir(work_dir))
+        return _from_tree(spec, root, _sha256(path))
+    if path.is_dir():
+        return _from_tree(spec, path, None)
+    release = read_bzimage_release(path)
+    modules = None
+    for candidate in (path.parent / "lib/modules" / release, path.parent / release):
+        if candidate.is_dir():
+            modules = candidate
+    return Kernel(spec, path, release, modules, {}, _sha256(path))
+
+
+def _is_deb(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(8) == b"!<arch>\n"
+
+
+def _from_tree(spec: str, root: Path, digest: str | None) -> Kernel:
+    images = sorted((root / "boot").glob("vmlinuz-*")) + sorted(root.glob("vmlinuz-*")) \
+        + sorted(root.glob("bzImage")) + sorted(root.glob("arch/x86/boot/bzImage"))
+    if not images:
+        raise KernelError(f"{spec}: no boot/vmlinuz-* or bzImage in it")
+    image = images[-1]
+    release = read_bzimage_release(image)
+    modules = root / "lib/modules" / release
+    config_path = root / "boot" / f"config-{release}"
+    config = read_config(config_path) if config_path.is_file() else {}
+    if not config and (root / ".config").is_file():
+        config = read_config(root / ".config")
+    return Kernel(spec, image, release, modules if modules.is_dir() else None, config,
+                  digest or _sha256(image))
+
+
+def read_config(path: Path) -> dict[str, str]:
+    config: dict[str, str] = {}
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith("CONFIG_") and "=" in line:
+            key, _, value = line.partition("=")
+            config[key] = value
+    return config
+
+
+def read_bzimage_release(path: Path) -> str:
+    """The release string from the x86 boot header; KernelError if the file is not a whole
+    bzImage (too short for what its header declares, or no header at all)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(0x4000)
+    except OSError as exc:
+        raise KernelError(f"{path}: cannot read the kernel image ({exc.strerror})") from None
+    if len(head) < 0x260 or head[0x202:0x206] != b"HdrS":
+        raise KernelError(f"{path}: not an x86 bzImage (no boot header); give a vmlinuz/bzImage "
+                          "or a linux-image-*.deb")
+    setup_sects = head[0x1F1] or 4
+    syssize = struct.unpack_from("<I", head, 0x1F4)[0]
+    expected = (setup_sects + 1) * 512 + syssize * 16
+    if size < expected:
+        raise KernelError(f"{path}: kernel image is truncated ({size} bytes, its header "
+                          f"declares {expected}); copy or download it again")
+    offset = struct.unpack_from("<H", head, 0x20E)[0] + 0x200
+    with open(path, "rb") as f:
+        f.seek(offset)
+        text = f.read(256)
+    release = text.split(b"\0", 1)[0].split(b" ", 1)[0].decode("ascii", "replace")
+    if not re.fullmatch(r"[A-Za-z0-9._+~-]{1,64}", release):
+        raise KernelError(f"{path}: no readable version string in the kernel image")
+    return release
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _unpack_deb(deb: Path, cache: Path) -> Path:
+    digest = _sha256(deb)
+    target = cache / f"deb-{digest[:16]}"
+    if (target / ".complete").exists():
+        return target
+    dpkg = shutil.which("dpkg-deb")
+    if dpkg is None:
+        raise UsageError("dpkg-deb not found: it unpacks linux-image-*.deb files; install dpkg "
+                         "or give an unpacked kernel directory")
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = cache / f".partial-{digest[:16]}-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        proc = subprocess.run([dpkg, "-x", str(deb), str(partial)], capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            raise KernelError(f"{deb}: cannot unpack: "
+                              f"{(proc.stderr.strip().splitlines() or ['dpkg-deb failed'])[-1]}")
+        (partial / ".complete").write_text(str(deb) + "\n")
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(partial, target)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return target
