@@ -30,16 +30,14 @@ from ..units import format_size
 from ..workloads import Workload
 from . import guest as guest_side
 from .initramfs import build_initramfs, find_busybox
-from .kernel import KernelError, cache_dir, check_kernel_spec, resolve_kernel
+from .kernel import KernelError, cache_dir, check_kernel_spec, pvh_vmlinux, resolve_kernel
+from .notes import TCG_NOTE
 from .qemu import Guest, GuestError, choose_accel, qemu_argv, qemu_binary, qemu_version
 
 DEFAULT_CPUS = 2
 DEFAULT_MEMORY = 1 << 30
 BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 120.0}
 RUN_GRACE_S = 600.0          # setup in the guest (data files) on top of the run's duration
-TCG_NOTE = ("the guest's CPU was emulated (QEMU TCG, no KVM): absolute latencies are not "
-            "comparable with real hardware; changes between kernels run the same way still "
-            "are, with that caveat")
 _counter = itertools.count(1)
 
 
@@ -66,7 +64,7 @@ def run_in_guest(plan: Plan, variant: VariantSettings, workload: Workload,
         writer.meta["duration_planned_s"] = plan.duration_s
         vm: dict[str, Any] = {"kernel_spec": variant.kernel, "vcpus": cpus, "memory": memory,
                               "host": {"name": socket.gethostname(), "kernel": kernel_info()}}
-        writer.meta["vm"] = vm
+        writer.meta["environment"] = {"vm": vm}
         writer.save()
         try:
             status, reason = _boot_and_run(plan, variant, workload, monitor_names, interrupt,
@@ -104,7 +102,9 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
     fs = variant.fs or "ext4"
     cache = cache_dir(variant.work_dir)
     initramfs = build_initramfs(kernel, [fs], cache)
-    accel, why_not_kvm = choose_accel(binary, kernel, initramfs, cache, journal, log)
+    boot_image = pvh_vmlinux(kernel, cache)
+    vm["boot"] = "PVH entry of the uncompressed kernel" if boot_image else "bzImage"
+    accel, why_not_kvm = choose_accel(binary, kernel, initramfs, cache, journal, log, boot_image)
     vm["hypervisor"] = accel
     if why_not_kvm:
         vm["kvm_not_used"] = why_not_kvm
@@ -119,7 +119,8 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
     vm["disk"] = {"image": str(disk), "size": disk.stat().st_size, "fs": fs}
     _write_job(exchange, plan, variant, monitor_names, fs)
 
-    argv = qemu_argv(binary, kernel, initramfs, accel, cpus, memory, exchange, disk)
+    argv = qemu_argv(binary, kernel, initramfs, accel, cpus, memory, exchange, disk,
+                     boot_image=boot_image)
     vm["qemu_argv"] = argv
     writer.save()
     booted_at = time.monotonic()
@@ -231,7 +232,7 @@ def _collect(exchange: Path, writer: RunWriter, vm: dict[str, Any], guest: Guest
     merged = {**guest_meta}
     for key in ("variant", "iteration", "pid", "start_utc", "host", "duration_planned_s"):
         merged[key] = host_meta[key]
-    merged["vm"] = vm
+    merged["environment"] = {**(guest_meta.get("environment") or {}), "vm": vm}
     merged["notes"] = host_meta.get("notes", []) + guest_meta.get("notes", [])
     writer.meta = merged
     status, reason = runs[0]["status"], runs[0]["reason"]

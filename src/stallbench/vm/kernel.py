@@ -9,11 +9,13 @@ bzImage header is read before anything boots: a truncated or foreign file is ref
 from __future__ import annotations
 
 import hashlib
+import lzma
 import os
 import re
 import shutil
 import struct
 import subprocess
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,6 +130,65 @@ def read_bzimage_release(path: Path) -> str:
     if not re.fullmatch(r"[A-Za-z0-9._+~-]{1,64}", release):
         raise KernelError(f"{path}: no readable version string in the kernel image")
     return release
+
+
+_PAYLOADS = ((b"\xfd7zXZ\x00", "xz"), (b"\x1f\x8b\x08\x00", "gzip"))
+XEN_ELFNOTE_PHYS32_ENTRY = 18
+
+
+def pvh_vmlinux(kernel: Kernel, cache: Path) -> Path | None:
+    """The uncompressed ELF kernel inside the bzImage, when it has a PVH entry point: QEMU then
+    starts it directly, without firmware or the decompressor (under TCG: ~2-4 s to /init
+    instead of ~8-10 s here). None when the payload is not xz/gzip or has no PVH note."""
+    target = cache / f"vmlinux-{kernel.digest[:16]}"
+    if target.exists():
+        return target
+    marker = cache / f"vmlinux-{kernel.digest[:16]}.none"
+    if marker.exists():
+        return None
+    data = kernel.image.read_bytes()
+    setup = ((data[0x1F1] or 4) + 1) * 512
+    payload_offset, payload_length = struct.unpack_from("<II", data, 0x248)
+    start = setup + payload_offset
+    blob = data[start:start + payload_length]
+    elf = None
+    for magic, kind in _PAYLOADS:
+        if blob.startswith(magic):
+            try:
+                elf = (lzma.decompress(blob) if kind == "xz"
+                       else zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(blob))
+            except (lzma.LZMAError, zlib.error):
+                elf = None
+    cache.mkdir(parents=True, exist_ok=True)
+    if elf is None or not _has_pvh_note(elf):
+        marker.write_text("")
+        return None
+    partial = target.with_name(f".{target.name}.{os.getpid()}")
+    partial.write_bytes(elf)
+    os.replace(partial, target)
+    return target
+
+
+def _has_pvh_note(elf: bytes) -> bool:
+    if elf[:4] != b"\x7fELF" or elf[4] != 2:
+        return False
+    phoff, = struct.unpack_from("<Q", elf, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", elf, 0x36)
+    for i in range(phnum):
+        base = phoff + i * phentsize
+        p_type, = struct.unpack_from("<I", elf, base)
+        if p_type != 4:                                   # PT_NOTE
+            continue
+        offset, = struct.unpack_from("<Q", elf, base + 8)
+        size, = struct.unpack_from("<Q", elf, base + 32)
+        pos, end = offset, offset + size
+        while pos + 12 <= end:
+            namesz, descsz, note_type = struct.unpack_from("<III", elf, pos)
+            name = elf[pos + 12:pos + 12 + namesz]
+            if name.rstrip(b"\0") == b"Xen" and note_type == XEN_ELFNOTE_PHYS32_ENTRY:
+                return True
+            pos += 12 + (-(-namesz // 4) * 4) + (-(-descsz // 4) * 4)
+    return False
 
 
 def _sha256(path: Path) -> str:

@@ -26,7 +26,7 @@ from ..journal import Journal, process_start_time
 from .initramfs import MARK
 from .kernel import Kernel
 
-KVM_PROBE_TIMEOUT_S = 20.0
+KVM_PROBE_TIMEOUT_S = 15.0
 CONSOLE_TAIL_LINES = 20
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1bc")
 
@@ -165,13 +165,15 @@ class Guest:
 
 
 def qemu_argv(binary: str, kernel: Kernel, initramfs: Path, accel: str, cpus: int,
-              memory: int, exchange: Path, disk: Path | None, cmdline_extra: str = "") -> list[str]:
+              memory: int, exchange: Path, disk: Path | None, cmdline_extra: str = "",
+              boot_image: Path | None = None) -> list[str]:
     cmdline = ("console=ttyS0 panic=-1 oops=panic quiet loglevel=4 psi=1 delayacct "
                "transparent_hugepage=madvise " + cmdline_extra).strip()
     argv = [binary, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
             "-machine", f"q35,accel={accel}", "-cpu", "host" if accel == "kvm" else "max",
             "-smp", str(cpus), "-m", f"{memory >> 20}M",
-            "-kernel", str(kernel.image), "-initrd", str(initramfs), "-append", cmdline,
+            "-kernel", str(boot_image or kernel.image), "-initrd", str(initramfs),
+            "-append", cmdline,
             "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,"
                        "multidevs=remap",
             "-virtfs", f"local,path={exchange},mount_tag=exchange,security_model=none,"
@@ -195,7 +197,8 @@ def _disk_cache(disk: Path) -> str:
 
 
 def choose_accel(binary: str, kernel: Kernel, initramfs: Path, cache: Path, journal: Journal,
-                 log: Callable[[str], None]) -> tuple[str, str | None]:
+                 log: Callable[[str], None], boot_image: Path | None = None
+                 ) -> tuple[str, str | None]:
     """("kvm", None) when a short probe boot under KVM reaches /init's mark, else ("tcg", why).
     The answer is cached per kernel, host kernel and QEMU version; STALLBENCH_VM_ACCEL=kvm|tcg
     forces it."""
@@ -219,7 +222,7 @@ def choose_accel(binary: str, kernel: Kernel, initramfs: Path, cache: Path, jour
     exchange.mkdir(parents=True, exist_ok=True)
     entry = journal.push("rmtree", path=str(exchange))
     argv = qemu_argv(binary, kernel, initramfs, "kvm", 1, 256 << 20, exchange, None,
-                     "STALLBENCH_PROBE=1")
+                     "STALLBENCH_PROBE=1", boot_image)
     guest = Guest(argv, journal, exchange / "console.log")
     try:
         ok = guest.wait_mark("probe ok", KVM_PROBE_TIMEOUT_S)
