@@ -22,7 +22,8 @@ fetch_test_kernels() {
   local dir=${STALLBENCH_TEST_KERNELS:-/var/cache/stallbench-test-kernels}
   [[ $(id -u) -eq 0 ]] || return 0
   command -v apt-get >/dev/null 2>&1 || return 0
-  if (($(find "$dir" -maxdepth 1 -name 'linux-image-*-amd64-unsigned_*.deb' 2>/dev/null \
+  if (($(find "$dir" -maxdepth 1 -regextype egrep \
+        -regex '.*/linux-image-[0-9.]+-[0-9]+-amd64-unsigned_.*\.deb' 2>/dev/null \
         | wc -l) >= 2)); then return 0; fi
   mkdir -p "$dir"
   [[ -n ${apt_updated:-} ]] || { apt-get update -qq; apt_updated=1; }

@@ -193,7 +193,9 @@ def run(args: argparse.Namespace) -> int:
 
     outcomes = run_plan(plan, progress=not args.no_progress)
     names = list(dict.fromkeys(v.name for v in plan.variants))
-    if len(names) > 1 and any(o.status == "complete" for o in outcomes):
+    # a variant without a complete run (its kernel did not boot, ...) was reported above
+    names = [n for n in names if any(o.variant == n and o.status == "complete" for o in outcomes)]
+    if len(names) > 1:
         print_comparison(names[0], names[1:], plan.results, workload=plan.workload)
     else:
         for outcome in outcomes:
