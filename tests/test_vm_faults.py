@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from test_reliability_support import run_meta, sb, sb_start, wait_until
-from test_vm_support import alive, guest_kernels, qemu_children, requires_vm  # noqa: F401
+from test_vm_support import alive, guest_kernels, qemu_children, requires_vm
 
 pytestmark = requires_vm
 
@@ -29,13 +29,12 @@ def _nothing_left(results: Path, state: Path, qemus: list[int]) -> None:
     assert not list(state.glob("journal-*.json")), "a journal is left"
 
 
-def test_a_truncated_kernel_fails_its_variant_clearly_and_the_others_go_on(tmp_path,
-                                                                           guest_kernels):
+def test_a_truncated_kernel_fails_its_variant_clearly_and_the_others_go_on(tmp_path):
     """The bzImage is cut in half: refused before it boots, with what is wrong; the local
     variant after it runs."""
     from stallbench.vm.kernel import resolve_kernel
 
-    deb, _release = guest_kernels[-1]
+    deb, _release = guest_kernels()[-1]
     whole = resolve_kernel(str(deb)).image
     truncated = tmp_path / "vmlinuz-truncated"
     truncated.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
@@ -66,8 +65,8 @@ dir = "{tmp_path / 'data'}"
     _nothing_left(results, state, [])
 
 
-def test_kill_9_while_the_guest_runs_then_cleanup_leaves_nothing(tmp_path, guest_kernels):
-    deb, _release = guest_kernels[-1]
+def test_kill_9_while_the_guest_runs_then_cleanup_leaves_nothing(tmp_path):
+    deb, _release = guest_kernels()[-1]
     results, state = tmp_path / "results", tmp_path / "state"
     proc = sb_start(*_guest_args(results, deb, "60"), state=state)
     run_dir = results / "guest" / "randread" / "1"
@@ -100,8 +99,8 @@ def test_kill_9_while_the_guest_runs_then_cleanup_leaves_nothing(tmp_path, guest
     assert "undone" not in again.stdout
 
 
-def test_ctrl_c_during_the_boot_stops_qemu_and_removes_everything(tmp_path, guest_kernels):
-    deb, _release = guest_kernels[0]
+def test_ctrl_c_during_the_boot_stops_qemu_and_removes_everything(tmp_path):
+    deb, _release = guest_kernels()[0]
     results, state = tmp_path / "results", tmp_path / "state"
     proc = sb_start(*_guest_args(results, deb, "30"), state=state)
     qemus = wait_until(lambda: qemu_children(proc.pid), proc, timeout=120, poll=0.05)
@@ -118,10 +117,10 @@ def test_ctrl_c_during_the_boot_stops_qemu_and_removes_everything(tmp_path, gues
     _nothing_left(results, state, qemus)
 
 
-def test_sigterm_during_the_guest_run_keeps_what_the_guest_recorded(tmp_path, guest_kernels):
+def test_sigterm_during_the_guest_run_keeps_what_the_guest_recorded(tmp_path):
     """The signal reaches the guest's stallbench as a Ctrl-C on its console: its workers stop,
     the ops recorded so far come back, the run says which signal stopped it."""
-    deb, release = guest_kernels[0]
+    deb, release = guest_kernels()[0]
     results, state = tmp_path / "results", tmp_path / "state"
     proc = sb_start(*_guest_args(results, deb, "60"), state=state)
     run_dir = results / "guest" / "randread" / "1"

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 from test_reliability_support import sb
-from test_vm_support import guest_kernels, qemu_pids, requires_vm  # noqa: F401 - fixture
+from test_vm_support import guest_kernels, qemu_pids, requires_vm
 
 pytestmark = requires_vm
 MONITORS = ("counters", "psi", "delay")
@@ -86,15 +86,15 @@ def _check_guest_run(run_dir: Path, release: str) -> dict:
     return meta
 
 
-def test_two_guest_kernels_pgioperf_interleaved_and_compared(tmp_path, guest_kernels):
+def test_two_guest_kernels_pgioperf_interleaved_and_compared(tmp_path):
     results = tmp_path / "results"
     before = qemu_pids()
-    plan = _plan(tmp_path, "pgioperf", guest_kernels,
+    plan = _plan(tmp_path, "pgioperf", guest_kernels(),
                  'readers = 2\ndata_size = "48M"\nwal_size = "16M"', iterations=2)
     out = sb("run", "--plan", str(plan), "--results", str(results), "--no-progress",
              state=tmp_path / "state", timeout=400)
     assert out.returncode == 0, out.stdout + out.stderr
-    (_, old_release), (_, new_release) = guest_kernels
+    (_, old_release), (_, new_release) = guest_kernels()
     metas = {}
     for variant, release in (("old", old_release), ("new", new_release)):
         for iteration in (1, 2):
@@ -119,13 +119,13 @@ def test_two_guest_kernels_pgioperf_interleaved_and_compared(tmp_path, guest_ker
     assert not list((results / ".work").glob("stallbench-vm-*"))
 
 
-def test_two_guest_kernels_randread(tmp_path, guest_kernels):
+def test_two_guest_kernels_randread(tmp_path):
     results = tmp_path / "results"
-    plan = _plan(tmp_path, "randread", guest_kernels, 'file_size = "32M"', iterations=1)
+    plan = _plan(tmp_path, "randread", guest_kernels(), 'file_size = "32M"', iterations=1)
     out = sb("run", "--plan", str(plan), "--results", str(results), "--no-progress",
              state=tmp_path / "state", timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
-    (_, old_release), (_, new_release) = guest_kernels
+    (_, old_release), (_, new_release) = guest_kernels()
     for variant, release in (("old", old_release), ("new", new_release)):
         _check_guest_run(results / variant / "randread" / "1", release)
     assert f"kernel {old_release}" in out.stdout and f"kernel {new_release}" in out.stdout

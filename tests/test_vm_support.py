@@ -4,6 +4,7 @@ busybox. The tests skip, saying which, only when one of those is truly absent.""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -48,7 +49,7 @@ def _debs() -> list[Path]:
 requires_vm = pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
 
 
-@pytest.fixture(scope="session")
+@functools.cache
 def guest_kernels() -> list[tuple[Path, str]]:
     """The two newest test kernels as (package, release), older first."""
     debs = _debs()

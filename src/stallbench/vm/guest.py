@@ -13,6 +13,7 @@ import json
 import os
 import pickle
 import shlex
+import subprocess
 import sys
 import traceback
 from pathlib import Path
@@ -69,8 +70,8 @@ def main(argv: list[str]) -> int:
         _write_outcome({"error": message})
         return 2
     finally:
-        if DISK_MOUNT.is_dir():
-            os.system(f"umount {DISK_MOUNT} 2>/dev/null")
+        if DISK_MOUNT.is_dir():             # the guest powers off next; flush the disk first
+            subprocess.run(["umount", str(DISK_MOUNT)], capture_output=True)
 
 
 if __name__ == "__main__":

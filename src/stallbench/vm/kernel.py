@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UsageError
+from ..journal import Journal
 
 
 class KernelError(Exception):
@@ -58,11 +59,12 @@ def check_kernel_spec(spec: str, what: str = "--kernel") -> Path:
     return path
 
 
-def resolve_kernel(spec: str, work_dir: Path | None = None) -> Kernel:
+def resolve_kernel(spec: str, work_dir: Path | None = None, journal: Journal | None = None
+                   ) -> Kernel:
     """Find (unpacking a .deb into the cache) and check a kernel; KernelError when unusable."""
     path = check_kernel_spec(spec)
     if path.is_file() and (path.suffix == ".deb" or _is_deb(path)):
-        root = _unpack_deb(path, cache_dir(work_dir))
+        root = _unpack_deb(path, cache_dir(work_dir), journal)
         return _from_tree(spec, root, _sha256(path))
     if path.is_dir():
         return _from_tree(spec, path, None)
@@ -199,7 +201,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _unpack_deb(deb: Path, cache: Path) -> Path:
+def _unpack_deb(deb: Path, cache: Path, journal: Journal | None) -> Path:
     digest = _sha256(deb)
     target = cache / f"deb-{digest[:16]}"
     if (target / ".complete").exists():
@@ -210,6 +212,7 @@ def _unpack_deb(deb: Path, cache: Path) -> Path:
                          "or give an unpacked kernel directory")
     cache.mkdir(parents=True, exist_ok=True)
     partial = cache / f".partial-{digest[:16]}-{os.getpid()}"
+    entry = journal.push("rmtree", path=str(partial.resolve())) if journal else None
     shutil.rmtree(partial, ignore_errors=True)
     try:
         proc = subprocess.run([dpkg, "-x", str(deb), str(partial)], capture_output=True,
@@ -222,4 +225,6 @@ def _unpack_deb(deb: Path, cache: Path) -> Path:
         os.replace(partial, target)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
+        if entry is not None:
+            journal.forget(entry)
     return target
