@@ -4,6 +4,7 @@ runs, Ctrl-C during the boot, SIGTERM during the guest's run (docs/reliability.m
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -141,3 +142,31 @@ def test_sigterm_during_the_guest_run_keeps_what_the_guest_recorded(tmp_path):
     ops = pq.read_table(run_dir / "ops.parquet")
     assert ops.num_rows == meta["counted"]["read"] > 0
     _nothing_left(results, state, qemus)
+
+
+def test_a_guest_that_cannot_start_or_does_not_boot_in_time_is_reported_with_its_console(
+        tmp_path):
+    """A kernel without its modules (no virtio, no 9p) boots but cannot reach the host's files;
+    a boot that takes longer than the boot timeout is stopped. Both say why, with the last
+    console lines, and leave nothing behind."""
+    from stallbench.vm.kernel import resolve_kernel
+
+    deb, release = guest_kernels()[-1]
+    tree = tmp_path / "tree"
+    (tree / "boot").mkdir(parents=True)
+    shutil.copyfile(resolve_kernel(str(deb)).image, tree / "boot" / f"vmlinuz-{release}")
+    results, state = tmp_path / "results", tmp_path / "state"
+    out = sb(*_guest_args(results, tree, "5", "--variant", "nomodules"), state=state,
+             timeout=180)
+    assert out.returncode == 1, out.stdout + out.stderr
+    reason = run_meta(results / "nomodules" / "randread" / "1")["reason"]
+    assert reason.startswith("the guest could not start: cannot mount the host's root over "
+                             "virtio-9p"), reason
+    assert f"last console lines: stallbench-guest: init {release}" in reason
+
+    out = sb(*_guest_args(results, deb, "5", "--variant", "slow"), state=state, timeout=180,
+             STALLBENCH_VM_BOOT_TIMEOUT="0.2")
+    assert out.returncode == 1, out.stdout + out.stderr
+    reason = run_meta(results / "slow" / "randread" / "1")["reason"]
+    assert reason.startswith(f"{release} did not boot within 0.2 s; last console lines: ")
+    _nothing_left(results, state, [])

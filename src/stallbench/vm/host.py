@@ -120,6 +120,7 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
     _write_job(exchange, plan, variant, monitor_names, fs)
 
     argv = qemu_argv(binary, kernel, initramfs, accel, cpus, memory, exchange, disk,
+                     "STALLBENCH_HOST_TMP=1" if _installed_under_tmp() else "",
                      boot_image=boot_image)
     vm["qemu_argv"] = argv
     writer.save()
@@ -136,13 +137,16 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
             if failed:
                 what = f"the guest could not start: {failed.removeprefix('fail ')}"
             elif code is None:
-                what = f"{kernel.release} did not boot within {boot_timeout:.0f} s"
+                what = f"{kernel.release} did not boot within {boot_timeout:g} s"
             else:
                 what = f"{kernel.release} stopped during boot (QEMU exit {code})"
             raise GuestError(f"{what}; last console lines: {guest.console_tail()}")
         vm["boot_s"] = round(time.monotonic() - booted_at, 2)
+        log(f"{variant.name}: {kernel.release} up after {vm['boot_s']:.1f} s; running "
+            f"{workload.name} in the guest")
+        warmup = float(getattr(plan, "warmup_s", None) or getattr(plan, "warmup", None) or 0)
         timeout = float(os.environ.get("STALLBENCH_VM_TIMEOUT") or
-                        plan.duration_s * 2 + RUN_GRACE_S)
+                        (plan.duration_s + warmup) * 2 + RUN_GRACE_S)
         stop = threading.Event()
         sent = False
         deadline = time.monotonic() + timeout
@@ -158,6 +162,16 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
         guest.stop()
     vm["guest_s"] = round(time.monotonic() - booted_at, 2)
     return _collect(exchange, writer, vm, guest, interrupt)
+
+
+def _installed_under_tmp() -> bool:
+    """The guest gets its own /tmp, unless this stallbench (or its Python) lives under the
+    host's /tmp: then the guest keeps seeing that, read-only, and writes under /run/tmp."""
+    import stallbench
+
+    paths = [sys.executable, os.path.realpath(sys.executable), sys.prefix,
+             os.path.dirname(stallbench.__file__)]
+    return any(os.path.realpath(p).startswith("/tmp/") or p.startswith("/tmp/") for p in paths)
 
 
 def _make_disk(variant: VariantSettings, plan: Plan, journal: Journal, memory: int) -> Path:
@@ -199,7 +213,10 @@ def _write_job(exchange: Path, plan: Plan, variant: VariantSettings, monitor_nam
     for key in ("PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         if os.environ.get(key):
             env[key] = os.environ[key]
-    lines = ["set -e", *(f"export {k}={shlex.quote(v)}" for k, v in env.items()), "cd /tmp",
+    if _installed_under_tmp():
+        env["TMPDIR"] = "/run/tmp"
+    lines = ["set -e", *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
+             "mkdir -p /run/tmp", "cd /run/tmp",
              f"exec {shlex.quote(sys.executable)} -m stallbench.vm.guest "
              f"{guest_side.EXCHANGE / 'job.pkl'}"]
     (exchange / "job.sh").write_text("\n".join(lines) + "\n")

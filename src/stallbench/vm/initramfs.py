@@ -16,7 +16,6 @@ import gzip
 import hashlib
 import lzma
 import os
-import shutil
 import struct
 from pathlib import Path
 
@@ -144,7 +143,9 @@ fail() { echo "MARK fail $*" > /dev/ttyS0; sync; poweroff -f; sleep 10; }
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose hostroot /host \
   || fail "cannot mount the host's root over virtio-9p (kernel without 9p/virtio support?)"
 mount -t tmpfs -o mode=0755 tmpfs /host/run || fail "no /run on the host root"
-mount -t tmpfs -o mode=1777 tmpfs /host/tmp || fail "no /tmp on the host root"
+if [ -z "$STALLBENCH_HOST_TMP" ]; then
+  mount -t tmpfs -o mode=1777 tmpfs /host/tmp || fail "no /tmp on the host root"
+fi
 mount -t proc proc /host/proc
 mount -t sysfs sys /host/sys
 mount -t devtmpfs dev /host/dev
@@ -171,8 +172,13 @@ def build_initramfs(kernel: Kernel, filesystems: list[str], cache: Path) -> Path
     modules."""
     wanted = list(BASE_MODULES) + sorted({FS_MODULES[fs] for fs in filesystems})
     busybox = find_busybox()
-    key = hashlib.sha256(f"{kernel.digest}|{','.join(wanted)}|{INIT}|{busybox.stat().st_size}"
-                         .encode()).hexdigest()[:16]
+    modules_id = ""
+    if kernel.modules is not None:
+        stamps = [kernel.modules / n for n in ("modules.order", "modules.builtin")]
+        modules_id = f"{kernel.modules}:" + ",".join(
+            str(p.stat().st_mtime_ns) for p in stamps if p.exists())
+    key = hashlib.sha256(f"{kernel.digest}|{modules_id}|{','.join(wanted)}|{INIT}|"
+                         f"{busybox.stat().st_size}".encode()).hexdigest()[:16]
     target = cache / f"initramfs-{key}.cpio"
     if target.exists():
         return target
@@ -216,8 +222,3 @@ class _Cpio:
 
     def trailer(self) -> None:
         self.add("TRAILER!!!", b"", 0)
-
-
-def copy_if_missing(src: Path, dst: Path) -> None:
-    if not dst.exists():
-        shutil.copyfile(src, dst)

@@ -34,7 +34,7 @@ class Kernel:
     release: str              # from the bzImage header (what uname -r will say)
     modules: Path | None      # lib/modules/<release> or None (a kernel with everything built in)
     config: dict[str, str]    # CONFIG_* from boot/config-<release>, {} when not shipped
-    digest: str               # sha256 of the image (and package), for caches
+    digest: str               # sha256 of the bzImage, for caches (the same kernel, however given)
 
 
 def cache_dir(work_dir: Path | None = None) -> Path:
@@ -65,7 +65,7 @@ def resolve_kernel(spec: str, work_dir: Path | None = None, journal: Journal | N
     path = check_kernel_spec(spec)
     if path.is_file() and (path.suffix == ".deb" or _is_deb(path)):
         root = _unpack_deb(path, cache_dir(work_dir), journal)
-        return _from_tree(spec, root, _sha256(path))
+        return _from_tree(spec, root, None)
     if path.is_dir():
         return _from_tree(spec, path, None)
     release = read_bzimage_release(path)
