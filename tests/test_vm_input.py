@@ -75,3 +75,12 @@ def test_a_kernel_without_9p_fails_its_run_before_booting(tmp_path):
     assert meta["reason"].startswith(f"{release}: CONFIG_NET_9P_VIRTIO is not set")
     assert not list((results / ".work").glob("stallbench-vm-*"))
     assert not list(state.glob("journal-*.json"))
+
+
+def test_the_kernel_example_plan_loads():
+    from stallbench.plan import load_plan
+
+    plan = load_plan(Path(__file__).resolve().parent.parent / "examples" / "kernel-ab.toml")
+    assert [v.kernel.endswith("-amd64-unsigned_6.1.170-3_amd64.deb") for v in plan.variants] \
+        == [True, False]
+    assert {(v.vm_cpus, v.vm_memory) for v in plan.variants} == {(2, 512 << 20)}
