@@ -10,10 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 from test_reliability_support import sb
 from test_vm_support import guest_kernels, qemu_pids, requires_vm
 
-pytestmark = requires_vm
+pytestmark = [requires_vm, pytest.mark.slow]
 MONITORS = ("counters", "psi", "delay")
 
 
@@ -90,7 +91,7 @@ def test_two_guest_kernels_pgioperf_interleaved_and_compared(tmp_path):
     results = tmp_path / "results"
     before = qemu_pids()
     plan = _plan(tmp_path, "pgioperf", guest_kernels(),
-                 'readers = 2\ndata_size = "48M"\nwal_size = "16M"', iterations=2)
+                 'readers = 2\ndata_size = "32M"\nwal_size = "16M"', iterations=2)
     out = sb("run", "--plan", str(plan), "--results", str(results), "--no-progress",
              state=tmp_path / "state", timeout=400)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -121,7 +122,7 @@ def test_two_guest_kernels_pgioperf_interleaved_and_compared(tmp_path):
 
 def test_two_guest_kernels_randread(tmp_path):
     results = tmp_path / "results"
-    plan = _plan(tmp_path, "randread", guest_kernels(), 'file_size = "32M"', iterations=1)
+    plan = _plan(tmp_path, "randread", guest_kernels(), 'file_size = "16M"', iterations=1)
     out = sb("run", "--plan", str(plan), "--results", str(results), "--no-progress",
              state=tmp_path / "state", timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -178,7 +178,7 @@ def _make_disk(variant: VariantSettings, plan: Plan, journal: Journal, memory: i
     from ..env.loopfs import MIN_SIZE
 
     fs = variant.fs or "ext4"
-    size = variant.fs_size or max(MIN_SIZE[fs], 4 * memory + (2 << 30))
+    size = variant.fs_size or max(MIN_SIZE[fs], 2 * memory + (1 << 30))  # data ~2x memory
     work_dir = Path(variant.work_dir) if variant.work_dir else plan.results / ".work"
     work_dir.mkdir(parents=True, exist_ok=True)
     while True:
