@@ -19,7 +19,7 @@ MONITORS = ("counters", "psi", "delay")
 
 
 def _plan(tmp_path: Path, workload: str, kernels, options: str, iterations: int,
-          duration: str = "2s") -> Path:
+          new_settings: str, duration: str = "2s") -> Path:
     (old, old_release), (new, new_release) = kernels
     text = f"""
 workload = "{workload}"
@@ -40,7 +40,7 @@ name = "new"
 kernel = "{new}"
 vm_cpus = 1
 vm_memory = "512M"
-sysctls = {{ "vm.dirty_background_ratio" = 3 }}
+{new_settings}
 """
     path = tmp_path / f"{workload}.toml"
     path.write_text(text)
@@ -53,7 +53,7 @@ def _ops_per_op(run_dir: Path) -> dict[str, int]:
     return dict(zip(names.tolist(), counts.tolist(), strict=True))
 
 
-def _check_guest_run(run_dir: Path, release: str) -> dict:
+def _check_guest_run(run_dir: Path, release: str, fs: str = "ext4") -> dict:
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "complete", (run_dir, meta["status"], meta["reason"])
     # the guest's kernel and command line, not the host's
@@ -70,6 +70,7 @@ def _check_guest_run(run_dir: Path, release: str) -> dict:
         assert any("emulated" in note and "not comparable" in note for note in meta["notes"])
     # the workload's files were on the guest's virtual disk, seen by the guest's block layer
     assert meta["environment"]["filesystem"]["source"] == "/dev/vda"
+    assert meta["environment"]["filesystem"]["type"] == fs
     assert meta["environment"]["devices"] == ["vda"]
     # every op the guest's workers counted is in ops.parquet (counted with numpy)
     recorded = _ops_per_op(run_dir)
@@ -91,7 +92,8 @@ def test_two_guest_kernels_pgioperf_interleaved_and_compared(tmp_path):
     results = tmp_path / "results"
     before = qemu_pids()
     plan = _plan(tmp_path, "pgioperf", guest_kernels(),
-                 'readers = 2\ndata_size = "32M"\nwal_size = "16M"', iterations=2)
+                 'readers = 2\ndata_size = "32M"\nwal_size = "16M"', iterations=2,
+                 new_settings='sysctls = { "vm.dirty_background_ratio" = 3 }')
     out = sb("run", "--plan", str(plan), "--results", str(results), "--no-progress",
              state=tmp_path / "state", timeout=400)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -122,11 +124,19 @@ def test_two_guest_kernels_pgioperf_interleaved_and_compared(tmp_path):
 
 def test_two_guest_kernels_randread(tmp_path):
     results = tmp_path / "results"
-    plan = _plan(tmp_path, "randread", guest_kernels(), 'file_size = "16M"', iterations=1)
+    plan = _plan(tmp_path, "randread", guest_kernels(), 'file_size = "16M"', iterations=1,
+                 new_settings='fs = "xfs"\nmount_opts = "noatime"\nmemory = "256M"\n'
+                              'scheduler = "none"')
     out = sb("run", "--plan", str(plan), "--results", str(results), "--no-progress",
              state=tmp_path / "state", timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     (_, old_release), (_, new_release) = guest_kernels()
-    for variant, release in (("old", old_release), ("new", new_release)):
-        _check_guest_run(results / variant / "randread" / "1", release)
+    _check_guest_run(results / "old" / "randread" / "1", old_release)
+    new = _check_guest_run(results / "new" / "randread" / "1", new_release, fs="xfs")
+    # the variant's other settings acted in the guest: xfs on its disk, a cgroup v2 memory
+    # limit, the I/O scheduler of its virtio disk
+    env = new["environment"]
+    assert "noatime" in env["filesystem"]["mounted_options"].split(",")
+    assert env["memory"]["cgroup_version"] == 2 and env["memory"]["limit"] == 256 << 20
+    assert env["scheduler"]["device"] == "vda" and env["scheduler"]["now"] == "none"
     assert f"kernel {old_release}" in out.stdout and f"kernel {new_release}" in out.stdout

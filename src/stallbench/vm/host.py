@@ -78,6 +78,8 @@ def run_in_guest(plan: Plan, variant: VariantSettings, workload: Workload,
             writer.finalize(STATUS_FAILED, str(exc))
             journal.forget(unfinished)
             raise
+        except Exception as exc:  # noqa: BLE001 - the run fails with the reason, the plan goes on
+            status, reason = STATUS_FAILED, f"{type(exc).__name__}: {exc}"
         journal.forget(unfinished)
         errors = journal.undo_all()
         if errors:

@@ -152,7 +152,8 @@ mount -t devtmpfs dev /host/dev
 mkdir -p /host/dev/shm /host/dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /host/dev/shm
 mount -t devpts devpts /host/dev/pts
-mount -t cgroup2 cgroup2 /host/sys/fs/cgroup 2>/dev/null
+mount -t cgroup2 cgroup2 /host/sys/fs/cgroup 2>/dev/null \
+  && echo "+memory +io" > /host/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
 mkdir -p /host/run/stallbench-vm
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 exchange /host/run/stallbench-vm \
   || fail "cannot mount the exchange directory over virtio-9p"

@@ -221,8 +221,13 @@ def _unpack_deb(deb: Path, cache: Path, journal: Journal | None) -> Path:
             raise KernelError(f"{deb}: cannot unpack: "
                               f"{(proc.stderr.strip().splitlines() or ['dpkg-deb failed'])[-1]}")
         (partial / ".complete").write_text(str(deb) + "\n")
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(partial, target)
+        try:
+            os.rename(partial, target)
+        except OSError:
+            if not (target / ".complete").exists():   # a killed unpack: ours replaces it
+                shutil.rmtree(target, ignore_errors=True)
+                os.rename(partial, target)
+            # else another stallbench unpacked it meanwhile (and may be using it): keep that
     finally:
         shutil.rmtree(partial, ignore_errors=True)
         if entry is not None:
