@@ -19,7 +19,7 @@ MONITORS = ("counters", "psi", "delay")
 
 
 def _plan(tmp_path: Path, workload: str, kernels, options: str, iterations: int,
-          new_settings: str, duration: str = "2s") -> Path:
+          new_settings: str, duration: str = "3s") -> Path:
     (old, old_release), (new, new_release) = kernels
     text = f"""
 workload = "{workload}"
