@@ -103,8 +103,8 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
                               "with 9p and virtio (Debian's amd64 or rt flavour, not cloud)")
     fs = variant.fs or "ext4"
     cache = cache_dir(variant.work_dir)
-    initramfs = build_initramfs(kernel, [fs], cache)
-    boot_image = pvh_vmlinux(kernel, cache)
+    initramfs = build_initramfs(kernel, [fs], cache, journal)
+    boot_image = pvh_vmlinux(kernel, cache, journal)
     vm["boot"] = "PVH entry of the uncompressed kernel" if boot_image else "bzImage"
     accel, why_not_kvm = choose_accel(binary, kernel, initramfs, cache, journal, log, boot_image)
     vm["hypervisor"] = accel

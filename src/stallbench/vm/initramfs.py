@@ -19,6 +19,7 @@ import os
 import struct
 from pathlib import Path
 
+from ..journal import Journal
 from .kernel import Kernel, KernelError
 
 BUSYBOX_PATHS = ("/bin/busybox", "/usr/bin/busybox")
@@ -168,7 +169,8 @@ sleep 10
 """.replace("MARK", MARK)
 
 
-def build_initramfs(kernel: Kernel, filesystems: list[str], cache: Path) -> Path:
+def build_initramfs(kernel: Kernel, filesystems: list[str], cache: Path,
+                    journal: Journal | None = None) -> Path:
     """An uncompressed newc cpio (the kernel unpacks it itself), cached per kernel and set of
     modules."""
     wanted = list(BASE_MODULES) + sorted({FS_MODULES[fs] for fs in filesystems})
@@ -186,6 +188,7 @@ def build_initramfs(kernel: Kernel, filesystems: list[str], cache: Path) -> Path
     modules = module_closure(kernel.modules, wanted) if kernel.modules else []
     cache.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.{os.getpid()}")
+    entry = journal.push("unlink", path=str(partial.resolve())) if journal else None
     with open(partial, "wb") as f:
         writer = _Cpio(f)
         for name in ("bin", "proc", "sys", "dev", "host", "tmp", "modules"):
@@ -197,6 +200,8 @@ def build_initramfs(kernel: Kernel, filesystems: list[str], cache: Path) -> Path
         writer.add("modules/order", "".join(f"{n}\n" for n, _ in modules).encode(), 0o100644)
         writer.trailer()
     os.replace(partial, target)
+    if entry is not None:
+        journal.forget(entry)
     return target
 
 

@@ -138,7 +138,7 @@ _PAYLOADS = ((b"\xfd7zXZ\x00", "xz"), (b"\x1f\x8b\x08\x00", "gzip"))
 XEN_ELFNOTE_PHYS32_ENTRY = 18
 
 
-def pvh_vmlinux(kernel: Kernel, cache: Path) -> Path | None:
+def pvh_vmlinux(kernel: Kernel, cache: Path, journal: Journal | None = None) -> Path | None:
     """The uncompressed ELF kernel inside the bzImage, when it has a PVH entry point: QEMU then
     starts it directly, without firmware or the decompressor (under TCG: ~2-4 s to /init
     instead of ~8-10 s here). None when the payload is not xz/gzip or has no PVH note."""
@@ -166,8 +166,11 @@ def pvh_vmlinux(kernel: Kernel, cache: Path) -> Path | None:
         marker.write_text("")
         return None
     partial = target.with_name(f".{target.name}.{os.getpid()}")
+    entry = journal.push("unlink", path=str(partial.resolve())) if journal else None
     partial.write_bytes(elf)
     os.replace(partial, target)
+    if entry is not None:
+        journal.forget(entry)
     return target
 
 
