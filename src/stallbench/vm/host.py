@@ -146,7 +146,7 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
         vm["boot_s"] = round(time.monotonic() - booted_at, 2)
         log(f"{variant.name}: {kernel.release} up after {vm['boot_s']:.1f} s; running "
             f"{workload.name} in the guest")
-        warmup = float(getattr(plan, "warmup_s", None) or getattr(plan, "warmup", None) or 0)
+        warmup = plan.warmup_s or 0.0
         timeout = float(os.environ.get("STALLBENCH_VM_TIMEOUT") or
                         (plan.duration_s + warmup) * 2 + RUN_GRACE_S)
         stop = threading.Event()
