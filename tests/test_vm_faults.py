@@ -129,7 +129,11 @@ def test_sigterm_during_the_guest_run_keeps_what_the_guest_recorded(tmp_path):
                and b"stallbench-guest: up" in (run_dir / "console.log").read_bytes(), proc,
                timeout=120, poll=0.2)
     qemus = qemu_children(proc.pid)
-    time.sleep(10)             # python starts in the guest, makes its file, runs
+    # the guest's workers are recording: their spool files (in the exchange directory) grow
+    spool = run_dir / ".guest" / "results" / "guest" / "randread" / "1" / ".spool"
+    wait_until(lambda: spool.is_dir() and any(p.stat().st_size for p in spool.glob("w*")),
+               proc, timeout=180, poll=0.2)
+    time.sleep(1)
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=90)

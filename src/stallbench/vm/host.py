@@ -230,6 +230,8 @@ def _collect(exchange: Path, writer: RunWriter, vm: dict[str, Any], guest: Guest
     try:
         outcome = json.loads((exchange / guest_side.OUTCOME_FILE).read_text())
     except (OSError, ValueError):
+        if interrupt.signalled:               # the Ctrl-C reached the guest before its runner
+            raise KeyboardInterrupt from None
         tail = guest.console_tail()
         panic = "panic" in tail.lower()
         what = "the guest kernel panicked" if panic else "the guest stopped without a result"
