@@ -14,7 +14,6 @@ declare -A need=(
   [chromedriver]=chromium-driver
   [/usr/include/asm-generic/unistd.h]=linux-libc-dev
   [qemu-system-x86_64]=qemu-system-x86
-  [/bin/busybox]=busybox-static
   [dpkg-deb]=dpkg
 )
 # Two guest kernels for the kernel-variant tests (tests/test_vm_*.py), kept between runs.
@@ -40,6 +39,10 @@ for tool in "${!need[@]}"; do
   else command -v "$tool" >/dev/null 2>&1 && continue; fi
   missing+=("${need[$tool]}")
 done
+# the guest's /init needs a static busybox (Debian's busybox package is dynamic)
+if ! { [[ -x /bin/busybox ]] && ! ldd /bin/busybox >/dev/null 2>&1; }; then
+  missing+=(busybox-static)
+fi
 if ((${#missing[@]} == 0)); then fetch_test_kernels; exit 0; fi
 mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 if [[ $(id -u) -ne 0 ]]; then

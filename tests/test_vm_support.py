@@ -29,8 +29,13 @@ def deb_release(deb: Path) -> str:
 def _why_not() -> str | None:
     if shutil.which("qemu-system-x86_64") is None:
         return "qemu-system-x86_64 not installed (scripts/install-system-deps.sh installs it)"
-    if not any(Path(p).is_file() for p in ("/bin/busybox", "/usr/bin/busybox")):
-        return "busybox-static not installed (scripts/install-system-deps.sh installs it)"
+    from stallbench.vm.initramfs import find_busybox
+    from stallbench.vm.kernel import KernelError
+
+    try:
+        find_busybox()
+    except KernelError as exc:
+        return str(exc)
     if shutil.which("dpkg-deb") is None:
         return "dpkg-deb not installed"
     if len(_debs()) < 2:
