@@ -136,7 +136,7 @@ def test_two_guest_kernels_randread(tmp_path):
     # the variant's other settings acted in the guest: xfs on its disk, a cgroup v2 memory
     # limit, the I/O scheduler of its virtio disk
     env = new["environment"]
-    assert "noatime" in env["filesystem"]["mounted_options"].split(",")
+    assert "noatime" in env["filesystem"]["mount_options"].split(",")
     assert env["memory"]["cgroup_version"] == 2 and env["memory"]["limit"] == 256 << 20
     assert env["scheduler"]["device"] == "vda" and env["scheduler"]["now"] == "none"
     assert f"kernel {old_release}" in out.stdout and f"kernel {new_release}" in out.stdout
