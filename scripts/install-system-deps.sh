@@ -13,14 +13,37 @@ declare -A need=(
   [chromium]=chromium
   [chromedriver]=chromium-driver
   [/usr/include/asm-generic/unistd.h]=linux-libc-dev
+  [qemu-system-x86_64]=qemu-system-x86
+  [dpkg-deb]=dpkg
 )
+# Two guest kernels for the kernel-variant tests (tests/test_vm_*.py), kept between runs.
+fetch_test_kernels() {
+  local dir=${STALLBENCH_TEST_KERNELS:-/var/cache/stallbench-test-kernels}
+  [[ $(id -u) -eq 0 ]] || return 0
+  command -v apt-get >/dev/null 2>&1 || return 0
+  if (($(find "$dir" -maxdepth 1 -regextype egrep \
+        -regex '.*/linux-image-[0-9.]+-[0-9]+-amd64-unsigned_.*\.deb' 2>/dev/null \
+        | wc -l) >= 2)); then return 0; fi
+  mkdir -p "$dir"
+  [[ -n ${apt_updated:-} ]] || { apt-get update -qq; apt_updated=1; }
+  # the two newest ABIs of Debian's generic amd64 flavour (it has virtio-9p; cloud has not)
+  mapfile -t pkgs < <(apt-cache pkgnames linux-image-6. 2>/dev/null \
+    | grep -E '^linux-image-[0-9.]+-[0-9]+-amd64-unsigned$' | sort -V | tail -n 2)
+  ((${#pkgs[@]} > 0)) || { echo "no linux-image-*-amd64-unsigned package found" >&2; return 0; }
+  echo "downloading test kernels into $dir: ${pkgs[*]}" >&2
+  (cd "$dir" && apt-get download -qq "${pkgs[@]}" 2>&1 | grep -v 'unsandboxed' >&2 || true)
+}
 missing=()
 for tool in "${!need[@]}"; do
   if [[ $tool == /* ]]; then [[ -e $tool ]] && continue
   else command -v "$tool" >/dev/null 2>&1 && continue; fi
   missing+=("${need[$tool]}")
 done
-if ((${#missing[@]} == 0)); then exit 0; fi
+# the guest's /init needs a static busybox (Debian's busybox package is dynamic)
+if ! { [[ -x /bin/busybox ]] && ! ldd /bin/busybox >/dev/null 2>&1; }; then
+  missing+=(busybox-static)
+fi
+if ((${#missing[@]} == 0)); then fetch_test_kernels; exit 0; fi
 mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 if [[ $(id -u) -ne 0 ]]; then
   echo "missing system packages (install as root): ${missing[*]}" >&2
@@ -29,4 +52,6 @@ fi
 echo "installing: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+apt_updated=1
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fetch_test_kernels

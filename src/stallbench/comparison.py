@@ -694,7 +694,12 @@ def _adjust(ops: list[OpComparison], cpu: list[CpuRow], options: CompareOptions)
 
 
 def _notes(comparison: Comparison) -> list[str]:
+    from .vm.notes import guest_note
+
     notes = []
+    emulated = [info.label for info in comparison.variants if guest_note(info.environment)]
+    if emulated:
+        notes.append(f"{', '.join(emulated)}: {guest_note({'vm': {'hypervisor': 'tcg'}})}")
     for info in comparison.variants:
         if info.interval_sampled:
             notes.append(f"{info.label}: imported interval maxima (MMTests), not per-op "

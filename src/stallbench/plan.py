@@ -38,6 +38,9 @@ class VariantSettings:
     scheduler: str | None = None       # I/O scheduler of the block device under the directory
     drop_caches: bool = True
     workload_options: dict[str, Any] = field(default_factory=dict)  # override the plan's
+    kernel: str | None = None          # boot this kernel in a VM and run there (see vm/)
+    vm_cpus: int | None = None         # the guest's vCPUs (default vm.DEFAULT_CPUS)
+    vm_memory: int | None = None       # bytes: the guest's memory (default vm.DEFAULT_MEMORY)
 
 
 @dataclass
@@ -67,7 +70,7 @@ _TOP_KEYS = {"workload", "workload_options", "options", "duration", "iterations"
              "results", "variants", "warmup", "max_iterations", "metrics"}
 _VARIANT_KEYS = {"name", "dir", "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir",
                  "keep_image", "memory", "system_memory", "sysctls", "scheduler", "drop_caches",
-                 "workload_options"}
+                 "workload_options", "kernel", "vm_cpus", "vm_memory"}
 _SYSCTL_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")
 _SCHEDULER_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 _OPTION_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -132,6 +135,24 @@ def check_mkfs_opts(opts: object, what: str = "--mkfs-opts") -> str:
             raise UsageError(f"{what}: {token!r} looks like a device or path; stallbench formats "
                              "only the loop device it created, so mkfs options may not name one")
     return opts
+
+
+MAX_VM_CPUS = 64
+MIN_VM_MEMORY = 128 << 20
+
+
+def check_vm_cpus(value: object, what: str = "--vm-cpus") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_VM_CPUS:
+        raise UsageError(f"{what}: expected a whole number of vCPUs from 1 to {MAX_VM_CPUS}, "
+                         f"got {value!r}")
+    return value
+
+
+def check_vm_memory(value: int, what: str = "--vm-memory") -> int:
+    if value < MIN_VM_MEMORY:
+        raise UsageError(f"{what}: {value >> 20} MiB is too little for a guest running Python; "
+                         f"give at least {MIN_VM_MEMORY >> 20}M")
+    return value
 
 
 def check_plain_path(value: object, what: str) -> Path:
@@ -405,6 +426,22 @@ class _PlanReader:
                     raise self.error((*key_path("workload_options"), key),
                                      "not a workload option name")
             settings.workload_options = {k.replace("-", "_"): v for k, v in options.items()}
+        if "kernel" in table:
+            settings.kernel = str(self.wrap(key_path("kernel"), check_plain_path,
+                                            table["kernel"], what("kernel")))
+        if "vm_cpus" in table:
+            settings.vm_cpus = self.wrap(key_path("vm_cpus"), check_vm_cpus, table["vm_cpus"],
+                                         what("vm_cpus"))
+        if "vm_memory" in table:
+            settings.vm_memory = self.wrap(key_path("vm_memory"), check_vm_memory,
+                                           size("vm_memory"), what("vm_memory"))
+        if settings.kernel is None:
+            for key in ("vm_cpus", "vm_memory"):
+                if key in table:
+                    raise self.error(key_path(key), "only makes sense with kernel = \"...\"")
+        elif settings.dir is not None:
+            raise self.error(key_path("dir"), "a kernel variant runs on the guest's own virtual "
+                             "disk; leave out dir (fs chooses the disk's filesystem)")
         if settings.dir is not None and settings.fs is not None:
             raise self.error(key_path("fs"), "give either dir (an existing directory) or fs "
                              "(a new loop filesystem), not both")

@@ -132,6 +132,12 @@ def warmup_for(plan: Plan, workload: Workload) -> float:
 def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_names: list[str],
             interrupt: _Interrupt, label: str, show_progress: bool,
             log: Callable[[str], None]) -> RunOutcome:
+    if variant.kernel is not None:                 # booted under QEMU, run in the guest: vm/
+        from .vm.host import run_in_guest
+
+        path, status, reason = run_in_guest(plan, variant, workload, monitor_names, interrupt,
+                                            log)
+        return RunOutcome(path, variant.name, status, reason)
     writer: RunWriter | None = None
     with Journal() as journal:
         try:

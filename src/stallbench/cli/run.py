@@ -79,6 +79,11 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-drop-caches", action="store_true",
                        help="keep the page cache (default as root: sync and drop the page "
                             "cache, dentries and inodes machine-wide before each run)")
+    group.add_argument("--kernel", metavar="IMAGE_OR_DEB",
+                       help="boot this kernel (bzImage, linux-image-*.deb or unpacked dir) under "
+                            "QEMU and run the workload in the guest")
+    group.add_argument("--vm-cpus", type=int, help="the guest's vCPUs (with --kernel; 2)")
+    group.add_argument("--vm-memory", help="the guest's memory (with --kernel; 1G)")
 
 
 _RUN_KEYS = {"variant", "results", "duration", "iterations", "warmup", "monitors",
@@ -86,7 +91,7 @@ _RUN_KEYS = {"variant", "results", "duration", "iterations", "warmup", "monitors
              "no_progress", "dir",
              "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir", "keep_image", "memory",
              "system_memory", "sysctl", "scheduler", "no_drop_caches", "plan", "workload",
-             "func", "command"}
+             "func", "command", "kernel", "vm_cpus", "vm_memory"}
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
@@ -111,6 +116,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         sysctls=sysctls,
         scheduler=args.scheduler,
         drop_caches=not args.no_drop_caches,
+        **_vm_settings(args),
     )
     options = {k: v for k, v in vars(args).items() if k not in _RUN_KEYS}
     return Plan(
@@ -148,6 +154,22 @@ def _until_decided(args: argparse.Namespace, plan: Plan) -> None:
         plan.iterations = 10
 
 
+def _vm_settings(args: argparse.Namespace) -> dict:
+    from ..plan import check_plain_path, check_vm_cpus, check_vm_memory
+
+    if args.kernel is None:
+        if args.vm_cpus is not None or args.vm_memory is not None:
+            raise UsageError("--vm-cpus and --vm-memory only make sense with --kernel")
+        return {}
+    if args.dir is not None:
+        raise UsageError("--kernel runs on the guest's own virtual disk; leave out --dir "
+                         "(--fs chooses the disk's filesystem)")
+    return {"kernel": str(check_plain_path(args.kernel, "--kernel")),
+            "vm_cpus": None if args.vm_cpus is None else check_vm_cpus(args.vm_cpus),
+            "vm_memory": (check_vm_memory(parse_size(args.vm_memory, "--vm-memory"))
+                          if args.vm_memory else None)}
+
+
 def run(args: argparse.Namespace) -> int:
     if args.plan:
         if args.workload:
@@ -171,7 +193,9 @@ def run(args: argparse.Namespace) -> int:
 
     outcomes = run_plan(plan, progress=not args.no_progress)
     names = list(dict.fromkeys(v.name for v in plan.variants))
-    if len(names) > 1 and any(o.status == "complete" for o in outcomes):
+    # a variant without a complete run (its kernel did not boot, ...) was reported above
+    names = [n for n in names if any(o.variant == n and o.status == "complete" for o in outcomes)]
+    if len(names) > 1:
         print_comparison(names[0], names[1:], plan.results, workload=plan.workload)
     else:
         for outcome in outcomes:

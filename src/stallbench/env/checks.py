@@ -56,6 +56,10 @@ def check_settings(settings: VariantSettings) -> None:
 
     check_name(settings.name)
     opt = f"variant {settings.name}: "
+    if settings.kernel is not None:
+        from ..vm.host import check_vm_settings  # the rest is checked inside the guest
+
+        check_vm_settings(settings)
     if settings.fs is not None:
         check_fs_name(settings.fs)
         if settings.dir is not None:
@@ -101,6 +105,8 @@ def check_settings(settings: VariantSettings) -> None:
         if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK):
             raise UsageError(f"--work-dir {path}: {existing} is not a writable directory")
 
+    if settings.kernel is not None:
+        return             # root, sysctl names, tools, cgroups: the guest's, checked in it
     if os.geteuid() != 0:
         for attr, flag, why in _ROOT_OPTIONS:
             if getattr(settings, attr):

@@ -1,0 +1,78 @@
+"""The guest side: `python -m stallbench.vm.guest JOB` runs inside the VM (as the guest's root,
+with the host's stallbench installation seen read-only over 9p).
+
+It formats the virtual disk (/dev/vda) with the variant's filesystem, mounts it, and runs the
+one-variant, one-iteration plan the host pickled with the ordinary runner, so memory cgroup,
+sysctls, scheduler, cache dropping, warm-up and monitors all act on the guest kernel. Results go
+to the exchange directory (9p, read-write), from where the host moves them into RESULTS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shlex
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+
+EXCHANGE = Path("/run/stallbench-vm")
+DISK = "/dev/vda"
+DISK_MOUNT = Path("/run/stallbench-disk")
+OUTCOME_FILE = "outcome.json"
+
+
+def _write_outcome(data: dict) -> None:
+    tmp = EXCHANGE / f".{OUTCOME_FILE}.tmp"
+    tmp.write_text(json.dumps(data, default=str))
+    os.replace(tmp, EXCHANGE / OUTCOME_FILE)
+
+
+def _format_disk(fs: str, mkfs_opts: str, mount_opts: str) -> dict:
+    from ..env.blockdev import proc_mounts_entry
+    from ..env.loopfs import _FORCE, _run
+    from ..env.tools import tool
+
+    _run([tool(f"mkfs.{fs}"), *_FORCE[fs], *shlex.split(mkfs_opts), DISK],
+         f"--fs {fs} --mkfs-opts {mkfs_opts!r} on the guest's disk")
+    DISK_MOUNT.mkdir(parents=True, exist_ok=True)
+    argv = [tool("mount"), "-t", fs, *(["-o", mount_opts] if mount_opts else [])]
+    _run([*argv, DISK, str(DISK_MOUNT)], f"--fs {fs} --mount-opts {mount_opts!r}")
+    shown = proc_mounts_entry(DISK_MOUNT)
+    return {"type": fs, "device": DISK, "mkfs_opts": mkfs_opts, "mount_opts": mount_opts,
+            "mounted_options": shown[2] if shown else None}
+
+
+def main(argv: list[str]) -> int:
+    job_path = Path(argv[0]) if argv else EXCHANGE / "job.pkl"
+    try:
+        job = pickle.loads(job_path.read_bytes())
+        plan = job["plan"]
+        disk = _format_disk(job["fs"], job["mkfs_opts"], job["mount_opts"])
+        plan.variants[0].dir = DISK_MOUNT
+        from ..runner import run_plan
+
+        outcomes = run_plan(plan, progress=False)
+        _write_outcome({"disk": disk, "outcomes": [
+            {"path": str(o.path), "status": o.status, "reason": o.reason} for o in outcomes]})
+        return 0 if all(o.status == "complete" for o in outcomes) else 1
+    except KeyboardInterrupt:
+        _write_outcome({"error": "interrupted before the run started"})
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the host needs the reason, not a traceback
+        from ..errors import UsageError
+
+        message = str(exc) if isinstance(exc, UsageError) else f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, UsageError):
+            traceback.print_exc()
+        _write_outcome({"error": message})
+        return 2
+    finally:
+        if DISK_MOUNT.is_dir():             # the guest powers off next; flush the disk first
+            subprocess.run(["umount", str(DISK_MOUNT)], capture_output=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

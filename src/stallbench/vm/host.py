@@ -1,0 +1,262 @@
+"""The host side of a kernel variant: boot the variant's kernel under QEMU, run the workload
+and the monitors in the guest with this stallbench installation, bring the run directory back.
+
+Every change is journaled before it is made: the QEMU process (`kill`), the guest's disk image
+(`unlink`) and the exchange directory inside the run directory (`rmtree`); the run itself has a
+`finalize_run` entry like a local one. The guest has no network device, so no tap device is made.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import os
+import pickle
+import shlex
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..journal import Journal
+from ..plan import Plan, VariantSettings
+from ..store import RUN_FILE, STATUS_FAILED, STATUS_INTERRUPTED, RunWriter, kernel_info
+from ..units import format_size
+from ..workloads import Workload
+from . import guest as guest_side
+from .initramfs import build_initramfs, find_busybox
+from .kernel import KernelError, cache_dir, check_kernel_spec, pvh_vmlinux, resolve_kernel
+from .notes import TCG_NOTE
+from .qemu import Guest, GuestError, choose_accel, qemu_argv, qemu_binary, qemu_version
+
+DEFAULT_CPUS = 2
+DEFAULT_MEMORY = 1 << 30
+BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 120.0}
+RUN_GRACE_S = 600.0          # setup in the guest (data files) on top of the run's duration
+_counter = itertools.count(1)
+
+
+def check_vm_settings(settings: VariantSettings) -> None:
+    """Checks for a kernel variant made before anything changes (exit 2 when wrong)."""
+    check_kernel_spec(settings.kernel)
+    qemu_binary()
+    try:
+        find_busybox()
+    except KernelError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run_in_guest(plan: Plan, variant: VariantSettings, workload: Workload,
+                 monitor_names: list[str], interrupt: Any, log: Callable[[str], None]
+                 ) -> tuple[Path, str, str | None]:
+    """One run of one kernel variant; returns (run directory, status, reason)."""
+    cpus = variant.vm_cpus or DEFAULT_CPUS
+    memory = variant.vm_memory or DEFAULT_MEMORY
+    with Journal() as journal:
+        writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
+        unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
+        writer.meta["ops_declared"] = list(workload.ops)
+        writer.meta["duration_planned_s"] = plan.duration_s
+        vm: dict[str, Any] = {"kernel_spec": variant.kernel, "vcpus": cpus, "memory": memory,
+                              "host": {"name": socket.gethostname(), "kernel": kernel_info()}}
+        writer.meta["environment"] = {"vm": vm}
+        writer.save()
+        try:
+            status, reason = _boot_and_run(plan, variant, workload, monitor_names, interrupt,
+                                           log, journal, writer, vm, cpus, memory)
+        except (KernelError, GuestError) as exc:
+            status, reason = STATUS_FAILED, str(exc)
+        except KeyboardInterrupt:
+            status = STATUS_INTERRUPTED
+            reason = f"stopped by {interrupt.signalled or 'signal'} before the run finished"
+        except UsageError as exc:
+            writer.finalize(STATUS_FAILED, str(exc))
+            journal.forget(unfinished)
+            raise
+        except Exception as exc:  # noqa: BLE001 - the run fails with the reason, the plan goes on
+            status, reason = STATUS_FAILED, f"{type(exc).__name__}: {exc}"
+        journal.forget(unfinished)
+        errors = journal.undo_all()
+        if errors:
+            writer.note("cleanup problems: " + "; ".join(errors))
+        writer.finalize(status, reason)
+        return writer.path, status, reason
+
+
+def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
+                  monitor_names: list[str], interrupt: Any, log: Callable[[str], None],
+                  journal: Journal, writer: RunWriter, vm: dict[str, Any], cpus: int,
+                  memory: int) -> tuple[str, str | None]:
+    binary = qemu_binary()
+    vm["qemu"] = qemu_version(binary)
+    kernel = resolve_kernel(variant.kernel, variant.work_dir, journal)
+    vm.update(release=kernel.release, image=str(kernel.image), image_sha256=kernel.digest)
+    for option in ("CONFIG_NET_9P_VIRTIO", "CONFIG_9P_FS", "CONFIG_VIRTIO_PCI"):
+        if kernel.config and kernel.config.get(option) not in ("y", "m"):
+            raise KernelError(f"{kernel.release}: {option} is not set, and stallbench shares "
+                              "the host's files with the guest over virtio-9p; use a kernel "
+                              "with 9p and virtio (Debian's amd64 or rt flavour, not cloud)")
+    fs = variant.fs or "ext4"
+    cache = cache_dir(variant.work_dir)
+    initramfs = build_initramfs(kernel, [fs], cache, journal)
+    boot_image = pvh_vmlinux(kernel, cache, journal)
+    vm["boot"] = "PVH entry of the uncompressed kernel" if boot_image else "bzImage"
+    accel, why_not_kvm = choose_accel(binary, kernel, initramfs, cache, journal, log, boot_image)
+    vm["hypervisor"] = accel
+    if why_not_kvm:
+        vm["kvm_not_used"] = why_not_kvm
+    if accel == "tcg":
+        writer.note(TCG_NOTE)
+        log(f"{variant.name}: {TCG_NOTE}")
+
+    exchange = writer.path / ".guest"
+    journal.push("rmtree", path=str(exchange.resolve()))
+    exchange.mkdir()
+    disk = _make_disk(variant, plan, journal, memory)
+    vm["disk"] = {"image": str(disk), "size": disk.stat().st_size, "fs": fs}
+    _write_job(exchange, plan, variant, monitor_names, fs)
+
+    argv = qemu_argv(binary, kernel, initramfs, accel, cpus, memory, exchange, disk,
+                     "STALLBENCH_HOST_TMP=1" if _installed_under_tmp() else "",
+                     boot_image=boot_image)
+    vm["qemu_argv"] = argv
+    writer.save()
+    booted_at = time.monotonic()
+    guest = Guest(argv, journal, writer.path / "console.log",
+                  on_line=lambda line: None if line.startswith("[") else log(f"  guest: {line}"))
+    try:
+        boot_timeout = float(os.environ.get("STALLBENCH_VM_BOOT_TIMEOUT") or BOOT_TIMEOUT_S[accel])
+        log(f"{variant.name}: booting {kernel.release} under {accel.upper()} "
+            f"({cpus} vCPUs, {format_size(memory)})")
+        if not guest.wait_mark("up", boot_timeout):
+            failed = guest.mark("fail")
+            code = guest.proc.poll()
+            if failed:
+                what = f"the guest could not start: {failed.removeprefix('fail ')}"
+            elif code is None:
+                what = f"{kernel.release} did not boot within {boot_timeout:g} s"
+            else:
+                what = f"{kernel.release} stopped during boot (QEMU exit {code})"
+            raise GuestError(f"{what}; last console lines: {guest.console_tail()}")
+        vm["boot_s"] = round(time.monotonic() - booted_at, 2)
+        log(f"{variant.name}: {kernel.release} up after {vm['boot_s']:.1f} s; running "
+            f"{workload.name} in the guest")
+        warmup = plan.warmup_s or 0.0
+        timeout = float(os.environ.get("STALLBENCH_VM_TIMEOUT") or
+                        (plan.duration_s + warmup) * 2 + RUN_GRACE_S)
+        stop = threading.Event()
+        sent = False
+        deadline = time.monotonic() + timeout
+        with interrupt.stoppable(stop):
+            while guest.wait_exit(0.2) is None:
+                if stop.is_set() and not sent:
+                    guest.send(b"\x03")        # the guest's job sees SIGINT: it keeps its ops
+                    sent = True
+                if time.monotonic() > deadline:
+                    raise GuestError(f"the guest gave no result within {timeout:.0f} s (hung?); "
+                                     f"last console lines: {guest.console_tail()}")
+    finally:
+        guest.stop()
+    vm["guest_s"] = round(time.monotonic() - booted_at, 2)
+    return _collect(exchange, writer, vm, guest, interrupt)
+
+
+def _installed_under_tmp() -> bool:
+    """The guest gets its own /tmp, unless this stallbench (or its Python) lives under the
+    host's /tmp: then the guest keeps seeing that, read-only, and writes under /run/tmp."""
+    import stallbench
+
+    paths = [sys.executable, os.path.realpath(sys.executable), sys.prefix,
+             os.path.dirname(stallbench.__file__)]
+    return any(os.path.realpath(p).startswith("/tmp/") or p.startswith("/tmp/") for p in paths)
+
+
+def _make_disk(variant: VariantSettings, plan: Plan, journal: Journal, memory: int) -> Path:
+    from ..env.loopfs import MIN_SIZE
+
+    fs = variant.fs or "ext4"
+    size = variant.fs_size or max(MIN_SIZE[fs], 2 * memory + (1 << 30))  # data ~2x memory
+    work_dir = Path(variant.work_dir) if variant.work_dir else plan.results / ".work"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    while True:
+        image = work_dir.resolve() / f"stallbench-vm-{os.getpid()}-{next(_counter)}.img"
+        entry = journal.push("unlink", path=str(image))
+        try:
+            fd = os.open(image, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            journal.forget(entry)
+            continue
+        try:
+            os.ftruncate(fd, size)        # sparse: only what the guest writes takes space
+        finally:
+            os.close(fd)
+        return image
+
+
+def _write_job(exchange: Path, plan: Plan, variant: VariantSettings, monitor_names: list[str],
+               fs: str) -> None:
+    inner = dataclasses.replace(variant, kernel=None, vm_cpus=None, vm_memory=None, fs=None,
+                                fs_size=None, mkfs_opts="", mount_opts="", keep_image=False,
+                                work_dir=None, dir=None)
+    guest_plan = dataclasses.replace(plan, variants=[inner], iterations=1,
+                                     results=guest_side.EXCHANGE / "results",
+                                     monitors=list(monitor_names), source=None)
+    job = {"plan": guest_plan, "fs": fs, "mkfs_opts": variant.mkfs_opts or "",
+           "mount_opts": variant.mount_opts or ""}
+    (exchange / "job.pkl").write_bytes(pickle.dumps(job))
+    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+           "HOME": "/tmp", "TERM": "dumb", "PYTHONDONTWRITEBYTECODE": "1",
+           "STALLBENCH_STATE_DIR": "/run/stallbench"}
+    for key in ("PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        if os.environ.get(key):
+            env[key] = os.environ[key]
+    if _installed_under_tmp():
+        env["TMPDIR"] = "/run/tmp"
+    lines = ["set -e", *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
+             "mkdir -p /run/tmp", "cd /run/tmp",
+             f"exec {shlex.quote(sys.executable)} -m stallbench.vm.guest "
+             f"{guest_side.EXCHANGE / 'job.pkl'}"]
+    (exchange / "job.sh").write_text("\n".join(lines) + "\n")
+
+
+def _collect(exchange: Path, writer: RunWriter, vm: dict[str, Any], guest: Guest,
+             interrupt: Any) -> tuple[str, str | None]:
+    """Move the guest's run directory into the host's and merge its run.json."""
+    try:
+        outcome = json.loads((exchange / guest_side.OUTCOME_FILE).read_text())
+    except (OSError, ValueError):
+        if interrupt.signalled:               # the Ctrl-C reached the guest before its runner
+            raise KeyboardInterrupt from None
+        tail = guest.console_tail()
+        panic = "panic" in tail.lower()
+        what = "the guest kernel panicked" if panic else "the guest stopped without a result"
+        raise GuestError(f"{what}; last console lines: {tail}") from None
+    vm["disk"].update(outcome.get("disk") or {})
+    if outcome.get("error"):
+        if interrupt.signalled:
+            raise KeyboardInterrupt
+        raise GuestError(f"in the guest: {outcome['error']}")
+    runs = outcome.get("outcomes") or []
+    if not runs:
+        raise GuestError("the guest recorded no run")
+    guest_dir = exchange / Path(runs[0]["path"]).relative_to(guest_side.EXCHANGE)
+    guest_meta = json.loads((guest_dir / RUN_FILE).read_text())
+    for item in guest_dir.iterdir():
+        if item.name != RUN_FILE:
+            os.replace(item, writer.path / item.name)
+    host_meta = writer.meta
+    merged = {**guest_meta}
+    for key in ("variant", "iteration", "pid", "start_utc", "host", "duration_planned_s"):
+        merged[key] = host_meta[key]
+    merged["environment"] = {**(guest_meta.get("environment") or {}), "vm": vm}
+    merged["notes"] = host_meta.get("notes", []) + guest_meta.get("notes", [])
+    writer.meta = merged
+    status, reason = runs[0]["status"], runs[0]["reason"]
+    if status == STATUS_INTERRUPTED and interrupt.signalled:
+        reason = f"stopped by {interrupt.signalled}"
+    return status, reason
