@@ -39,6 +39,8 @@ class VariantSettings:
     scheduler: str | None = None       # I/O scheduler of the block device under the directory
     drop_caches: bool = True
     workload_options: dict[str, Any] = field(default_factory=dict)  # override the plan's
+    hosts: list[str] | None = None     # fleet: inventory hosts or groups for this variant
+    boot: dict[str, str] | None = None  # fleet: kernel to boot first (fleet/boot.py)
 
 
 @dataclass
@@ -51,6 +53,7 @@ class Plan:
     monitors: list[str] | None = None  # None: the default set
     results: Path = Path("results")
     source: Path | None = None         # the plan file, for messages
+    hosts: Path | list[str] | None = None  # fleet: an inventory file or SSH targets
 
 
 # ------------------------------------------------------------------------------------------------
@@ -62,10 +65,10 @@ MAX_ITERATIONS = 10_000
 MAX_VARIANTS = 100
 
 _TOP_KEYS = {"workload", "workload_options", "options", "duration", "iterations", "monitors",
-             "results", "variants"}
+             "results", "variants", "hosts"}
 _VARIANT_KEYS = {"name", "dir", "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir",
                  "keep_image", "memory", "system_memory", "sysctls", "scheduler", "drop_caches",
-                 "workload_options"}
+                 "workload_options", "hosts", "boot"}
 _SYSCTL_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")
 _SCHEDULER_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 _OPTION_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -272,9 +275,14 @@ class _PlanReader:
                 raise self.error(("variants", i, "name"),
                                  f"variant name {variant.name!r} is used twice")
             seen.add(variant.name)
+        hosts = None
+        if "hosts" in data:
+            from .fleet.planhosts import check_plan_hosts
+            hosts = self.wrap(("hosts",), check_plan_hosts, data["hosts"], "hosts",
+                              self.path.parent)
         return Plan(workload=workload, workload_options=options, variants=variants,
                     duration_s=duration, iterations=iterations, monitors=monitors,
-                    results=results, source=self.path)
+                    results=results, source=self.path, hosts=hosts)
 
     def _check_workload_options(self, workload: str, options: dict[str, Any],
                                 key: str | tuple[Any, ...], written: dict[str, str]) -> None:
@@ -374,6 +382,14 @@ class _PlanReader:
                     raise self.error((*key_path("workload_options"), key),
                                      "not a workload option name")
             settings.workload_options = {k.replace("-", "_"): v for k, v in options.items()}
+        if "hosts" in table or "boot" in table:
+            from .fleet.planhosts import check_boot, check_variant_hosts
+            if "hosts" in table:
+                settings.hosts = self.wrap(key_path("hosts"), check_variant_hosts,
+                                           table["hosts"], what("hosts"))
+            if "boot" in table:
+                settings.boot = self.wrap(key_path("boot"), check_boot, table["boot"],
+                                          what("boot"))
         if settings.dir is not None and settings.fs is not None:
             raise self.error(key_path("fs"), "give either dir (an existing directory) or fs "
                              "(a new loop filesystem), not both")

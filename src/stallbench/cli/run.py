@@ -23,6 +23,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("run", help="run a workload under one variant, or a plan",
                                    description="Run a workload and record every operation.")
     parser.add_argument("--plan", type=Path, help="a TOML plan with several variants")
+    parser.add_argument("--hosts", metavar="INVENTORY",
+                        help="run the plan on these hosts through Ansible: an inventory file "
+                             "or user@host,... (see README: fleet)")
     add_results_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
     workloads = parser.add_subparsers(dest="workload", metavar="WORKLOAD",
@@ -72,7 +75,7 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
 _RUN_KEYS = {"variant", "results", "duration", "iterations", "monitors", "no_progress", "dir",
              "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir", "keep_image", "memory",
              "system_memory", "sysctl", "scheduler", "no_drop_caches", "plan", "workload",
-             "func", "command"}
+             "func", "command", "hosts"}
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
@@ -117,6 +120,11 @@ def run(args: argparse.Namespace) -> int:
         plan = load_plan(args.plan)
         if args.results:
             plan.results = args.results
+        if args.hosts or plan.hosts or any(v.hosts for v in plan.variants):
+            from .fleet import run_fleet_plan
+            return run_fleet_plan(plan, args.hosts)
+    elif args.hosts:
+        raise UsageError("--hosts goes with --plan FILE: write the variants in a plan")
     elif args.workload:
         plan = plan_from_args(args)
     else:
