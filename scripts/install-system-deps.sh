@@ -12,6 +12,8 @@ declare -A need=(
   [/usr/lib/postgresql]=postgresql
   [chromium]=chromium
   [chromedriver]=chromium-driver
+  [/usr/sbin/sshd]=openssh-server
+  [rsync]=rsync
 )
 missing=()
 for tool in "${!need[@]}"; do

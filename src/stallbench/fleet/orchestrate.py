@@ -138,7 +138,9 @@ class FleetRun:
         argv = ["sh", "-c", script, "probe", cfg.boot_id_path, remote_results, plan_path,
                 plan_text, *cfg.command]
         return {"name": "probe", "raw": shlex.join(argv), "register": "probe",
-                "failed_when": "probe.rc != 0 or probe.stdout_lines[0] != sb_version"}
+                "failed_when": "probe.rc != 0 or probe.stdout_lines[0] != sb_version or "
+                               "(sb_release | default('') != '' and "
+                               "probe.stdout_lines[2] | trim != sb_release)"}
 
     def _probe_failed(self, report: HostReport, result, first: bool) -> None:
         probe = result.task("probe")
@@ -173,21 +175,20 @@ class FleetRun:
                 if first:        # before the first reboot: is stallbench there at all?
                     pre = self.runner.run(cfg.name, "preflight",
                                           [self._probe_task(cfg, remote_results)],
-                                          {"sb_version": self._version})
+                                          {"sb_version": self._version, "sb_release": ""})
                     if not pre.ok:
                         self._probe_failed(report, pre, True)
                         return
-                if self._boot(cfg, report, segment) is None:
-                    return
             if not self._segment(cfg, report, segment, remote, remote_results, mirror,
                                  imported, first):
                 return
             first = False
 
-    def _boot(self, cfg: HostConfig, report: HostReport, segment: Segment) -> str | None:
+    def _boot_tasks(self, cfg: HostConfig, segment: Segment) -> list[dict[str, Any]]:
+        """The one-shot boot entry (or kexec -l), then Ansible's reboot, which waits until the
+        boot id changes; the probe after it checks uname -r against the plan."""
         boot = segment.boot or {}
-        what = describe_boot(boot)
-        reboot: dict[str, Any] = {"boot_time_command": f"cat {cfg.boot_id_path}",
+        reboot: dict[str, Any] = {"boot_time_command": f"cat {shlex.quote(cfg.boot_id_path)}",
                                   "reboot_timeout": int(cfg.reboot_timeout_s),
                                   "test_command": "uname -r"}
         if "entry" in boot:
@@ -201,31 +202,32 @@ class FleetRun:
             prepare.append(f"--append={boot['append']}" if boot.get("append")
                            else "--reuse-cmdline")
             reboot["reboot_command"] = cfg.reboot_command or "systemctl kexec"
-        self.log(f"{cfg.name}: segment {segment.number}: {what}, reboot")
-        result = self.runner.run(cfg.name, f"boot{segment.number}", [
-            {"name": "boot entry", "command": {"argv": prepare}},
-            {"name": "reboot", "reboot": reboot},
-            {"name": "boot id", "command": {"argv": ["cat", cfg.boot_id_path]}},
-            {"name": "release", "command": {"argv": ["uname", "-r"]}},
-        ], timeout=cfg.reboot_timeout_s + 300)
-        if not result.ok:
-            report.fail(f"reboot for {segment.variants[0]} ({what}) failed: {result.message}")
-            return None
-        boot_id = result.task("boot id").get("stdout", "").strip()
-        release = result.task("release").get("stdout", "").strip()
-        if boot_id in report.boot_ids:
-            report.fail(f"reboot for {segment.variants[0]} ({what}): the boot id did not change")
-            return None
-        report.boot_ids.append(boot_id)
-        report.release = release
-        if release != boot.get("release"):
-            report.fail(f"booted {what} for {segment.variants[0]}, but uname -r says "
-                        f"{release!r} where the plan expects {boot.get('release')!r}: refused; "
-                        "no more runs on this host")
-            return None
-        report.events.append(f"segment {segment.number}: booted {release} ({what}), "
-                             f"boot id {boot_id}")
-        return boot_id
+        self.log(f"{cfg.name}: segment {segment.number}: {describe_boot(boot)}, reboot")
+        return [{"name": "boot entry", "raw": shlex.join(prepare)},
+                {"name": "reboot", "reboot": reboot}]
+
+    def _boot_failed(self, report: HostReport, segment: Segment, result) -> bool:
+        """After a start playbook that booted first: did the boot go wrong? (reports it)"""
+        boot = segment.boot or {}
+        what = f"{describe_boot(boot)} for {segment.variants[0]}"
+        for name in ("boot entry", "reboot"):
+            outcome = result.task(name)
+            if not outcome or outcome.get("failed") or outcome.get("unreachable"):
+                report.fail(f"reboot ({what}) failed at {name}: {result.message}")
+                return True
+        lines = [line.strip() for line in result.task("probe").get("stdout_lines") or []]
+        if len(lines) >= 3 and lines[0] == self._version:
+            if lines[1] in report.boot_ids:
+                report.fail(f"reboot ({what}): the boot id did not change")
+                return True
+            if lines[2] != boot.get("release"):
+                report.fail(f"booted {what}, but uname -r says {lines[2]!r} where the plan "
+                            f"expects {boot.get('release')!r}: refused; no more runs on this "
+                            "host")
+                return True
+            report.events.append(f"segment {segment.number}: booted {lines[2]} ({what}), "
+                                 f"boot id {lines[1]}")
+        return False
 
     def _segment(self, cfg: HostConfig, report: HostReport, segment: Segment, remote: str,
                  remote_results: str, mirror: Path, imported: set[str], first: bool) -> bool:
@@ -236,11 +238,17 @@ class FleetRun:
         budget = int(check_after * 3 + 600)
         argv = ["sh", "-c", 'echo $$ > "$0"; exec "$@"', pidfile, *cfg.command, "run",
                 "--plan", plan_path, "--results", remote_results, "--no-progress"]
+        boot = self._boot_tasks(cfg, segment) if segment.boot else []
         started = self.runner.run(cfg.name, f"start{segment.number}", [
+            *boot,
             self._probe_task(cfg, remote_results, plan_path, segment.text),
             {"name": "start", "command": {"argv": argv}, "environment": env,
              "async": budget, "poll": 0},
-        ], {"sb_version": self._version})
+        ], {"sb_version": self._version,
+            "sb_release": (segment.boot or {}).get("release", "")},
+            timeout=900 + (cfg.reboot_timeout_s if boot else 0))
+        if boot and self._boot_failed(report, segment, started):
+            return False
         if not started.ok:
             if started.task("probe").get("failed") or not started.task("probe") \
                     or started.state == "unreachable" and "start" not in started.tasks:
