@@ -143,7 +143,7 @@ class Fleet:
         host.proc = None
 
     def inventory(self, path: Path, extra_hosts: dict[str, dict] | None = None,
-                  **group_vars) -> Path:
+                  host_vars: dict[str, dict] | None = None, **group_vars) -> Path:
         hosts = {}
         for host in self.hosts.values():
             hosts[host.name] = {
@@ -151,6 +151,7 @@ class Fleet:
                 "stallbench_workdir": str(host.work),
                 "stallbench_environment": {"STALLBENCH_STATE_DIR": str(host.state)},
             }
+            hosts[host.name].update((host_vars or {}).get(host.name, {}))
         hosts.update(extra_hosts or {})
         variables = {
             "ansible_user": "root", "ansible_ssh_private_key_file": str(self.key),

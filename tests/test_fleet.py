@@ -195,9 +195,12 @@ def test_failures_name_the_host_keep_the_others_and_leave_nothing_running(fleet,
     lost = fleet.add("lost", "127.0.0.3")
     killed = fleet.add("killed", "127.0.0.4")
     full = fleet.add("full", "127.0.0.5")
+    flaky = fleet.add("flaky", "127.0.0.7")
     _mount_small_tmpfs(fleet, full.work, "6M")
-    inventory = fleet.inventory(tmp_path / "inventory.yml", extra_hosts={
-        "gone": {"ansible_host": "127.0.0.6", "ansible_port": 9}})   # nothing listens there
+    inventory = fleet.inventory(
+        tmp_path / "inventory.yml",
+        extra_hosts={"gone": {"ansible_host": "127.0.0.6", "ansible_port": 9}},  # no sshd
+        host_vars={"flaky": {"stallbench_reconnect_timeout": 60}})
     plan = tmp_path / "plan.toml"
     plan.write_text(RANDREAD.format(duration="3s", iterations=2) + '\n[[variants]]\nname = "A"\n')
     results = tmp_path / "results"
@@ -206,20 +209,32 @@ def test_failures_name_the_host_keep_the_others_and_leave_nothing_running(fleet,
         threading.Thread(target=_when_running, args=(lost.work, lambda m: fleet.kill(lost), stop)),
         threading.Thread(target=_when_running,
                          args=(killed.work, lambda m: os.kill(int(m["pid"]), 9), stop)),
+        threading.Thread(target=_when_running, args=(flaky.work, lambda m: fleet.kill(flaky),
+                                                     stop)),
     ]
     for actor in actors:
         actor.start()
+    proc = subprocess.Popen([sys.executable, "-m", "stallbench", "run", "--plan", str(plan),
+                             "--hosts", str(inventory), "--results", str(results)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out_lines = []
     try:
-        run = sb("run", "--plan", str(plan), "--hosts", str(inventory), "--results",
-                 str(results))
+        for line in proc.stdout:
+            out_lines.append(line)
+            if line.startswith("flaky: not answering"):   # its status check failed: back now
+                fleet.start(flaky)
+        stderr = proc.stderr.read()
+        proc.wait(timeout=60)
     finally:
         stop.set()
         for actor in actors:
             actor.join()
-    out = run.stdout
-    assert run.returncode == 1, out + run.stderr
-    assert "4 of 5 host(s) failed: full, gone, killed, lost; the other hosts' results are kept" \
-        in run.stderr
+        if proc.poll() is None:
+            proc.kill()
+    out = "".join(out_lines)
+    assert proc.returncode == 1, out + stderr
+    assert "4 of 6 host(s) failed: full, gone, killed, lost; the other hosts' results are kept" \
+        in stderr
     lines = {line.split(":")[0].strip(): line for line in out.splitlines()
              if line.startswith("  ") and ": " in line}
     assert "ok: ok: 2/2 runs complete pulled" in lines["ok"]
@@ -228,10 +243,14 @@ def test_failures_name_the_host_keep_the_others_and_leave_nothing_running(fleet,
     assert "its stallbench was killed (signal 9) during the run" in lines["killed"]
     assert "disk full on the host" in lines["full"] and "No space left on device" in lines["full"]
     assert "`stallbench cleanup` there: undone: finalize_run" in out
+    assert "  flaky: ok: 2/2 runs complete pulled" in out
+    flaky_events = _events(out, "flaky")
+    assert "connection lost (" in flaky_events and "back again" in flaky_events
+    assert "`stallbench cleanup` there:" in flaky_events
 
     runs = pulled(results)
     hosts = sorted({m["host"] for m in runs})
-    assert hosts == ["full", "killed", "ok"]            # lost: nothing; gone: nothing
+    assert hosts == ["flaky", "full", "killed", "ok"]   # lost: nothing; gone: nothing
     good = [m for m in runs if m["host"] == "ok"]
     assert len(good) == 2 and all(m["status"] == "complete" for m in good)
     for meta in good:
@@ -245,6 +264,18 @@ def test_failures_name_the_host_keep_the_others_and_leave_nothing_running(fleet,
     # nothing left running on any host; the lost host's stallbench ends its plan by itself
     assert_nothing_left(fleet)
     assert len(remote_runs(lost.work)) == 2
+
+
+def _events(out: str, host: str) -> str:
+    """The indented event lines under a host's summary line."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"  {host}: "))
+    events = []
+    for line in lines[start + 1:]:
+        if not line.startswith("      "):
+            break
+        events.append(line.strip())
+    return "\n".join(events)
 
 
 def _stub(path: Path, body: str) -> str:
