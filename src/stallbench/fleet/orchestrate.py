@@ -17,6 +17,7 @@ Every failure is kept as an event of that host; the other hosts go on.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import secrets
 import shlex
@@ -35,7 +36,7 @@ from .ansible import Runner, check_ansible
 from .inventory import HostConfig, assign, load_inventory
 from .planhosts import describe_boot
 from .pull import import_runs
-from .subplan import Segment, segments
+from .subplan import Segment, check_plan_size, segments
 
 NO_SPACE_RE = re.compile(r"no space left on device|ENOSPC|disk quota exceeded", re.I)
 
@@ -85,9 +86,20 @@ class FleetRun:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         self.fleet_run = f"{stamp}-{secrets.token_hex(3)}"
         self.directory = self.results / ".fleet" / self.fleet_run
+        made = [p for p in (self.results, self.results / ".fleet") if not p.exists()]
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.inventory = load_inventory(source, self.directory)
-        self.hosts = assign(plan, self.inventory)
+        try:
+            self.inventory = load_inventory(source, self.directory)
+            self.hosts = assign(plan, self.inventory)
+            for host in self.hosts.values():
+                for segment in segments(plan, host.variants):
+                    check_plan_size(segment)
+        except BaseException:            # bad input: leave nothing behind
+            shutil.rmtree(self.directory, ignore_errors=True)
+            for path in reversed(made):
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+            raise
         self.runner = Runner(self.inventory.path, self.directory / "ansible")
         self.stop = threading.Event()
 

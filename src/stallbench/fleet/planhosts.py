@@ -53,6 +53,9 @@ def check_plan_hosts(value: object, what: str = "hosts",
             raise UsageError(f"{what}: {value!r} is not a usable path")
         path = Path(value).expanduser()
         return path if path.is_absolute() or base is None else base / path
+    if not isinstance(value, list):
+        raise UsageError(f"{what}: expected an inventory file path (\"inventory.ini\") or a "
+                         "list of SSH targets ([\"root@db1\", \"db2:2222\"])")
     return _target_list(value, what)
 
 

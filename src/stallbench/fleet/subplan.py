@@ -14,6 +14,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import UsageError
 from ..plan import Plan
 from ..units import parse_duration
 
@@ -35,6 +36,15 @@ class Segment:
     @property
     def runs(self) -> int:
         return len(self.variants) * self.iterations
+
+
+MAX_HOST_PLAN_BYTES = 100_000    # it travels as one argument of one command (ARG_MAX per arg)
+
+
+def check_plan_size(segment: Segment) -> None:
+    if len(segment.text.encode()) > MAX_HOST_PLAN_BYTES:
+        raise UsageError(f"a host's part of the plan is over {MAX_HOST_PLAN_BYTES} bytes: "
+                         "split the plan into smaller ones")
 
 
 def segments(plan: Plan, variants: list[str]) -> list[Segment]:
