@@ -196,11 +196,15 @@ def test_failures_name_the_host_keep_the_others_and_leave_nothing_running(fleet,
     killed = fleet.add("killed", "127.0.0.4")
     full = fleet.add("full", "127.0.0.5")
     flaky = fleet.add("flaky", "127.0.0.7")
+    rebooted = fleet.add("rebooted", "127.0.0.8")
+    boot_id = rebooted.root / "boot_id"
+    boot_id.write_text("1c0ffee0-0000-4000-8000-000000000001\n")
     _mount_small_tmpfs(fleet, full.work, "6M")
     inventory = fleet.inventory(
         tmp_path / "inventory.yml",
         extra_hosts={"gone": {"ansible_host": "127.0.0.6", "ansible_port": 9}},  # no sshd
-        host_vars={"flaky": {"stallbench_reconnect_timeout": 60}})
+        host_vars={"flaky": {"stallbench_reconnect_timeout": 60},
+                   "rebooted": {"stallbench_boot_id_path": str(boot_id)}})
     plan = tmp_path / "plan.toml"
     plan.write_text(RANDREAD.format(duration="3s", iterations=2) + '\n[[variants]]\nname = "A"\n')
     results = tmp_path / "results"
@@ -211,6 +215,9 @@ def test_failures_name_the_host_keep_the_others_and_leave_nothing_running(fleet,
                          args=(killed.work, lambda m: os.kill(int(m["pid"]), 9), stop)),
         threading.Thread(target=_when_running, args=(flaky.work, lambda m: fleet.kill(flaky),
                                                      stop)),
+        threading.Thread(target=_when_running, args=(  # the kernel's boot id changes mid-run
+            rebooted.work, lambda m: boot_id.write_text("1c0ffee0-0000-4000-8000-00000000000b\n"),
+            stop)),
     ]
     for actor in actors:
         actor.start()
@@ -233,8 +240,8 @@ def test_failures_name_the_host_keep_the_others_and_leave_nothing_running(fleet,
             proc.kill()
     out = "".join(out_lines)
     assert proc.returncode == 1, out + stderr
-    assert "4 of 6 host(s) failed: full, gone, killed, lost; the other hosts' results are kept" \
-        in stderr
+    assert "5 of 7 host(s) failed: full, gone, killed, lost, rebooted; the other hosts' results " \
+        "are kept" in stderr
     lines = {line.split(":")[0].strip(): line for line in out.splitlines()
              if line.startswith("  ") and ": " in line}
     assert "ok: ok: 2/2 runs complete pulled" in lines["ok"]
@@ -243,6 +250,8 @@ def test_failures_name_the_host_keep_the_others_and_leave_nothing_running(fleet,
     assert "its stallbench was killed (signal 9) during the run" in lines["killed"]
     assert "disk full on the host" in lines["full"] and "No space left on device" in lines["full"]
     assert "`stallbench cleanup` there: undone: finalize_run" in out
+    assert "the host rebooted during the run (boot id 1c0ffee0-0000-4000-8000-000000000001 -> " \
+        "1c0ffee0-0000-4000-8000-00000000000b)" in lines["rebooted"]
     assert "  flaky: ok: 2/2 runs complete pulled" in out
     flaky_events = _events(out, "flaky")
     assert "connection lost (" in flaky_events and "back again" in flaky_events
@@ -250,7 +259,7 @@ def test_failures_name_the_host_keep_the_others_and_leave_nothing_running(fleet,
 
     runs = pulled(results)
     hosts = sorted({m["host"] for m in runs})
-    assert hosts == ["flaky", "full", "killed", "ok"]   # lost: nothing; gone: nothing
+    assert hosts == ["flaky", "full", "killed", "ok", "rebooted"]  # lost, gone: nothing
     good = [m for m in runs if m["host"] == "ok"]
     assert len(good) == 2 and all(m["status"] == "complete" for m in good)
     for meta in good:
