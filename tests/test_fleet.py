@@ -349,3 +349,27 @@ boot = {{ entry = "stallbench-test-x", release = "0.0-not-this-kernel" }}
     assert f"uname -r says {release!r}" in line
     assert "1 of 2 host(s) failed: wrong" in run.stderr
     assert_nothing_left(fleet)
+
+
+def test_ctrl_c_on_the_controller_stops_every_hosts_run_and_pulls_what_it_kept(fleet, tmp_path):
+    host = fleet.add("h", "127.0.0.2")
+    inventory = fleet.inventory(tmp_path / "inventory.yml")
+    plan = tmp_path / "plan.toml"
+    plan.write_text(RANDREAD.format(duration="60s", iterations=1) + '\n[[variants]]\nname = "A"\n')
+    results = tmp_path / "results"
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "stallbench", "run", "--plan", str(plan),
+                             "--hosts", str(inventory), "--results", str(results)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stop = threading.Event()
+    _when_running(host.work, lambda meta: proc.send_signal(2), stop)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert time.monotonic() - started < 55           # the 60 s run did not go on
+    assert "SIGINT: stopping stallbench on every host" in out
+    assert "stopped on request" in out and "interrupted;" in err
+    (meta,) = pulled(results)
+    assert meta["status"] == "interrupted" and "SIGTERM" in meta["reason"]
+    rows = pq.read_table(meta["_path"] / "ops.parquet").num_rows
+    assert rows == sum(meta["samples"].values()) > 0
+    assert_nothing_left(fleet)

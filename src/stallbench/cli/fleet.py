@@ -46,6 +46,10 @@ def run_fleet_plan(plan: Plan, hosts: str | None) -> int:
             print(f"      {event}")
     printed = _comparison(plan, outcome.variants)
     failed = [r.host for r in outcome.reports if not r.ok]
+    if outcome.interrupted:
+        print("stallbench: interrupted; every host's stallbench was stopped and what it "
+              "recorded pulled", file=sys.stderr)
+        return 130
     if failed:
         print(f"stallbench: fleet: {len(failed)} of {len(outcome.reports)} host(s) failed: "
               f"{', '.join(failed)}; the other hosts' results are kept", file=sys.stderr)

@@ -121,7 +121,8 @@ class Runner:
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                                   env=ansible_env(self.directory / "tmp"),
-                                  stdin=subprocess.DEVNULL)
+                                  stdin=subprocess.DEVNULL,
+                                  start_new_session=True)   # Ctrl-C is ours to handle
         except subprocess.TimeoutExpired:
             return HostResult(host, "error", f"ansible-playbook ({step}) took over {timeout:.0f} s")
         (self.directory / f"{stem}.out.json").write_text(proc.stdout)

@@ -22,6 +22,7 @@ import re
 import secrets
 import shlex
 import shutil
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -67,6 +68,7 @@ class FleetOutcome:
     directory: Path
     reports: list[HostReport]
     variants: list[str]
+    interrupted: bool = False
 
     @property
     def ok(self) -> bool:
@@ -109,19 +111,25 @@ class FleetRun:
         threads = [threading.Thread(target=self._host_main, args=(cfg, reports[name]),
                                     name=f"fleet-{name}", daemon=True)
                    for name, cfg in self.hosts.items()]
-        for thread in threads:
-            thread.start()
+        def stop(signum: int, frame: Any) -> None:
+            if not self.stop.is_set():
+                self.log(f"stallbench: {signal.Signals(signum).name}: stopping stallbench on "
+                         "every host (it keeps what it recorded)")
+            self.stop.set()
+
+        previous = {signum: signal.signal(signum, stop)
+                    for signum in (signal.SIGINT, signal.SIGTERM)}
         try:
+            for thread in threads:
+                thread.start()
             for thread in threads:
                 while thread.is_alive():
                     thread.join(0.5)
-        except KeyboardInterrupt:
-            self.log("stallbench: interrupted: stopping stallbench on every host")
-            self.stop.set()
-            for thread in threads:
-                thread.join()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
         outcome = FleetOutcome(self.fleet_run, self.directory, list(reports.values()),
-                               [v.name for v in self.plan.variants])
+                               [v.name for v in self.plan.variants], self.stop.is_set())
         write_json_atomic(self.directory / "summary.json", {
             "fleet_run": self.fleet_run, "inventory": str(self.inventory.path),
             "hosts": {r.host: {"ok": r.ok, "failure": r.failure, "events": r.events,
@@ -278,11 +286,14 @@ class FleetRun:
         t0 = time.monotonic()
         self.log(f"{cfg.name}: segment {segment.number} started ({', '.join(segment.variants)}"
                  f" x{segment.iterations}); status check in {check_after:.0f} s")
-        interrupted = self._sleep_until(t0 + check_after)
-        if interrupted:
-            self._stop_remote(cfg, pidfile, plan_path)
+        self._sleep_until(t0 + check_after)
         status, lost_for = self._status(cfg, report, job, check_after, remote_results, mirror,
                                         job_file)
+        interrupted = self.stop.is_set()
+        if interrupted and status is not None and not status.task("status").get("finished"):
+            self._stop_remote(cfg, pidfile, plan_path)
+            status, lost_for = self._status(cfg, report, job, check_after, remote_results,
+                                            mirror, job_file, honour_stop=False)
         if status is None:                         # never came back
             report.fail(
                 f"connection lost during segment {segment.number} ({lost_for}); not back within "
@@ -302,6 +313,9 @@ class FleetRun:
             report.fail(f"segment {segment.number}: Ansible lost track of the job "
                         f"({job_result.get('msg', 'no result')})")
             needs_cleanup = fatal = True
+        elif interrupted and rc == 130:
+            report.fail(f"segment {segment.number}: stopped on request (SIGINT/SIGTERM to the "
+                        "controller): its stallbench stopped and kept what it recorded")
         elif isinstance(rc, int) and rc < 0:
             report.fail(f"segment {segment.number}: its stallbench was killed (signal {-rc}) "
                         "during the run")
@@ -367,7 +381,7 @@ class FleetRun:
         return self.stop.wait(max(0.0, deadline - time.monotonic()))
 
     def _status(self, cfg: HostConfig, report: HostReport, job: str, planned: float,
-                remote_results: str, mirror: Path, job_file: str):
+                remote_results: str, mirror: Path, job_file: str, honour_stop: bool = True):
         """The one status check, with the pull when the job ended well (more checks only while
         the host overruns or does not answer). Returns (result or None when the host never came
         back, what the loss looked like)."""
@@ -391,9 +405,11 @@ class FleetRun:
                     return None, lost
                 time.sleep(min(10.0, max(1.0, cfg.reconnect_timeout_s / 10)))
                 continue
-            if result.task("status").get("finished") or self.stop.is_set():
+            if result.task("status").get("finished") or (honour_stop and self.stop.is_set()):
                 return result, lost
-            if self.stop.wait(recheck):
+            if not honour_stop:
+                time.sleep(2)
+            elif self.stop.wait(recheck):
                 return result, lost
 
     def _stop_remote(self, cfg: HostConfig, pidfile: str, plan_path: str) -> None:
@@ -403,14 +419,14 @@ class FleetRun:
                   'tr "\\0" " " < /proc/$pid/cmdline | grep -qF -- "$1" && kill -TERM "$pid"'
                   ' ; exit 0')
         self.runner.run(cfg.name, "stop", [
-            {"name": "stop", "command": {"argv": ["sh", "-c", script, pidfile, plan_path]}}])
+            {"name": "stop", "raw": shlex.join(["sh", "-c", script, pidfile, plan_path])}])
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             time.sleep(2)
             check = self.runner.run(cfg.name, "stopped", [
-                {"name": "alive", "command": {"argv": [
+                {"name": "alive", "raw": shlex.join([
                     "sh", "-c", 'pid=$(cat "$0") && [ -d /proc/$pid ] && echo alive; exit 0',
-                    pidfile]}}])
+                    pidfile])}])
             if "alive" not in check.task("alive").get("stdout", ""):
                 return
 
