@@ -154,7 +154,8 @@ class FleetRun:
         (must be ours), the boot id, uname -r, the run's directory, and the host's plan."""
         script = ('b="$1"; r="$2"; p="$3"; t="$4"; shift 4; "$@" --version && cat "$b" && '
                   'uname -r && mkdir -p -m 0700 "$r" && '
-                  '{ [ -z "$p" ] || { umask 077; printf %s "$t" > "$p"; }; }')
+                  '{ command -v rsync >/dev/null || { echo "rsync is not installed" >&2; '
+                  'exit 3; }; } && { [ -z "$p" ] || { umask 077; printf %s "$t" > "$p"; }; }')
         argv = ["sh", "-c", script, "probe", cfg.boot_id_path, remote_results, plan_path,
                 plan_text, *cfg.command]
         return {"name": "probe", "raw": shlex.join(argv), "register": "probe",
@@ -288,12 +289,12 @@ class FleetRun:
                  f" x{segment.iterations}); status check in {check_after:.0f} s")
         self._sleep_until(t0 + check_after)
         status, lost_for = self._status(cfg, report, job, check_after, remote_results, mirror,
-                                        job_file)
+                                        job_file, boot_id)
         interrupted = self.stop.is_set()
         if interrupted and status is not None and not status.task("status").get("finished"):
             self._stop_remote(cfg, pidfile, plan_path)
             status, lost_for = self._status(cfg, report, job, check_after, remote_results,
-                                            mirror, job_file, honour_stop=False)
+                                            mirror, job_file, boot_id, honour_stop=False)
         if status is None:                         # never came back
             report.fail(
                 f"connection lost during segment {segment.number} ({lost_for}); not back within "
@@ -309,7 +310,12 @@ class FleetRun:
         rc = job_result.get("rc")
         output = f"{job_result.get('stdout', '')}\n{job_result.get('stderr', '')}"
         fatal = False
-        if not job_result.get("finished") and not interrupted:
+        now_boot = (status.task("boot now").get("stdout_lines") or [""])[0].strip()
+        if now_boot and now_boot != boot_id:
+            report.fail(f"segment {segment.number}: the host rebooted during the run "
+                        f"(boot id {boot_id} -> {now_boot})")
+            needs_cleanup = fatal = True
+        elif not job_result.get("finished") and not interrupted:
             report.fail(f"segment {segment.number}: Ansible lost track of the job "
                         f"({job_result.get('msg', 'no result')})")
             needs_cleanup = fatal = True
@@ -328,6 +334,9 @@ class FleetRun:
             detail = _last_line(re.compile(r"failed|stallbench:"), output) or f"exit {rc}"
             report.fail(f"segment {segment.number}: stallbench exited {rc}: {detail}")
             needs_cleanup = rc != 1
+        elif job_result.get("failed"):         # e.g. Ansible's async time limit killed it
+            report.fail(f"segment {segment.number}: {job_result.get('msg') or 'the job failed'}")
+            needs_cleanup = True
         if needs_cleanup:
             cleanup = self.runner.run(cfg.name, f"cleanup{segment.number}", [
                 {"name": "cleanup", "command": {"argv": [*cfg.command, "cleanup"]},
@@ -344,11 +353,6 @@ class FleetRun:
                 or "pull" not in pulled.tasks:
             report.fail(f"segment {segment.number}: results not pulled: {pulled.message}")
             return False
-        now_boot = (pulled.task("tidy").get("stdout_lines") or [""])[0].strip()
-        if now_boot and now_boot != boot_id:
-            report.fail(f"segment {segment.number}: the host rebooted during the run "
-                        f"(boot id {boot_id} -> {now_boot})")
-            fatal = True
         paths, problems = import_runs(mirror, self.results, cfg.name, imported, {
             "fleet_run": self.fleet_run, "boot_id": boot_id, "segment": segment.number,
             "remote_results": remote_results, "boot": segment.boot})
@@ -367,8 +371,7 @@ class FleetRun:
         """rsync the host's results (never `fetch`: it holds files in memory), then read the
         boot id again and drop Ansible's job file. Run only once the job has finished."""
         when = "job.finished | default(0) | int == 1 and job.rc | default(1) | int == 0"
-        tidy = shlex.join(['sh', '-c', 'cat "$0"; [ -z "$1" ] || rm -f -- "$1"',
-                           cfg.boot_id_path, job_file])
+        tidy = shlex.join(["rm", "-f", "--", job_file or "/nonexistent/stallbench-no-job"])
         return [
             {"name": "pull", "ansible.posix.synchronize": {
                 "mode": "pull", "src": f"{remote_results}/", "dest": f"{mirror}/",
@@ -381,18 +384,21 @@ class FleetRun:
         return self.stop.wait(max(0.0, deadline - time.monotonic()))
 
     def _status(self, cfg: HostConfig, report: HostReport, job: str, planned: float,
-                remote_results: str, mirror: Path, job_file: str, honour_stop: bool = True):
+                remote_results: str, mirror: Path, job_file: str, boot_id: str,
+                honour_stop: bool = True):
         """The one status check, with the pull when the job ended well (more checks only while
         the host overruns or does not answer). Returns (result or None when the host never came
         back, what the loss looked like)."""
         lost: str | None = None
         lost_since = 0.0
         recheck = min(60.0, max(5.0, planned * 0.1))
+        started, give_up = time.monotonic(), planned * 3 + 600   # as the job's async limit
         while True:
             report.status_checks += 1
             result = self.runner.run(cfg.name, "status", [
                 {"name": "status", "async_status": {"jid": job}, "failed_when": False,
                  "register": "job"},
+                {"name": "boot now", "raw": shlex.join(["cat", cfg.boot_id_path])},
                 *self._pull_tasks(cfg, remote_results, mirror, job_file),
             ])
             if result.state in ("unreachable", "error") and "status" not in result.tasks \
@@ -405,7 +411,11 @@ class FleetRun:
                     return None, lost
                 time.sleep(min(10.0, max(1.0, cfg.reconnect_timeout_s / 10)))
                 continue
-            if result.task("status").get("finished") or (honour_stop and self.stop.is_set()):
+            now = (result.task("boot now").get("stdout_lines") or [""])[0].strip()
+            if result.task("status").get("finished") or (honour_stop and self.stop.is_set()) \
+                    or (now and now != boot_id):
+                return result, lost
+            if time.monotonic() - started > give_up:
                 return result, lost
             if not honour_stop:
                 time.sleep(2)
