@@ -191,7 +191,7 @@ def _when_running(work: Path, action, stop: threading.Event) -> None:
 
 
 def test_failures_name_the_host_keep_the_others_and_leave_nothing_running(fleet, tmp_path):
-    fleet.add("ok", "127.0.0.2")
+    ok = fleet.add("ok", "127.0.0.2")
     lost = fleet.add("lost", "127.0.0.3")
     killed = fleet.add("killed", "127.0.0.4")
     full = fleet.add("full", "127.0.0.5")
@@ -200,9 +200,13 @@ def test_failures_name_the_host_keep_the_others_and_leave_nothing_running(fleet,
     boot_id = rebooted.root / "boot_id"
     boot_id.write_text("1c0ffee0-0000-4000-8000-000000000001\n")
     _mount_small_tmpfs(fleet, full.work, "6M")
+    old_version = _stub(tmp_path / "old-stallbench", 'echo "stallbench 0.0.1"\n')
+    same_sshd = {"ansible_host": ok.address, "ansible_port": ok.port}   # another "host" there
     inventory = fleet.inventory(
         tmp_path / "inventory.yml",
-        extra_hosts={"gone": {"ansible_host": "127.0.0.6", "ansible_port": 9}},  # no sshd
+        extra_hosts={"gone": {"ansible_host": "127.0.0.6", "ansible_port": 9},  # no sshd
+                     "old": {**same_sshd, "stallbench": old_version},
+                     "missing": {**same_sshd, "stallbench": "/nonexistent/bin/stallbench"}},
         host_vars={"flaky": {"stallbench_reconnect_timeout": 60},
                    "rebooted": {"stallbench_boot_id_path": str(boot_id)}})
     plan = tmp_path / "plan.toml"
@@ -240,12 +244,16 @@ def test_failures_name_the_host_keep_the_others_and_leave_nothing_running(fleet,
             proc.kill()
     out = "".join(out_lines)
     assert proc.returncode == 1, out + stderr
-    assert "5 of 7 host(s) failed: full, gone, killed, lost, rebooted; the other hosts' results " \
-        "are kept" in stderr
+    assert "7 of 9 host(s) failed: full, gone, killed, lost, missing, old, rebooted; the other " \
+        "hosts' results are kept" in stderr
     lines = {line.split(":")[0].strip(): line for line in out.splitlines()
              if line.startswith("  ") and ": " in line}
     assert "ok: ok: 2/2 runs complete pulled" in lines["ok"]
     assert "FAILED" in lines["gone"] and "unreachable at start" in lines["gone"]
+    assert "runs stallbench 0.0.1, this controller stallbench 0.1.0: install the same version" \
+        in lines["old"]
+    assert "stallbench is not usable there" in lines["missing"] \
+        and "/nonexistent/bin/stallbench" in lines["missing"]
     assert "connection lost during segment 1" in lines["lost"] and "nothing pulled" in lines["lost"]
     assert "its stallbench was killed (signal 9) during the run" in lines["killed"]
     assert "disk full on the host" in lines["full"] and "No space left on device" in lines["full"]

@@ -155,3 +155,30 @@ def test_bad_fleet_input_is_one_line_exit_2_and_writes_nothing(tmp_path, case):
     assert result.stderr.count("\n") == 1, result.stderr
     assert expected in result.stderr
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.skipif(not HAS_ANSIBLE, reason="needs stallbench[fleet] (Ansible)")
+def test_ssh_targets_and_groups_resolve_through_ansible_inventory(tmp_path):
+    from stallbench.fleet.inventory import assign, load_inventory
+
+    path = tmp_path / "plan.toml"
+    path.write_text('workload = "randread"\nhosts = ["root@10.1.2.3", "bench@db2:2222"]\n'
+                    '[[variants]]\nname = "a"\nhosts = ["root@10.1.2.3"]\n'
+                    '[[variants]]\nname = "b"\n')
+    plan = load_plan(path)
+    inventory = load_inventory(plan.hosts, tmp_path)
+    assert inventory.hosts["10.1.2.3"]["ansible_user"] == "root"
+    assert inventory.hosts["db2"]["ansible_port"] == 2222
+    hosts = assign(plan, inventory)
+    assert {name: cfg.variants for name, cfg in hosts.items()} == {
+        "10.1.2.3": ["a", "b"], "db2": ["b"]}
+    # an INI inventory with nested groups and host variables, read by ansible-inventory itself
+    ini = tmp_path / "inventory.ini"
+    ini.write_text("[db]\ndb1 stallbench_run_overhead=3\n[nvme]\nnvme1\n[disks:children]\n"
+                   "db\nnvme\n[all:vars]\nstallbench_workdir=/srv/sb\n")
+    path.write_text('workload = "randread"\n[[variants]]\nname = "a"\nhosts = ["disks"]\n'
+                    '[[variants]]\nname = "b"\nhosts = ["db1"]\n')
+    hosts = assign(load_plan(path), load_inventory(ini, tmp_path))
+    assert {name: cfg.variants for name, cfg in hosts.items()} == {
+        "db1": ["a", "b"], "nvme1": ["a"]}
+    assert hosts["db1"].run_overhead_s == 3 and hosts["nvme1"].workdir == "/srv/sb"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -160,12 +161,17 @@ def parse_output(host: str, stdout: str, stderr: str, returncode: int) -> HostRe
     return result
 
 
+_SSH_NOISE = re.compile(r"^(Shared connection|Connection) to \S+ closed\.$")
+
+
 def _message(outcome: dict[str, Any]) -> str:
-    for key in ("stderr", "msg", "stdout"):
+    for key in ("stderr", "stdout", "msg"):
         text = outcome.get(key)
         if isinstance(text, str) and text.strip():
-            lines = [line for line in text.strip().splitlines() if line.strip()]
-            return lines[-1].strip()[:500]
+            lines = [line.strip() for line in text.strip().splitlines()
+                     if line.strip() and not _SSH_NOISE.match(line.strip())]
+            if lines:
+                return lines[-1][:500]
     if "rc" in outcome:
         return f"exit code {outcome['rc']}"
     return "failed"

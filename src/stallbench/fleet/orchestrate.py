@@ -174,7 +174,8 @@ class FleetRun:
         elif lines and lines[0].startswith("stallbench ") and lines[0] != self._version:
             report.fail(f"runs {lines[0]}, this controller {self._version}: install the same "
                         "version on every host")
-        elif probe and probe.get("rc") not in (0, None) and not lines:
+        elif probe and probe.get("rc") not in (0, None) and not (
+                lines and lines[0].startswith("stallbench ")):
             report.fail(f"stallbench is not usable there ({result.message}); install it on the "
                         "host or set the host variable `stallbench` to its command")
         else:
