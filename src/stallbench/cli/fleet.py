@@ -44,7 +44,9 @@ def run_fleet_plan(plan: Plan, hosts: str | None) -> int:
         print(line + (f": {report.failure}" if report.failure else ""))
         for event in report.events:
             print(f"      {event}")
-    printed = _comparison(plan, outcome.variants)
+    pulled = {path.parent.parent.name for r in outcome.reports for path in r.runs}
+    names = [v for v in outcome.variants if v in pulled] + sorted(pulled - set(outcome.variants))
+    printed = _comparison(plan, names)   # a plan without variants: each host's `uname -r`
     failed = [r.host for r in outcome.reports if not r.ok]
     if outcome.interrupted:
         print("stallbench: interrupted; every host's stallbench was stopped and what it "

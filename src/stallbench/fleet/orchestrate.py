@@ -288,11 +288,12 @@ class FleetRun:
         t0 = time.monotonic()
         self.log(f"{cfg.name}: segment {segment.number} started ({', '.join(segment.variants)}"
                  f" x{segment.iterations}); status check in {check_after:.0f} s")
-        self._sleep_until(t0 + check_after)
-        status, lost_for = self._status(cfg, report, job, check_after, remote_results, mirror,
-                                        job_file, boot_id)
+        status = None
+        if not self._sleep_until(t0 + check_after):
+            status, lost_for = self._status(cfg, report, job, check_after, remote_results,
+                                            mirror, job_file, boot_id)
         interrupted = self.stop.is_set()
-        if interrupted and status is not None and not status.task("status").get("finished"):
+        if interrupted and (status is None or not status.task("status").get("finished")):
             self._stop_remote(cfg, pidfile, plan_path)
             status, lost_for = self._status(cfg, report, job, check_after, remote_results,
                                             mirror, job_file, boot_id, honour_stop=False)
@@ -425,21 +426,13 @@ class FleetRun:
 
     def _stop_remote(self, cfg: HostConfig, pidfile: str, plan_path: str) -> None:
         """Ctrl-C on the controller: SIGTERM to the host's stallbench (it keeps what it
-        recorded and undoes its changes), if the pid is still that stallbench."""
+        recorded and undoes its changes), if the pid is still that stallbench; the status
+        checks that follow wait for it to end."""
         script = ('pid=$(cat "$0" 2>/dev/null) && [ -n "$pid" ] && '
                   'tr "\\0" " " < /proc/$pid/cmdline | grep -qF -- "$1" && kill -TERM "$pid"'
                   ' ; exit 0')
         self.runner.run(cfg.name, "stop", [
             {"name": "stop", "raw": shlex.join(["sh", "-c", script, pidfile, plan_path])}])
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            time.sleep(2)
-            check = self.runner.run(cfg.name, "stopped", [
-                {"name": "alive", "raw": shlex.join([
-                    "sh", "-c", 'pid=$(cat "$0") && [ -d /proc/$pid ] && echo alive; exit 0',
-                    pidfile])}])
-            if "alive" not in check.task("alive").get("stdout", ""):
-                return
 
 
 def _last_line(pattern: re.Pattern[str], text: str) -> str:
