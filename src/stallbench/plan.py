@@ -50,6 +50,8 @@ class Plan:
     variants: list[VariantSettings]
     duration_s: float = 10.0
     iterations: int = 1
+    warmup_s: float | None = None      # None: the workload's default_warmup_s
+    until_decided: list[str] | None = None  # iterations = "auto": these OP:STAT metrics decide
     monitors: list[str] | None = None  # None: the default set
     results: Path = Path("results")
     source: Path | None = None         # the plan file, for messages
@@ -65,7 +67,7 @@ MAX_ITERATIONS = 10_000
 MAX_VARIANTS = 100
 
 _TOP_KEYS = {"workload", "workload_options", "options", "duration", "iterations", "monitors",
-             "results", "variants", "hosts"}
+             "results", "variants", "warmup", "max_iterations", "metrics", "hosts"}
 _VARIANT_KEYS = {"name", "dir", "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir",
                  "keep_image", "memory", "system_memory", "sysctls", "scheduler", "drop_caches",
                  "workload_options", "hosts", "boot"}
@@ -233,8 +235,28 @@ class _PlanReader:
         duration = 10.0
         if "duration" in data:
             duration = self.wrap(("duration",), _duration, data["duration"], "duration")
+        warmup = None
+        if "warmup" in data:
+            warmup = self.wrap(("warmup",), _warmup, data["warmup"], "warmup")
         iterations = 1
-        if "iterations" in data:
+        until_decided = None
+        if data.get("iterations") == "auto":
+            iterations = data.get("max_iterations", 10)
+            metrics = data.get("metrics")
+            if not isinstance(metrics, list) or not metrics or \
+                    not all(isinstance(m, str) for m in metrics):
+                raise self.error(("metrics",) if "metrics" in data else ("iterations",),
+                                 'iterations = "auto" needs metrics = ["OP:STAT", ...] '
+                                 '(e.g. ["read:p99"])')
+            until_decided = metrics
+            if isinstance(iterations, bool) or not isinstance(iterations, int) \
+                    or not 1 <= iterations <= MAX_ITERATIONS:
+                raise self.error(("max_iterations",),
+                                 f"expected a whole number from 1 to {MAX_ITERATIONS}")
+        elif "max_iterations" in data or "metrics" in data:
+            key = "max_iterations" if "max_iterations" in data else "metrics"
+            raise self.error((key,), 'only with iterations = "auto"')
+        elif "iterations" in data:
             iterations = data["iterations"]
             if isinstance(iterations, bool) or not isinstance(iterations, int):
                 raise self.error(("iterations",), f"expected a whole number, got {iterations!r}")
@@ -281,7 +303,9 @@ class _PlanReader:
             hosts = self.wrap(("hosts",), check_plan_hosts, data["hosts"], "hosts",
                               self.path.parent)
         return Plan(workload=workload, workload_options=options, variants=variants,
-                    duration_s=duration, iterations=iterations, monitors=monitors,
+                    duration_s=duration, iterations=iterations, warmup_s=warmup,
+                    until_decided=until_decided,
+                    monitors=monitors,
                     results=results, source=self.path, hosts=hosts)
 
     def _check_workload_options(self, workload: str, options: dict[str, Any],
@@ -429,6 +453,19 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
         else:
             items.append((name, value))
     return items
+
+
+def _warmup(value: Any, what: str) -> float:
+    return parse_warmup(value if isinstance(value, str) else str(value), what)
+
+
+def parse_warmup(text: str, what: str = "--warmup") -> float:
+    """A warm-up duration ('3s', '0'), a multiple of 0.1 s (it ends on a time block's edge)."""
+    seconds = parse_duration(text, what) if str(text).strip() not in ("0", "0s") else 0.0
+    tenths = round(seconds * 10)
+    if abs(seconds * 10 - tenths) > 1e-6:
+        raise UsageError(f"{what}: {text!r} must be a multiple of 0.1 s (e.g. 2.5s)")
+    return tenths / 10
 
 
 def _duration(value: Any, what: str) -> float:

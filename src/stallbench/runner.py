@@ -94,6 +94,13 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
         workload_cls.from_options({**plan.workload_options, **variant.workload_options})
     monitor_names = plan.monitors if plan.monitors is not None else default_monitor_names()
     outcomes: list[RunOutcome] = []
+    metrics = None
+    if plan.until_decided is not None:
+        from . import untildecided
+
+        metrics = untildecided.parse_metrics(plan.until_decided)
+        if len(plan.variants) < 2:
+            raise UsageError("iterations auto compares variants: the plan needs two or more")
     with _Interrupt() as interrupt:
         for iteration in range(plan.iterations):
             for variant in plan.variants:
@@ -107,7 +114,19 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
                     + (f" ({outcome.reason})" if outcome.reason else "") + f" -> {outcome.path}")
                 if outcome.status == STATUS_INTERRUPTED or interrupt.signalled:
                     return outcomes
+            if metrics is not None:
+                paths = {v.name: [o.path for o in outcomes if o.variant == v.name]
+                         for v in plan.variants}
+                decision = untildecided.decide(paths, metrics, iteration + 1)
+                if decision.decided or iteration + 1 == plan.iterations:
+                    log(decision.sentence(plan.iterations))
+                    break
     return outcomes
+
+
+def warmup_for(plan: Plan, workload: Workload) -> float:
+    """The plan's warm-up, else the workload's default; the run lasts warm-up + duration."""
+    return plan.warmup_s if plan.warmup_s is not None else float(workload.default_warmup_s)
 
 
 def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_names: list[str],
@@ -119,10 +138,12 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
             with env.environment(variant, journal, workload, plan.results) as state:
                 writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
                 unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
+                warmup = warmup_for(plan, workload)
                 writer.meta["ops_declared"] = list(workload.ops)
-                writer.meta["duration_planned_s"] = plan.duration_s
-                ctx = RunContext(run_dir=writer.path, env=state, duration_s=plan.duration_s,
-                                 journal=journal)
+                writer.meta["warmup_s"] = warmup
+                writer.meta["duration_planned_s"] = plan.duration_s + warmup
+                ctx = RunContext(run_dir=writer.path, env=state,
+                                 duration_s=plan.duration_s + warmup, journal=journal)
                 workload.prepare(ctx)
                 if variant.drop_caches:
                     note = env.drop_caches()
@@ -186,11 +207,11 @@ def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_nam
 
 
 def _store_result(ctx: RunContext, writer: RunWriter, result) -> None:
+    writer.meta["duration_s"] = result.rusage.get("elapsed_s", ctx.duration_s)
     samples = writer.write_ops(result.batches)
     writer.meta["samples"] = {**{op: 0 for op in writer.meta["ops_declared"]}, **samples}
     writer.meta["counted"] = result.counted
     writer.meta["rusage"] = result.rusage
-    writer.meta["duration_s"] = result.rusage.get("elapsed_s", ctx.duration_s)
     writer.meta["workload_summary"] = result.extra
     writer.save()
 

@@ -6,9 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from .. import summaryfile
 from ..comparison import CompareOptions, build_comparison, parse_percent
 from ..errors import UsageError
-from ..fleet.labels import resolve_spec, split_hosts
+from ..fleet.labels import resolve_spec, split_hosts, variant_specs
 from ..report import FORMATS, render
 
 
@@ -42,6 +43,7 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 def resolve_all(args: argparse.Namespace, allow_incomplete: bool, split: bool = True):
     specs = [args.baseline, *args.candidates]
+    summaryfile.prepare_specs(variant_specs(specs, args.results), args.results)
     resolved = [resolve_spec(spec, args.results, args.workload, allow_incomplete)
                 for spec in specs]
     resolved, notes = split_hosts(resolved, pool=args.pool_hosts, split=split)

@@ -27,6 +27,9 @@ def _source(plan: Plan, hosts: str | None) -> Path | list[str]:
 def run_fleet_plan(plan: Plan, hosts: str | None) -> int:
     from ..fleet.orchestrate import run_fleet
 
+    if getattr(plan, "until_decided", None):
+        raise UsageError("iterations \"auto\" is not supported with hosts yet: give a number "
+                         "of iterations")
     outcome = run_fleet(plan, _source(plan, hosts), log=lambda line: print(line, flush=True))
     print()
     print(f"fleet run {outcome.fleet_run} (log: {outcome.directory})")

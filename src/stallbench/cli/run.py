@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..monitors import parse_monitor_list
-from ..plan import Plan, VariantSettings, parse_sysctl_assignment
+from ..plan import Plan, VariantSettings, parse_sysctl_assignment, parse_warmup
 from ..runner import run_plan
 from ..store import check_name
 from ..units import parse_duration, parse_size
@@ -28,6 +28,13 @@ def register(subparsers) -> None:
                              "or user@host,... (see README: fleet)")
     add_results_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+    parser.add_argument("--iterations", dest="plan_iterations", metavar="auto",
+                        help="with --plan: 'auto' adds interleaved rounds until --metric is "
+                             "decided (better, worse or same) for every candidate")
+    parser.add_argument("--max-iterations", type=int, metavar="N",
+                        help="with --iterations auto: at most N rounds (10)")
+    parser.add_argument("--metric", action="append", metavar="OP:STAT",
+                        help="with --iterations auto: a metric that decides (repeatable)")
     workloads = parser.add_subparsers(dest="workload", metavar="WORKLOAD",
                                       parser_class=type(parser))
     for name in available_workloads():
@@ -49,6 +56,9 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
                        help="results directory (default: $STALLBENCH_RESULTS or ./results)")
     group.add_argument("--duration", default=DEFAULT_DURATION, help="seconds per run (30s)")
     group.add_argument("--iterations", type=int, default=1, help="runs of the variant (1)")
+    group.add_argument("--warmup", default=None, metavar="DURATION",
+                       help="run this long first, recorded but left out of the statistics "
+                            "(default: the workload's, e.g. pgioperf 1s; randread 0)")
     group.add_argument("--monitors", default=None,
                        help="default (counters,psi,diskstats,delay), all, none or a list")
     group.add_argument("--no-progress", action="store_true", default=argparse.SUPPRESS,
@@ -72,7 +82,9 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
                        help="keep the page cache (default: drop it before each run as root)")
 
 
-_RUN_KEYS = {"variant", "results", "duration", "iterations", "monitors", "no_progress", "dir",
+_RUN_KEYS = {"variant", "results", "duration", "iterations", "warmup", "monitors",
+             "plan_iterations", "max_iterations", "metric",
+             "no_progress", "dir",
              "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir", "keep_image", "memory",
              "system_memory", "sysctl", "scheduler", "no_drop_caches", "plan", "workload",
              "func", "command", "hosts"}
@@ -106,9 +118,33 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         variants=[variant],
         duration_s=parse_duration(args.duration, "--duration"),
         iterations=args.iterations,
+        warmup_s=parse_warmup(args.warmup) if args.warmup is not None else None,
         monitors=parse_monitor_list(args.monitors),
         results=results_dir(args),
     )
+
+
+def _until_decided(args: argparse.Namespace, plan: Plan) -> None:
+    """--iterations auto [--max-iterations N] [--metric OP:STAT] over a plan's own keys."""
+    if args.plan_iterations is not None and args.plan_iterations != "auto":
+        raise UsageError(f"--iterations {args.plan_iterations!r} with --plan: only 'auto' "
+                         "(the plan file sets a number)")
+    auto = args.plan_iterations == "auto" or plan.until_decided is not None
+    if not auto:
+        if args.max_iterations or args.metric:
+            raise UsageError("--max-iterations and --metric go with --iterations auto")
+        return
+    if args.metric:
+        plan.until_decided = args.metric
+    elif plan.until_decided is None:
+        raise UsageError("--iterations auto needs --metric OP:STAT (e.g. --metric read:p99)")
+    if args.max_iterations is not None:
+        if not 1 <= args.max_iterations <= 10_000:
+            raise UsageError("--max-iterations must be between 1 and 10000")
+        plan.iterations = args.max_iterations
+    elif plan.until_decided is not None and args.plan_iterations == "auto" \
+            and plan.iterations == 1:
+        plan.iterations = 10
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,12 +156,16 @@ def run(args: argparse.Namespace) -> int:
         plan = load_plan(args.plan)
         if args.results:
             plan.results = args.results
+        _until_decided(args, plan)
         if args.hosts or plan.hosts or any(v.hosts for v in plan.variants):
             from .fleet import run_fleet_plan
             return run_fleet_plan(plan, args.hosts)
     elif args.hosts:
         raise UsageError("--hosts goes with --plan FILE: write the variants in a plan")
     elif args.workload:
+        if args.plan_iterations or args.max_iterations or args.metric:
+            raise UsageError("--iterations auto compares variants: use it with --plan "
+                             "(stallbench run --plan PLAN --iterations auto --metric OP:STAT)")
         plan = plan_from_args(args)
     else:
         raise UsageError("name a workload (" + ", ".join(available_workloads())

@@ -65,3 +65,12 @@ def split_hosts(resolved: list[Resolved], pool: bool, split: bool = True
                                   runs=[r for r in side.runs if host_of(r) == host],
                                   problems=side.problems if host == hosts[0] else []))
     return sides, notes
+
+
+def variant_specs(specs: list[str], results: Path | None) -> list[str]:
+    """The specs with any @HOST removed where it names a variant's host (for prepare steps)."""
+    from ..store import default_results_dir
+
+    root = Path(results) if results else default_results_dir()
+    return [spec if Path(spec).is_dir() or (root / spec).is_dir() or "@" not in spec
+            else spec.rpartition("@")[0] for spec in specs]

@@ -16,9 +16,8 @@ from typing import Any
 
 from ..errors import UsageError
 from ..plan import Plan
-from ..units import parse_duration
 
-FLEET_TOP_KEYS = ("hosts", "results")
+FLEET_TOP_KEYS = ("hosts", "results", "max_iterations", "metrics")
 FLEET_VARIANT_KEYS = ("hosts", "boot")
 
 
@@ -50,7 +49,7 @@ def check_plan_size(segment: Segment) -> None:
 def segments(plan: Plan, variants: list[str]) -> list[Segment]:
     raw = _raw(plan)
     by_name = {v.name: v for v in plan.variants}
-    per_run = plan.duration_s + _warmup(raw)
+    per_run = plan.duration_s + _warmup(plan)
     if not any(by_name[v].boot for v in variants):
         return [Segment(1, variants, plan.iterations, None,
                         host_plan(raw, variants, plan.iterations),
@@ -69,14 +68,15 @@ def _raw(plan: Plan) -> dict[str, Any]:
     return tomllib.loads(plan.source.read_text())
 
 
-def _warmup(raw: dict[str, Any]) -> float:
-    value = raw.get("warmup")
-    if value is None or isinstance(value, bool):
-        return 0.0
-    try:
-        return parse_duration(value, "warmup")
-    except Exception:  # noqa: BLE001 - the plan reader owns that key's messages
-        return 0.0
+def _warmup(plan: Plan) -> float:
+    warmup = getattr(plan, "warmup_s", None)
+    if warmup is None:
+        try:
+            from ..workloads import get_workload
+            warmup = get_workload(plan.workload).default_warmup_s
+        except Exception:  # noqa: BLE001 - only an estimate of the time to wait
+            warmup = 0.0
+    return float(warmup or 0.0)
 
 
 def host_plan(raw: dict[str, Any], variants: list[str], iterations: int) -> str:

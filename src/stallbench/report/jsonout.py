@@ -20,11 +20,17 @@ def change_dict(change: Change) -> dict[str, Any]:
         "p_adjusted": json_number(change.p_adjusted),
         "verdict": change.verdict,
         "note": change.note,
+        "runs": list(change.runs) if change.runs else None,
+        "blocks": list(change.blocks) if change.blocks else None,
+        "run_sd": json_number(change.run_sd),
+        "run_sd_measured": change.run_sd_measured,
+        "iterations_needed": change.iterations_needed,
     }
 
 
 def stats_dict(stats: OpStats) -> dict[str, Any]:
-    out: dict[str, Any] = {"samples": stats.samples, "rate": json_number(stats.rate)}
+    out: dict[str, Any] = {"samples": stats.samples, "warmup_samples": stats.warmup_samples,
+                           "rate": json_number(stats.rate)}
     for stat, key in JSON_KEYS.items():
         if stat == "rate":
             continue
@@ -50,6 +56,7 @@ def op_dict(op: OpComparison, comparison: Comparison) -> dict[str, Any]:
         if label != comparison.baseline:
             entry["change"] = {JSON_KEYS[s]: change_dict(c) for s, c in op.changes[label].items()}
             entry["starved"] = op.starved[label]
+            entry["rate_fell"] = op.rate_fell[label]
             entry["slower_probability"] = json_number(op.slower_probability[label])
             shift = op.shift[label]
             entry["shift"] = None if shift is None else {
@@ -83,6 +90,8 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
         "noise": comparison.options.noise,
         "adjustment": comparison.adjustment,
         "method": comparison.method,
+        "accuracy": comparison.accuracy,
+        "level_shifts": comparison.level_shifts,
         "variants": [asdict(v) for v in comparison.variants],
         "ops": {op.op: op_dict(op, comparison) for op in comparison.ops},
         "cpu": {row.name + "_s": {
