@@ -6,20 +6,18 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import summaryfile
-from ..comparison import CompareOptions, build_comparison, parse_percent
 from ..errors import UsageError
-from ..fleet.labels import resolve_spec, split_hosts, variant_specs
-from ..report import FORMATS, render
+from ..report import FORMATS
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "compare", help="compare variants: percentiles with intervals, shift, stalls",
         description="Compare a baseline with one or more candidates (variant names under "
-                    "RESULTS, or paths to variant or run directories).")
+                    "RESULTS, or paths to variant or run directories). With only a baseline: "
+                    "its summary, as `stallbench show` prints it.")
     parser.add_argument("baseline", metavar="BASELINE")
-    parser.add_argument("candidates", metavar="CANDIDATE", nargs="+")
+    parser.add_argument("candidates", metavar="CANDIDATE", nargs="*")
     add_common(parser)
     parser.add_argument("--format", choices=FORMATS, default="text")
     parser.add_argument("--output", type=Path, help="write the report here instead of stdout")
@@ -42,6 +40,9 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_all(args: argparse.Namespace, allow_incomplete: bool, split: bool = True):
+    from .. import summaryfile
+    from ..fleet.labels import resolve_spec, split_hosts, variant_specs
+
     specs = [args.baseline, *args.candidates]
     summaryfile.prepare_specs(variant_specs(specs, args.results), args.results)
     resolved = [resolve_spec(spec, args.results, args.workload, allow_incomplete)
@@ -56,6 +57,16 @@ def resolve_all(args: argparse.Namespace, allow_incomplete: bool, split: bool = 
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.candidates:
+        from .show import print_summary
+
+        print_summary(args.baseline, args.results, args.workload)
+        print(f"stallbench: a comparison needs two variants; this is {args.baseline} alone "
+              "(give a CANDIDATE to compare it with)", file=sys.stderr)
+        return 0
+    from ..comparison import CompareOptions, build_comparison, parse_percent
+    from ..report import render
+
     options = CompareOptions(noise=parse_percent(args.noise, "--noise"))
     baseline, candidates = resolve_all(args, args.allow_incomplete)
     comparison = build_comparison(baseline, candidates, options)
