@@ -176,15 +176,18 @@ def _mount_small_tmpfs(fleet: Fleet, path: Path, size: str) -> None:
 
 
 def _when_running(work: Path, action, stop: threading.Event) -> None:
-    """Once the host's first run is under way (its run.json says running), act."""
+    """Once the host's first run is measuring (run.json says running and its workers have
+    spooled operations), act."""
     while not stop.is_set():
         for path in work.glob("*/results/*/*/*/run.json"):
             try:
                 meta = json.loads(path.read_text())
+                spooled = any(p.stat().st_size > 0
+                              for p in (path.parent / ".spool").glob("*.spool"))
             except (OSError, ValueError):
                 continue
-            if meta.get("status") == "running":
-                time.sleep(0.7)
+            if meta.get("status") == "running" and spooled:
+                time.sleep(0.3)
                 action(meta)
                 return
         time.sleep(0.1)
