@@ -15,6 +15,8 @@ declare -A need=(
   [/usr/include/asm-generic/unistd.h]=linux-libc-dev
   [qemu-system-x86_64]=qemu-system-x86
   [dpkg-deb]=dpkg
+  [/usr/sbin/sshd]=openssh-server
+  [rsync]=rsync
 )
 # Two guest kernels for the kernel-variant tests (tests/test_vm_*.py), kept between runs.
 fetch_test_kernels() {

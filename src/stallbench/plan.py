@@ -41,6 +41,8 @@ class VariantSettings:
     kernel: str | None = None          # boot this kernel in a VM and run there (see vm/)
     vm_cpus: int | None = None         # the guest's vCPUs (default vm.DEFAULT_CPUS)
     vm_memory: int | None = None       # bytes: the guest's memory (default vm.DEFAULT_MEMORY)
+    hosts: list[str] | None = None     # fleet: inventory hosts or groups for this variant
+    boot: dict[str, str] | None = None  # fleet: kernel to boot first (fleet/boot.py)
 
 
 @dataclass
@@ -55,6 +57,7 @@ class Plan:
     monitors: list[str] | None = None  # None: the default set
     results: Path = Path("results")
     source: Path | None = None         # the plan file, for messages
+    hosts: Path | list[str] | None = None  # fleet: an inventory file or SSH targets
 
 
 # ------------------------------------------------------------------------------------------------
@@ -67,10 +70,10 @@ MAX_ITERATIONS = 10_000
 MAX_VARIANTS = 100
 
 _TOP_KEYS = {"workload", "workload_options", "options", "duration", "iterations", "monitors",
-             "results", "variants", "warmup", "max_iterations", "metrics"}
+             "results", "variants", "warmup", "max_iterations", "metrics", "hosts"}
 _VARIANT_KEYS = {"name", "dir", "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir",
                  "keep_image", "memory", "system_memory", "sysctls", "scheduler", "drop_caches",
-                 "workload_options", "kernel", "vm_cpus", "vm_memory"}
+                 "workload_options", "kernel", "vm_cpus", "vm_memory", "hosts", "boot"}
 _SYSCTL_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")
 _SCHEDULER_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 _OPTION_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -317,11 +320,16 @@ class _PlanReader:
                 raise self.error(("variants", i, "name"),
                                  f"variant name {variant.name!r} is used twice")
             seen.add(variant.name)
+        hosts = None
+        if "hosts" in data:
+            from .fleet.planhosts import check_plan_hosts
+            hosts = self.wrap(("hosts",), check_plan_hosts, data["hosts"], "hosts",
+                              self.path.parent)
         return Plan(workload=workload, workload_options=options, variants=variants,
                     duration_s=duration, iterations=iterations, warmup_s=warmup,
                     until_decided=until_decided,
                     monitors=monitors,
-                    results=results, source=self.path)
+                    results=results, source=self.path, hosts=hosts)
 
     def _check_workload_options(self, workload: str, options: dict[str, Any],
                                 key: str | tuple[Any, ...], written: dict[str, str]) -> None:
@@ -442,6 +450,14 @@ class _PlanReader:
         elif settings.dir is not None:
             raise self.error(key_path("dir"), "a kernel variant runs on the guest's own virtual "
                              "disk; leave out dir (fs chooses the disk's filesystem)")
+        if "hosts" in table or "boot" in table:
+            from .fleet.planhosts import check_boot, check_variant_hosts
+            if "hosts" in table:
+                settings.hosts = self.wrap(key_path("hosts"), check_variant_hosts,
+                                           table["hosts"], what("hosts"))
+            if "boot" in table:
+                settings.boot = self.wrap(key_path("boot"), check_boot, table["boot"],
+                                          what("boot"))
         if settings.dir is not None and settings.fs is not None:
             raise self.error(key_path("fs"), "give either dir (an existing directory) or fs "
                              "(a new loop filesystem), not both")

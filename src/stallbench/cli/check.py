@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     metrics = [parse_metric(m) for m in args.metric]
     bound = parse_percent(args.max_regression, "--max-regression")
     args.candidates = [args.candidate]
-    baseline, candidates = resolve_all(args, allow_incomplete=True)
+    baseline, candidates = resolve_all(args, allow_incomplete=True, split=False)
     incomplete = [f"{run.path}: {run.describe_status()}" for r in (baseline, *candidates)
                   for run in r.runs if not run.complete]
     if incomplete:

@@ -34,19 +34,25 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workload", help="pick one workload when a variant holds several")
     parser.add_argument("--noise", default="2%", help="smallest change called better/worse "
                         "(default 2%%)")
+    parser.add_argument("--pool-hosts", action="store_true",
+                        help="pool a variant's runs from several hosts (default: per host, "
+                             "as VARIANT@HOST)")
 
 
-def resolve_all(args: argparse.Namespace, allow_incomplete: bool):
+def resolve_all(args: argparse.Namespace, allow_incomplete: bool, split: bool = True):
     from .. import summaryfile
-    from ..store import resolve_runs
+    from ..fleet.labels import resolve_spec, split_hosts, variant_specs
 
     specs = [args.baseline, *args.candidates]
-    summaryfile.prepare_specs(specs, args.results)
-    resolved = [resolve_runs(spec, args.results, args.workload, allow_incomplete)
+    summaryfile.prepare_specs(variant_specs(specs, args.results), args.results)
+    resolved = [resolve_spec(spec, args.results, args.workload, allow_incomplete)
                 for spec in specs]
+    resolved, notes = split_hosts(resolved, pool=args.pool_hosts, split=split)
     for item in resolved:
         for problem in item.problems:
             print(f"stallbench: {problem}", file=sys.stderr)
+    for note in notes:
+        print(f"stallbench: {note}", file=sys.stderr)
     return resolved[0], resolved[1:]
 
 

@@ -20,6 +20,9 @@ DEFAULT_DURATION = "30s"
 def register(subparsers) -> None:
     parser = subparsers.add_parser("run", description="Run a workload and record every operation.")
     parser.add_argument("--plan", type=Path, help="a TOML plan with several variants")
+    parser.add_argument("--hosts", metavar="INVENTORY",
+                        help="run the plan on these hosts through Ansible: an inventory file "
+                             "or user@host,... (see README: fleet)")
     add_results_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
     parser.add_argument("--iterations", dest="plan_iterations", metavar="auto",
@@ -91,7 +94,7 @@ _RUN_KEYS = {"variant", "results", "duration", "iterations", "warmup", "monitors
              "no_progress", "dir",
              "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir", "keep_image", "memory",
              "system_memory", "sysctl", "scheduler", "no_drop_caches", "plan", "workload",
-             "func", "command", "kernel", "vm_cpus", "vm_memory"}
+             "func", "command", "kernel", "vm_cpus", "vm_memory", "hosts"}
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
@@ -180,6 +183,11 @@ def run(args: argparse.Namespace) -> int:
         if args.results:
             plan.results = args.results
         _until_decided(args, plan)
+        if args.hosts or plan.hosts or any(v.hosts for v in plan.variants):
+            from .fleet import run_fleet_plan
+            return run_fleet_plan(plan, args.hosts)
+    elif args.hosts:
+        raise UsageError("--hosts goes with --plan FILE: write the variants in a plan")
     elif args.workload:
         if args.plan_iterations or args.max_iterations or args.metric:
             raise UsageError("--iterations auto compares variants: use it with --plan "

@@ -1,0 +1,444 @@
+"""One fleet run: for every host, in its own thread,
+
+  preflight  stallbench --version (must equal ours), boot id, uname -r, a directory for the run
+  per segment (one per boot when variants boot kernels, else one for the whole plan):
+    boot     grub-reboot ENTRY / kexec -l, Ansible's reboot (waits for a new boot id), then
+             uname -r must equal the plan's release, or the host is refused
+    start    copy the host's plan, start stallbench as ONE async task (poll: 0), then nothing:
+             no SSH, no Python from us on the host until the planned time is over
+    status   one async_status when the plan should be over (more only if it overran);
+             a host that does not answer is retried until its reconnect timeout
+    cleanup  `stallbench cleanup` on the host after a lost connection, a killed stallbench or
+             a reboot during the run
+    pull     synchronize (rsync) of the host's results, then import into RESULTS
+
+Every failure is kept as an event of that host; the other hosts go on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import secrets
+import shlex
+import shutil
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..plan import Plan
+from ..store import load_run, write_json_atomic
+from .ansible import Runner, check_ansible
+from .inventory import HostConfig, assign, load_inventory
+from .planhosts import describe_boot
+from .pull import import_runs
+from .subplan import Segment, check_plan_size, segments
+
+NO_SPACE_RE = re.compile(r"no space left on device|ENOSPC|disk quota exceeded", re.I)
+
+
+@dataclass
+class HostReport:
+    host: str
+    variants: list[str]
+    ok: bool = True
+    failure: str | None = None          # what went wrong, in one line
+    events: list[str] = field(default_factory=list)
+    runs: list[Path] = field(default_factory=list)
+    status_checks: int = 0
+    boot_ids: list[str] = field(default_factory=list)
+    release: str | None = None
+
+    def fail(self, what: str) -> None:
+        if self.failure is None:
+            self.failure = what
+        else:
+            self.events.append(what)
+        self.ok = False
+
+
+@dataclass
+class FleetOutcome:
+    fleet_run: str
+    directory: Path
+    reports: list[HostReport]
+    variants: list[str]
+    interrupted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.reports)
+
+
+class _Stopped(Exception):
+    pass
+
+
+class FleetRun:
+    def __init__(self, plan: Plan, source: Path | list[str], log=print):
+        check_ansible()
+        self.plan = plan
+        self.log = log
+        self.results = Path(plan.results)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        self.fleet_run = f"{stamp}-{secrets.token_hex(3)}"
+        self.directory = self.results / ".fleet" / self.fleet_run
+        made = [p for p in (self.results, self.results / ".fleet") if not p.exists()]
+        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.inventory = load_inventory(source, self.directory)
+            self.hosts = assign(plan, self.inventory)
+            for host in self.hosts.values():
+                for segment in segments(plan, host.variants):
+                    check_plan_size(segment)
+        except BaseException:            # bad input: leave nothing behind
+            shutil.rmtree(self.directory, ignore_errors=True)
+            for path in reversed(made):
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+            raise
+        self.runner = Runner(self.inventory.path, self.directory / "ansible")
+        self.stop = threading.Event()
+
+    # -- the whole fleet ------------------------------------------------------------------------
+    def run(self) -> FleetOutcome:
+        reports = {name: HostReport(name, cfg.variants) for name, cfg in self.hosts.items()}
+        threads = [threading.Thread(target=self._host_main, args=(cfg, reports[name]),
+                                    name=f"fleet-{name}", daemon=True)
+                   for name, cfg in self.hosts.items()]
+        def stop(signum: int, frame: Any) -> None:
+            if not self.stop.is_set():
+                self.log(f"stallbench: {signal.Signals(signum).name}: stopping stallbench on "
+                         "every host (it keeps what it recorded)")
+            self.stop.set()
+
+        previous = {signum: signal.signal(signum, stop)
+                    for signum in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.5)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        outcome = FleetOutcome(self.fleet_run, self.directory, list(reports.values()),
+                               [v.name for v in self.plan.variants], self.stop.is_set())
+        write_json_atomic(self.directory / "summary.json", {
+            "fleet_run": self.fleet_run, "inventory": str(self.inventory.path),
+            "hosts": {r.host: {"ok": r.ok, "failure": r.failure, "events": r.events,
+                               "variants": r.variants, "runs": [str(p) for p in r.runs],
+                               "status_checks": r.status_checks, "boot_ids": r.boot_ids,
+                               "release": r.release} for r in outcome.reports}})
+        shutil.rmtree(self.directory / "mirror", ignore_errors=True)
+        return outcome
+
+    def _host_main(self, cfg: HostConfig, report: HostReport) -> None:
+        try:
+            self._host(cfg, report)
+        except _Stopped:
+            report.fail("stopped by the user (Ctrl-C) before it finished")
+        except Exception as exc:  # noqa: BLE001 - one host's bug must not lose the others
+            report.fail(f"internal error: {type(exc).__name__}: {exc}")
+
+    # -- one host -------------------------------------------------------------------------------
+    def _probe_task(self, cfg: HostConfig, remote_results: str, plan_path: str = "",
+                    plan_text: str = "") -> dict[str, Any]:
+        """One command, no Python on the host (`raw`), before a start: stallbench --version
+        (must be ours), the boot id, uname -r, the run's directory, and the host's plan."""
+        script = ('b="$1"; r="$2"; p="$3"; t="$4"; shift 4; "$@" --version && cat "$b" && '
+                  'uname -r && mkdir -p -m 0700 "$r" && '
+                  '{ command -v rsync >/dev/null || { echo "rsync is not installed" >&2; '
+                  'exit 3; }; } && { [ -z "$p" ] || { umask 077; printf %s "$t" > "$p"; }; }')
+        argv = ["sh", "-c", script, "probe", cfg.boot_id_path, remote_results, plan_path,
+                plan_text, *cfg.command]
+        return {"name": "probe", "raw": shlex.join(argv), "register": "probe",
+                "failed_when": "probe.rc != 0 or probe.stdout_lines[0] != sb_version or "
+                               "(sb_release | default('') != '' and "
+                               "probe.stdout_lines[2] | trim != sb_release)"}
+
+    def _probe_failed(self, report: HostReport, result, first: bool) -> None:
+        probe = result.task("probe")
+        lines = probe.get("stdout_lines") or []
+        if result.state == "unreachable":
+            report.fail(f"unreachable at start: {result.message}" if first
+                        else f"lost before a start: {result.message}")
+        elif NO_SPACE_RE.search(result.message):
+            report.fail(f"disk full at start: {result.message}")
+        elif lines and lines[0].startswith("stallbench ") and lines[0] != self._version:
+            report.fail(f"runs {lines[0]}, this controller {self._version}: install the same "
+                        "version on every host")
+        elif probe and probe.get("rc") not in (0, None) and not (
+                lines and lines[0].startswith("stallbench ")):
+            report.fail(f"stallbench is not usable there ({result.message}); install it on the "
+                        "host or set the host variable `stallbench` to its command")
+        else:
+            report.fail(f"{'at start: ' if first else ''}{result.message}")
+
+    _version = f"stallbench {__version__}"
+
+    def _host(self, cfg: HostConfig, report: HostReport) -> None:
+        remote = f"{cfg.workdir.rstrip('/')}/{self.fleet_run}"
+        remote_results = f"{remote}/results"
+        mirror = self.directory / "mirror" / cfg.name
+        mirror.mkdir(parents=True, exist_ok=True)
+        imported: set[str] = set()
+        first = True
+        for segment in segments(self.plan, cfg.variants):
+            if self.stop.is_set():
+                raise _Stopped
+            if segment.boot:
+                if first:        # before the first reboot: is stallbench there at all?
+                    pre = self.runner.run(cfg.name, "preflight",
+                                          [self._probe_task(cfg, remote_results)],
+                                          {"sb_version": self._version, "sb_release": ""})
+                    if not pre.ok:
+                        self._probe_failed(report, pre, True)
+                        return
+            if not self._segment(cfg, report, segment, remote, remote_results, mirror,
+                                 imported, first):
+                return
+            first = False
+
+    def _boot_tasks(self, cfg: HostConfig, segment: Segment) -> list[dict[str, Any]]:
+        """The one-shot boot entry (or kexec -l), then Ansible's reboot, which waits until the
+        boot id changes; the probe after it checks uname -r against the plan."""
+        boot = segment.boot or {}
+        reboot: dict[str, Any] = {"boot_time_command": f"cat {shlex.quote(cfg.boot_id_path)}",
+                                  "reboot_timeout": int(cfg.reboot_timeout_s),
+                                  "test_command": "uname -r"}
+        if "entry" in boot:
+            prepare = [cfg.grub_reboot, boot["entry"]]
+            if cfg.reboot_command:
+                reboot["reboot_command"] = cfg.reboot_command
+        else:
+            prepare = [cfg.kexec, "-l", boot["kexec"]]
+            if boot.get("initrd"):
+                prepare.append(f"--initrd={boot['initrd']}")
+            prepare.append(f"--append={boot['append']}" if boot.get("append")
+                           else "--reuse-cmdline")
+            reboot["reboot_command"] = cfg.reboot_command or "systemctl kexec"
+        self.log(f"{cfg.name}: segment {segment.number}: {describe_boot(boot)}, reboot")
+        return [{"name": "boot entry", "raw": shlex.join(prepare)},
+                {"name": "reboot", "reboot": reboot}]
+
+    def _boot_failed(self, report: HostReport, segment: Segment, result) -> bool:
+        """After a start playbook that booted first: did the boot go wrong? (reports it)"""
+        boot = segment.boot or {}
+        what = f"{describe_boot(boot)} for {segment.variants[0]}"
+        for name in ("boot entry", "reboot"):
+            outcome = result.task(name)
+            if not outcome or outcome.get("failed") or outcome.get("unreachable"):
+                report.fail(f"reboot ({what}) failed at {name}: {result.message}")
+                return True
+        lines = [line.strip() for line in result.task("probe").get("stdout_lines") or []]
+        if len(lines) >= 3 and lines[0] == self._version:
+            if lines[1] in report.boot_ids:
+                report.fail(f"reboot ({what}): the boot id did not change")
+                return True
+            if lines[2] != boot.get("release"):
+                report.fail(f"booted {what}, but uname -r says {lines[2]!r} where the plan "
+                            f"expects {boot.get('release')!r}: refused; no more runs on this "
+                            "host")
+                return True
+            report.events.append(f"segment {segment.number}: booted {lines[2]} ({what}), "
+                                 f"boot id {lines[1]}")
+        return False
+
+    def _segment(self, cfg: HostConfig, report: HostReport, segment: Segment, remote: str,
+                 remote_results: str, mirror: Path, imported: set[str], first: bool) -> bool:
+        env = cfg.environment
+        plan_path = f"{remote}/plan-{segment.number}.toml"
+        pidfile = f"{remote}/stallbench-{segment.number}.pid"
+        check_after = segment.planned_s + segment.runs * cfg.run_overhead_s
+        budget = int(check_after * 3 + 600)
+        argv = ["sh", "-c", 'echo $$ > "$0"; exec "$@"', pidfile, *cfg.command, "run",
+                "--plan", plan_path, "--results", remote_results, "--no-progress"]
+        boot = self._boot_tasks(cfg, segment) if segment.boot else []
+        started = self.runner.run(cfg.name, f"start{segment.number}", [
+            *boot,
+            self._probe_task(cfg, remote_results, plan_path, segment.text),
+            {"name": "start", "command": {"argv": argv}, "environment": env,
+             "async": budget, "poll": 0},
+        ], {"sb_version": self._version,
+            "sb_release": (segment.boot or {}).get("release", "")},
+            timeout=900 + (cfg.reboot_timeout_s if boot else 0))
+        if boot and self._boot_failed(report, segment, started):
+            return False
+        if not started.ok:
+            if started.task("probe").get("failed") or not started.task("probe") \
+                    or started.state == "unreachable" and "start" not in started.tasks:
+                self._probe_failed(report, started, first)
+            else:
+                kind = "disk full" if NO_SPACE_RE.search(started.message) else "could not start"
+                report.fail(f"{kind}: {started.message}")
+            return False
+        probe = started.task("probe").get("stdout_lines") or ["", "", ""]
+        boot_id, report.release = probe[1].strip(), probe[2].strip()
+        if boot_id not in report.boot_ids:
+            report.boot_ids.append(boot_id)
+        job = started.task("start").get("ansible_job_id")
+        job_file = started.task("start").get("results_file", "")
+        t0 = time.monotonic()
+        self.log(f"{cfg.name}: segment {segment.number} started ({', '.join(segment.variants)}"
+                 f" x{segment.iterations}); status check in {check_after:.0f} s")
+        status = None
+        if not self._sleep_until(t0 + check_after):
+            status, lost_for = self._status(cfg, report, job, check_after, remote_results,
+                                            mirror, job_file, boot_id)
+        interrupted = self.stop.is_set()
+        if interrupted and (status is None or not status.task("status").get("finished")):
+            self._stop_remote(cfg, pidfile, plan_path)
+            status, lost_for = self._status(cfg, report, job, check_after, remote_results,
+                                            mirror, job_file, boot_id, honour_stop=False)
+        if status is None:                         # never came back
+            report.fail(
+                f"connection lost during segment {segment.number} ({lost_for}); not back within "
+                f"{cfg.reconnect_timeout_s:.0f} s: nothing pulled. Its stallbench runs on to "
+                "the end of its plan and undoes its own changes; when the host is back run "
+                f"`stallbench cleanup` there and copy {remote_results}")
+            return False
+        needs_cleanup = lost_for is not None
+        if lost_for is not None:
+            report.events.append(f"segment {segment.number}: connection lost ({lost_for}), "
+                                 "back again")
+        job_result = status.task("status")
+        rc = job_result.get("rc")
+        output = f"{job_result.get('stdout', '')}\n{job_result.get('stderr', '')}"
+        fatal = False
+        now_boot = (status.task("boot now").get("stdout_lines") or [""])[0].strip()
+        if now_boot and now_boot != boot_id:
+            report.fail(f"segment {segment.number}: the host rebooted during the run "
+                        f"(boot id {boot_id} -> {now_boot})")
+            needs_cleanup = fatal = True
+        elif not job_result.get("finished") and not interrupted:
+            report.fail(f"segment {segment.number}: Ansible lost track of the job "
+                        f"({job_result.get('msg', 'no result')})")
+            needs_cleanup = fatal = True
+        elif interrupted and rc == 130:
+            report.fail(f"segment {segment.number}: stopped on request (SIGINT/SIGTERM to the "
+                        "controller): its stallbench stopped and kept what it recorded")
+        elif isinstance(rc, int) and rc < 0:
+            report.fail(f"segment {segment.number}: its stallbench was killed (signal {-rc}) "
+                        "during the run")
+            needs_cleanup = True
+        elif NO_SPACE_RE.search(output):
+            report.fail(f"segment {segment.number}: disk full on the host: "
+                        f"{_last_line(NO_SPACE_RE, output)}")
+            needs_cleanup = True
+        elif rc not in (0, None):
+            detail = _last_line(re.compile(r"failed|stallbench:"), output) or f"exit {rc}"
+            report.fail(f"segment {segment.number}: stallbench exited {rc}: {detail}")
+            needs_cleanup = rc != 1
+        elif job_result.get("failed"):         # e.g. Ansible's async time limit killed it
+            report.fail(f"segment {segment.number}: {job_result.get('msg') or 'the job failed'}")
+            needs_cleanup = True
+        if needs_cleanup:
+            cleanup = self.runner.run(cfg.name, f"cleanup{segment.number}", [
+                {"name": "cleanup", "command": {"argv": [*cfg.command, "cleanup"]},
+                 "environment": env}])
+            lines = cleanup.task("cleanup").get("stdout_lines", [])
+            report.events.append(f"segment {segment.number}: `stallbench cleanup` there: "
+                                 + ("; ".join(lines) if lines else cleanup.message or "done"))
+        pulled = status
+        if "pull" not in status.tasks or status.task("pull").get("skipped"):
+            pulled = self.runner.run(cfg.name, f"pull{segment.number}",
+                                     self._pull_tasks(cfg, remote_results, mirror, job_file),
+                                     {"job": {"finished": 1, "rc": 0}})
+        if pulled.task("pull").get("failed") or pulled.state == "unreachable" \
+                or "pull" not in pulled.tasks:
+            report.fail(f"segment {segment.number}: results not pulled: {pulled.message}")
+            return False
+        paths, problems = import_runs(mirror, self.results, cfg.name, imported, {
+            "fleet_run": self.fleet_run, "boot_id": boot_id, "segment": segment.number,
+            "remote_results": remote_results, "boot": segment.boot})
+        report.runs.extend(paths)
+        report.events.extend(problems)
+        for path in paths:
+            run = load_run(path)
+            if not run.complete:
+                report.events.append(f"{path}: {run.describe_status()}")
+        if not paths:
+            report.fail(f"segment {segment.number}: no run came back from the host")
+        return not fatal and not interrupted
+
+    def _pull_tasks(self, cfg: HostConfig, remote_results: str, mirror: Path,
+                    job_file: str) -> list[dict[str, Any]]:
+        """rsync the host's results (never `fetch`: it holds files in memory), then read the
+        boot id again and drop Ansible's job file. Run only once the job has finished."""
+        when = "job.finished | default(0) | int == 1 and job.rc | default(1) | int == 0"
+        tidy = shlex.join(["rm", "-f", "--", job_file or "/nonexistent/stallbench-no-job"])
+        return [
+            {"name": "pull", "ansible.posix.synchronize": {
+                "mode": "pull", "src": f"{remote_results}/", "dest": f"{mirror}/",
+                "use_ssh_args": True, "verify_host": True, "archive": True}, "when": when},
+            {"name": "tidy", "raw": tidy, "when": when},
+        ]
+
+    def _sleep_until(self, deadline: float) -> bool:
+        """Sleep (no traffic to the host); True when the user stopped the fleet run."""
+        return self.stop.wait(max(0.0, deadline - time.monotonic()))
+
+    def _status(self, cfg: HostConfig, report: HostReport, job: str, planned: float,
+                remote_results: str, mirror: Path, job_file: str, boot_id: str,
+                honour_stop: bool = True):
+        """The one status check, with the pull when the job ended well (more checks only while
+        the host overruns or does not answer). Returns (result or None when the host never came
+        back, what the loss looked like)."""
+        lost: str | None = None
+        lost_since = 0.0
+        recheck = min(60.0, max(5.0, planned * 0.1))
+        started, give_up = time.monotonic(), planned * 3 + 600   # as the job's async limit
+        while True:
+            report.status_checks += 1
+            result = self.runner.run(cfg.name, "status", [
+                {"name": "status", "async_status": {"jid": job}, "failed_when": False,
+                 "register": "job"},
+                {"name": "boot now", "raw": shlex.join(["cat", cfg.boot_id_path])},
+                *self._pull_tasks(cfg, remote_results, mirror, job_file),
+            ])
+            if result.state in ("unreachable", "error") and "status" not in result.tasks \
+                    or result.task("status").get("unreachable"):
+                if lost is None:
+                    lost, lost_since = result.message, time.monotonic()
+                    self.log(f"{cfg.name}: not answering ({lost}); retrying for "
+                             f"{cfg.reconnect_timeout_s:.0f} s")
+                if time.monotonic() - lost_since >= cfg.reconnect_timeout_s:
+                    return None, lost
+                time.sleep(min(10.0, max(1.0, cfg.reconnect_timeout_s / 10)))
+                continue
+            now = (result.task("boot now").get("stdout_lines") or [""])[0].strip()
+            if result.task("status").get("finished") or (honour_stop and self.stop.is_set()) \
+                    or (now and now != boot_id):
+                return result, lost
+            if time.monotonic() - started > give_up:
+                return result, lost
+            if not honour_stop:
+                time.sleep(2)
+            elif self.stop.wait(recheck):
+                return result, lost
+
+    def _stop_remote(self, cfg: HostConfig, pidfile: str, plan_path: str) -> None:
+        """Ctrl-C on the controller: SIGTERM to the host's stallbench (it keeps what it
+        recorded and undoes its changes), if the pid is still that stallbench; the status
+        checks that follow wait for it to end."""
+        script = ('pid=$(cat "$0" 2>/dev/null) && [ -n "$pid" ] && '
+                  'tr "\\0" " " < /proc/$pid/cmdline | grep -qF -- "$1" && kill -TERM "$pid"'
+                  ' ; exit 0')
+        self.runner.run(cfg.name, "stop", [
+            {"name": "stop", "raw": shlex.join(["sh", "-c", script, pidfile, plan_path])}])
+
+
+def _last_line(pattern: re.Pattern[str], text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if pattern.search(line)]
+    return lines[-1][:300] if lines else ""
+
+
+def run_fleet(plan: Plan, source: Path | list[str], log=print) -> FleetOutcome:
+    return FleetRun(plan, source, log).run()
