@@ -16,6 +16,7 @@ from .analysis import bands as bands_mod
 from .analysis import histogram as hist
 from .analysis import intervals as iv
 from .analysis import stalls as stalls_mod
+from .analysis.environment import environment_diff  # fidelity
 from .analysis.quantiles import (
     LATENCY_STATS,
     MIN_TAIL_SAMPLES,
@@ -133,6 +134,7 @@ class Comparison:
     counters: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     where: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+    environment: dict[str, Any] | None = None   # fidelity: analysis/environment.py
 
     @property
     def labels(self) -> list[str]:
@@ -546,6 +548,8 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
         problems=[p for r in (baseline, *candidates) for p in r.problems],
     )
     comparison.notes = _notes(comparison)
+    comparison.environment = environment_diff(   # fidelity: what else differed
+        {v.label: [r.meta.get("environment") or {} for r in v.runs] for v in variants})
     comparison.where = _where(comparison, variants) if options.explain else None
     return comparison
 

@@ -25,6 +25,7 @@ from . import leftovers  # noqa: F401 - registers nothing, but cleanup uses it t
 from .blockdev import devices_under, mount_of
 from .checks import check_dir_safe, check_settings
 from .dropcaches import drop_caches
+from .inventory import collect as collect_inventory
 from .loopfs import default_size, loop_filesystem
 from .memcg import find_memory_controller, memory_cgroup
 from .scheduler import check_offered, scheduler
@@ -110,6 +111,7 @@ def environment(settings: VariantSettings, journal: Journal, workload: Workload,
                                           metadata.setdefault("scheduler", {})))
         metadata["devices"] = devices
         metadata["workdir"] = str(workdir)
+        metadata["inventory"] = collect_inventory(workdir, devices)   # the machine as it ran
         yield EnvState(
             workdir=workdir,
             child_setup=cgroup.child_setup() if cgroup is not None else (lambda: None),

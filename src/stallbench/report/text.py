@@ -19,6 +19,7 @@ from .common import (
     op_unit,
     stat_cell,
 )
+from .environment import render_lines as environment_lines  # fidelity
 
 MAX_EPISODES = 5
 
@@ -61,6 +62,7 @@ def header(comparison: Comparison, width: int) -> list[str]:
         lines += _wrap("note: " + note, width)
     for problem in comparison.problems:
         lines += _wrap("left out: " + problem, width)
+    lines += environment_lines(comparison.environment, width)  # fidelity: report/environment.py
     lines.append("")
     return lines
 
