@@ -188,6 +188,7 @@ class Imported:
     interval_sampled: bool = False
     monitor_tables: dict[str, pa.Table] = field(default_factory=dict)
     offset_ns: int | None = None            # subtracted from start times; None: first start
+    meta: dict[str, Any] = field(default_factory=dict)   # more run.json keys (histogram_derived)
 
 
 def write_run(imported: Imported, results: Path, variant: str,
@@ -208,6 +209,7 @@ def write_run(imported: Imported, results: Path, variant: str,
     meta["duration_s"] = duration
     meta["interval_sampled"] = imported.interval_sampled
     meta["workload_summary"] = imported.summary
+    meta.update(imported.meta)
     if imported.rusage:
         meta["rusage"] = imported.rusage
     for note in imported.notes:

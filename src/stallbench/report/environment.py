@@ -37,7 +37,8 @@ def render_lines(diff: dict[str, Any] | None, width: int = 100) -> list[str]:
             for d in unplanned[:MAX_ROWS]:
                 lines += _wrap(f"{d['key']}: {_values(d['values'])}", width)
             if len(unplanned) > MAX_ROWS:
-                lines.append(f"  … and {len(unplanned) - MAX_ROWS} more (environment.inventory in each run.json)")
+                lines.append(f"  … and {len(unplanned) - MAX_ROWS} more "
+                             "(environment.inventory in each run.json)")
         else:
             lines.append(f"environment: the same in all {diff.get('facts', 0)} facts recorded "
                          "besides the plan's settings")
