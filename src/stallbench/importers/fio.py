@@ -291,6 +291,16 @@ def _from_histograms(path: Path, samples: Samples, info: dict[str, Any],
              f"±0.5 ns); {info['times']}, so stalls over time are not meaningful", SYNC_NOTE
              if "sync" not in info.get("samples", {}) else
              "sync (fsync/fdatasync) latencies rebuilt from fio's sync bins as op `sync`"]
+    if "last_ms" in info:
+        missing = ""
+        if json_data is not None:
+            logged = sum(samples.counts().values())
+            total = sum(int((job.get(d) or {}).get("total_ios") or 0)
+                        for job in json_data.get("jobs", []) if isinstance(job, dict)
+                        for d in ("read", "write", "trim"))
+            missing = f" ({max(0, total - logged)} of {total} IOs per fio's JSON)"
+        notes.append("fio writes no histogram line for the last, partial interval: IOs "
+                     "completed after each log's last line are missing" + missing)
     if _rate_limited(json_data):
         notes.append(RATE_NOTE)
     ops = sorted({*samples.op_names})
