@@ -9,7 +9,15 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..monitors import parse_monitor_list
-from ..plan import Plan, VariantSettings, parse_sysctl_assignment
+from ..plan import (
+    Plan,
+    VariantSettings,
+    check_io_weight,
+    parse_io_latency,
+    parse_io_max,
+    parse_swap_limit,
+    parse_sysctl_assignment,
+)
 from ..runner import run_plan
 from ..store import check_name
 from ..units import parse_duration, parse_size
@@ -67,12 +75,24 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--scheduler", help="I/O scheduler for the device under the dir (root)")
     group.add_argument("--no-drop-caches", action="store_true",
                        help="keep the page cache (default: drop it before each run as root)")
+    # cgroup knobs: env/memknobs.py, env/iocgroup.py
+    group.add_argument("--memory-high", help="cgroup v2 memory.high for the workload (root)")
+    group.add_argument("--memory-soft-limit",
+                       help="cgroup v1 memory.soft_limit_in_bytes for the workload (root)")
+    group.add_argument("--swap-limit", help="swap the workload may use, e.g. 0 or 256M (root)")
+    group.add_argument("--io-max", metavar="rbps=N,wbps=N,riops=N,wiops=N",
+                       help="throttle I/O to the device under the directory (root; cgroup v2 "
+                            "io.max or v1 blkio.throttle)")
+    group.add_argument("--io-weight", type=int, help="I/O weight 1-10000 (root; io.weight)")
+    group.add_argument("--io-latency", metavar="TIME",
+                       help="cgroup v2 io.latency target on the device, e.g. 5ms (root)")
 
 
 _RUN_KEYS = {"variant", "results", "duration", "iterations", "monitors", "no_progress", "dir",
              "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir", "keep_image", "memory",
              "system_memory", "sysctl", "scheduler", "no_drop_caches", "plan", "workload",
-             "func", "command"}
+             "func", "command", "memory_high", "memory_soft_limit", "swap_limit", "io_max",
+             "io_weight", "io_latency"}
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
@@ -95,6 +115,13 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         sysctls=sysctls,
         scheduler=args.scheduler,
         drop_caches=not args.no_drop_caches,
+        memory_high=parse_size(args.memory_high, "--memory-high") if args.memory_high else None,
+        memory_soft_limit=(parse_size(args.memory_soft_limit, "--memory-soft-limit")
+                           if args.memory_soft_limit else None),
+        swap_limit=parse_swap_limit(args.swap_limit) if args.swap_limit else None,
+        io_max=parse_io_max(args.io_max) if args.io_max else {},
+        io_weight=check_io_weight(args.io_weight) if args.io_weight is not None else None,
+        io_latency_us=parse_io_latency(args.io_latency) if args.io_latency else None,
     )
     options = {k: v for k, v in vars(args).items() if k not in _RUN_KEYS}
     return Plan(
