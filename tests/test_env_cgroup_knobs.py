@@ -6,7 +6,6 @@ kernel; knobs this machine lacks refused before anything changes; nothing left b
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -36,12 +35,6 @@ def _meta(tmp_path: Path, variant: str) -> dict:
     return json.loads((run_dir / "run.json").read_text())
 
 
-def _ours_left(root: Path) -> list[str]:
-    return [p.name for p in root.iterdir() if p.name.startswith(f"stallbench-{os.getpid()}")
-            or p.name.startswith("stallbench-")
-            and not Path(f"/proc/{p.name.split('-')[1]}").exists()]
-
-
 @requires_root
 def test_read_bps_throttle_slows_direct_reads_to_the_limit(tmp_path: Path) -> None:
     controller = find_io_controller()
@@ -56,7 +49,8 @@ def test_read_bps_throttle_slows_direct_reads_to_the_limit(tmp_path: Path) -> No
     rate = {name: m["samples"]["read"] * RECORD / m["duration_s"]
             for name, m in (("free", fast), ("throttled", slow))}
     # the oracle: bytes/s from the recorded ops against the limit
-    assert rate["throttled"] == pytest.approx(LIMIT, rel=0.1), rate
+    # (never above it beyond blk-throttle's first slice; a busy machine may stay below it)
+    assert 0.7 * LIMIT < rate["throttled"] < 1.1 * LIMIT, rate
     assert rate["free"] > 5 * rate["throttled"], rate
     io = slow["environment"]["io"]
     device = slow["environment"]["filesystem"]["loop_device"]
@@ -71,8 +65,8 @@ def test_read_bps_throttle_slows_direct_reads_to_the_limit(tmp_path: Path) -> No
     assert "io" not in fast["environment"]
     assert not Path(io["cgroup"]).exists()
     assert not list((tmp_path / "state").glob("journal-*.json"))
-    assert device not in subprocess.run(["losetup", "-a"], capture_output=True,
-                                        text=True).stdout.split(":")[0]
+    assert str(tmp_path) not in subprocess.run(["losetup", "-a"], capture_output=True,
+                                               text=True).stdout
 
 
 @requires_root
