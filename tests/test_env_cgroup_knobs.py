@@ -137,3 +137,32 @@ def test_plan_keys_and_bad_values(tmp_path: Path) -> None:
         load_plan(plan)
     with pytest.raises(UsageError, match="whole number"):
         parse_io_max("riops=1.5")
+
+
+@requires_root
+def test_kill_9_then_cleanup_removes_the_io_cgroup(tmp_path: Path) -> None:
+    import signal
+
+    from test_reliability_support import leftovers, sb, sb_start, wait_until
+
+    controller = find_io_controller()
+    if controller is None:
+        pytest.skip("no I/O cgroup controller on this machine")
+    state, work = tmp_path / "state", tmp_path / "images"
+    work.mkdir()
+    proc = sb_start("run", "randread", "--fs", "ext4", "--fs-size", "64M", "--file-size", "16M",
+                    "--direct", "--duration", "60", "--io-max", "riops=50", "--monitors", "none",
+                    "--no-progress", "--results", str(tmp_path / "results"), "--work-dir",
+                    str(work), state=state)
+    ours = f"stallbench-{proc.pid}-*"
+    wait_until(lambda: list(controller.root.glob(ours))
+               and (tmp_path / "results").rglob(".spool"), proc)
+    cgroup = list(controller.root.glob(ours))[0]
+    wait_until(lambda: (cgroup / "cgroup.procs").read_text().split(), proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert cgroup.exists()                        # the machine is still changed
+    cleanup = sb("cleanup", state=state)
+    assert cleanup.returncode == 0, cleanup.stderr
+    assert not cgroup.exists()
+    assert leftovers(proc.pid, work) == []
