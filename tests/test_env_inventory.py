@@ -100,6 +100,8 @@ def test_missing_files_are_unavailable(tmp_path):
     (tmp_path / "vm" / "swappiness").write_text("60\n")
     (tmp_path / "vm" / "drop_caches").write_text("")
     (tmp_path / "vm" / "drop_caches").chmod(0o200)             # a write-only trigger
+    (tmp_path / "vm" / "stat_refresh").write_text("")
+    (tmp_path / "vm" / "stat_refresh").chmod(0o600)            # root only: not read
     (tmp_path / "kernel" / "sched_child_runs_first").write_text("0\n")
     (tmp_path / "kernel" / "hostname").write_text("x\n")         # not vm.* or kernel.sched*
     assert inventory.sysctls(tmp_path) == {"vm.swappiness": "60",
@@ -131,6 +133,15 @@ def test_diff_marks_planned_and_must_equal_differences():
     lines = render_lines(diff)
     assert lines[0].startswith("WARNING: cpu.model differs: Xeon (base) vs EPYC (cand)")
     assert any("as the plan set: device.scheduler" in line for line in lines)
+
+
+def test_system_memory_explains_nr_hugepages():
+    base = {"inventory": {"sysctl": {"vm.nr_hugepages": "0"}}}
+    held = {"inventory": {"sysctl": {"vm.nr_hugepages": "900"}},
+            "system_memory": {"requested": 1 << 30}}
+    diff = environment_diff({"a": [base], "b": [held]})
+    assert [(d["key"], d["planned"]) for d in diff["differences"]] == [("sysctl.vm.nr_hugepages",
+                                                                         True)]
 
 
 def test_runs_of_one_variant_that_disagree_are_named():

@@ -59,6 +59,9 @@ def planned_settings(environment: dict[str, Any]) -> dict[str, Any]:
                 if name.startswith("old "):          # the coupled partner (dirty_ratio/bytes)
                     sysctls.setdefault(name[4:], "(coupled to " + key + ")")
     scheduler = (environment.get("scheduler") or {}).get("new")
+    reserved = (environment.get("system_memory") or {}).get("requested")
+    if reserved is not None:                     # --system-memory holds huge pages
+        sysctls["vm.nr_hugepages"] = f"(system_memory {reserved})"
     return {"storage": storage, "sysctls": sysctls, "scheduler": scheduler}
 
 

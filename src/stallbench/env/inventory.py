@@ -158,12 +158,14 @@ def filesystem(workdir: Path) -> dict[str, Any]:
 
 
 def sysctls(root: Path = Path("/proc/sys")) -> dict[str, str]:
-    """Every readable vm.* and kernel.sched* sysctl (write-only triggers are skipped)."""
+    """Every world-readable vm.* and kernel.sched* sysctl: write-only triggers (drop_caches)
+    and root-only files are skipped; reading vm.stat_refresh (0600) would make every CPU
+    fold its counters, a perturbation the record should not cause."""
     values: dict[str, str] = {}
     candidates = sorted((root / "vm").glob("*")) + sorted((root / "kernel").glob("sched*"))
     for path in candidates:
         try:
-            if not path.is_file() or not os.stat(path).st_mode & 0o444:
+            if not path.is_file() or not os.stat(path).st_mode & 0o004:
                 continue
         except OSError:
             continue
