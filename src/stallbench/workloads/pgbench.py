@@ -708,6 +708,14 @@ class PgbenchWorkload(Workload):
         ctx.notes.append("pgbench's own tps and average latency are in workload_summary.pgbench; "
                          "pgbench logs latencies in µs; rusage includes the server's CPU "
                          "(including its shutdown checkpoint)")
+        if self.rate is not None:
+            ctx.notes.append("rate-limited (pgbench -R): the txn ops are service times (from "
+                             "the actual start); 'txn (response)' counts from the scheduled "
+                             "start, as pgbench's own latency average does")
+        if stats.skipped:
+            ctx.notes.append(f"{stats.skipped} transactions skipped by --latency-limit (already "
+                             "later than the limit when due): not ops, so response-time "
+                             "percentiles leave them out")
         status, reason = "complete", None
         if stopped == "stop":
             status, reason = "interrupted", "stopped before pgbench finished"
