@@ -42,7 +42,7 @@ class PgbenchLogStats:
         self.failed = 0
         self.retries = 0
         self.lag_sum_us = 0
-        self.lagged = 0           # transactions with a schedule_lag field (a rate-limited run)
+        self.lagged = 0           # completed transactions with a schedule_lag (a --rate run)
         self.scripts: set[int] = set()
 
 
@@ -82,8 +82,9 @@ def parse_pgbench_line(path: Path | str, lineno: int, line: str, samples: Sample
             len(fields) == 8 or not fields[2].isdigit() or seventh <= int(fields[2]))
         if has_lag:
             lag_us = seventh
-            stats.lag_sum_us += seventh
-            stats.lagged += 1
+            if fields[2].isdigit():     # as pgbench's own average: completed transactions only
+                stats.lag_sum_us += seventh
+                stats.lagged += 1
         else:
             stats.retries += seventh
     if len(fields) == 8:
