@@ -16,7 +16,6 @@ from typing import Any
 
 from .errors import UsageError
 from .monitors import parse_monitor_list
-from .store import check_name, default_results_dir
 from .units import parse_duration, parse_size
 from .workloads import available_workloads, get_workload
 
@@ -28,7 +27,7 @@ class VariantSettings:
     name: str
     dir: Path | None = None            # an existing directory: only used, never formatted
     fs: str | None = None              # ext2|ext3|ext4|xfs|btrfs on a loop device
-    fs_size: int | None = None         # bytes; default: what the workload needs x 1.25
+    fs_size: int | None = None         # bytes; default: loopfs.default_size (need + overhead)
     mkfs_opts: str = ""
     mount_opts: str = ""
     work_dir: Path | None = None       # where images live; default under the results directory
@@ -56,6 +55,7 @@ class Plan:
     duration_s: float = 10.0
     iterations: int = 1
     warmup_s: float | None = None      # None: the workload's default_warmup_s
+    until_decided: list[str] | None = None  # iterations = "auto": these OP:STAT metrics decide
     monitors: list[str] | None = None  # None: the default set
     results: Path = Path("results")
     source: Path | None = None         # the plan file, for messages
@@ -65,12 +65,13 @@ class Plan:
 # plan files (TOML)
 
 FILESYSTEMS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
+SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")   # blk-mq's; a device offers a subset
 MAX_PLAN_BYTES = 1 << 20
 MAX_ITERATIONS = 10_000
 MAX_VARIANTS = 100
 
 _TOP_KEYS = {"workload", "workload_options", "options", "duration", "iterations", "monitors",
-             "results", "variants", "warmup"}
+             "results", "variants", "warmup", "max_iterations", "metrics"}
 _VARIANT_KEYS = {"name", "dir", "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir",
                  "keep_image", "memory", "system_memory", "sysctls", "scheduler", "drop_caches",
                  "workload_options", "memory_high", "memory_soft_limit", "swap_limit", "io_max",
@@ -273,6 +274,8 @@ class _PlanReader:
 
     # -- reading --------------------------------------------------------------------------------
     def read(self, data: dict[str, Any]) -> Plan:
+        from .store import default_results_dir
+
         for key in data:
             if key not in _TOP_KEYS:
                 raise self.error((key,), f"unknown key; known keys: {', '.join(sorted(_TOP_KEYS))}")
@@ -307,7 +310,24 @@ class _PlanReader:
         if "warmup" in data:
             warmup = self.wrap(("warmup",), _warmup, data["warmup"], "warmup")
         iterations = 1
-        if "iterations" in data:
+        until_decided = None
+        if data.get("iterations") == "auto":
+            iterations = data.get("max_iterations", 10)
+            metrics = data.get("metrics")
+            if not isinstance(metrics, list) or not metrics or \
+                    not all(isinstance(m, str) for m in metrics):
+                raise self.error(("metrics",) if "metrics" in data else ("iterations",),
+                                 'iterations = "auto" needs metrics = ["OP:STAT", ...] '
+                                 '(e.g. ["read:p99"])')
+            until_decided = metrics
+            if isinstance(iterations, bool) or not isinstance(iterations, int) \
+                    or not 1 <= iterations <= MAX_ITERATIONS:
+                raise self.error(("max_iterations",),
+                                 f"expected a whole number from 1 to {MAX_ITERATIONS}")
+        elif "max_iterations" in data or "metrics" in data:
+            key = "max_iterations" if "max_iterations" in data else "metrics"
+            raise self.error((key,), 'only with iterations = "auto"')
+        elif "iterations" in data:
             iterations = data["iterations"]
             if isinstance(iterations, bool) or not isinstance(iterations, int):
                 raise self.error(("iterations",), f"expected a whole number, got {iterations!r}")
@@ -350,6 +370,7 @@ class _PlanReader:
             seen.add(variant.name)
         return Plan(workload=workload, workload_options=options, variants=variants,
                     duration_s=duration, iterations=iterations, warmup_s=warmup,
+                    until_decided=until_decided,
                     monitors=monitors,
                     results=results, source=self.path)
 
@@ -372,6 +393,9 @@ class _PlanReader:
             for name, original in written.items():
                 if f"--{name.replace('_', '-')}" in message or f"{name!r}" in message:
                     location = (*path, original)
+                    dashed = (*path, original.replace("_", "-"))
+                    if location not in self.lines and dashed in self.lines:
+                        location = dashed
                     break
             raise UsageError(f"{self.where(location)}: {_dotted(path)}: {message}") from None
 
@@ -393,6 +417,8 @@ class _PlanReader:
         name = table["name"]
         if not isinstance(name, str):
             raise self.error(key_path("name"), f"expected a string, got {name!r}")
+        from .store import check_name
+
         self.wrap(key_path("name"), check_name, name, f"{what('name')}: variant name")
         settings = VariantSettings(name=name)
 

@@ -94,6 +94,13 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
         workload_cls.from_options({**plan.workload_options, **variant.workload_options})
     monitor_names = plan.monitors if plan.monitors is not None else default_monitor_names()
     outcomes: list[RunOutcome] = []
+    metrics = None
+    if plan.until_decided is not None:
+        from . import untildecided
+
+        metrics = untildecided.parse_metrics(plan.until_decided)
+        if len(plan.variants) < 2:
+            raise UsageError("iterations auto compares variants: the plan needs two or more")
     with _Interrupt() as interrupt:
         for iteration in range(plan.iterations):
             for variant in plan.variants:
@@ -107,6 +114,13 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
                     + (f" ({outcome.reason})" if outcome.reason else "") + f" -> {outcome.path}")
                 if outcome.status == STATUS_INTERRUPTED or interrupt.signalled:
                     return outcomes
+            if metrics is not None:
+                paths = {v.name: [o.path for o in outcomes if o.variant == v.name]
+                         for v in plan.variants}
+                decision = untildecided.decide(paths, metrics, iteration + 1)
+                if decision.decided or iteration + 1 == plan.iterations:
+                    log(decision.sentence(plan.iterations))
+                    break
     return outcomes
 
 
@@ -132,7 +146,7 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                                  duration_s=plan.duration_s + warmup, journal=journal)
                 workload.prepare(ctx)
                 if variant.drop_caches:
-                    note = env.drop_caches()
+                    note = env.drop_caches(log)
                     if note:
                         writer.note(note)
                 _execute(ctx, workload, writer, monitor_names, interrupt, label, show_progress,
@@ -142,6 +156,8 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
             errors = list(journal.undo_all())
             if errors:
                 writer.note("cleanup problems: " + "; ".join(errors))
+                for error in errors:
+                    log(f"stallbench: cleanup: {error}")
             if writer.meta["status"] == "running":
                 writer.meta["status"] = "complete"
             writer.finalize(writer.meta["status"], writer.meta.get("reason"))

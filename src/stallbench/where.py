@@ -16,7 +16,7 @@ from .analysis import histogram as hist
 from .analysis import monitors as am
 from .analysis.summary import RESPONSE_SUFFIX, op_totals
 from .errors import RunDataError
-from .monitors.counters import is_cumulative
+from .monitors.counters import counter_unit, is_cumulative
 from .store import Run
 
 SLOW_FACTOR = 10.0
@@ -60,9 +60,19 @@ def explain(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Ru
         section["histograms"][label] = variant.histograms()
         section["slow_ops"][label] = variant.slow_ops()
         if label != baseline_label:
-            section["counters"][label] = am.counters_comparison(
-                base.counter_deltas(), variant.counter_deltas(), base.seconds, variant.seconds,
-                base.op_count, variant.op_count)
+            base_deltas, cand_deltas = base.counter_deltas(), variant.counter_deltas()
+            missing = [name for name, deltas in ((baseline_label, base_deltas),
+                                                 (label, cand_deltas)) if not deltas]
+            if missing and (base_deltas or cand_deltas):
+                # one side without the counters monitor would read as every counter -> 0
+                section["warnings"].append(
+                    f"counters not collected in {', '.join(missing)}: {baseline_label} and "
+                    f"{label} are not compared on kernel counters")
+            section["counters"][label] = [] if missing else [
+                {**row, "unit": counter_unit(row["counter"])}
+                for row in am.counters_comparison(base_deltas, cand_deltas, base.seconds,
+                                                  variant.seconds, base.op_count,
+                                                  variant.op_count)]
             delay_by_role = {row["role"]: row["delays"] for row in section["delay"][label]}
             roles_of_op = variant.roles_of_ops()
             for op, change in sorted(tail_changes.get(label, {}).items()):

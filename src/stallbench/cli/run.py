@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
-from ..monitors import parse_monitor_list
+from ..monitors import monitors_help, parse_monitor_list
 from ..plan import (
+    SCHEDULERS,
     Plan,
     VariantSettings,
     check_io_weight,
@@ -19,8 +20,6 @@ from ..plan import (
     parse_sysctl_assignment,
     parse_warmup,
 )
-from ..runner import run_plan
-from ..store import check_name
 from ..units import parse_duration, parse_size
 from ..workloads import available_workloads, get_workload
 from .common import add_results_argument, print_comparison, results_dir
@@ -29,11 +28,17 @@ DEFAULT_DURATION = "30s"
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("run", help="run a workload under one variant, or a plan",
-                                   description="Run a workload and record every operation.")
+    parser = subparsers.add_parser("run", description="Run a workload and record every operation.")
     parser.add_argument("--plan", type=Path, help="a TOML plan with several variants")
     add_results_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+    parser.add_argument("--iterations", dest="plan_iterations", metavar="auto",
+                        help="with --plan: 'auto' adds interleaved rounds until --metric is "
+                             "decided (better, worse or same) for every candidate")
+    parser.add_argument("--max-iterations", type=int, metavar="N",
+                        help="with --iterations auto: at most N rounds (10)")
+    parser.add_argument("--metric", action="append", metavar="OP:STAT",
+                        help="with --iterations auto: a metric that decides (repeatable)")
     workloads = parser.add_subparsers(dest="workload", metavar="WORKLOAD",
                                       parser_class=type(parser))
     for name in available_workloads():
@@ -53,20 +58,22 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
     # SUPPRESS: given before the workload name, the run parser's value must survive
     group.add_argument("--results", type=Path, default=argparse.SUPPRESS,
                        help="results directory (default: $STALLBENCH_RESULTS or ./results)")
-    group.add_argument("--duration", default=DEFAULT_DURATION, help="seconds per run (30s)")
+    group.add_argument("--duration", default=DEFAULT_DURATION,
+                       help=f"length of each run with a unit: 500ms, 30s, 2m, 1h; a bare number "
+                            f"is seconds ({DEFAULT_DURATION})")
     group.add_argument("--iterations", type=int, default=1, help="runs of the variant (1)")
     group.add_argument("--warmup", default=None, metavar="DURATION",
                        help="run this long first, recorded but left out of the statistics "
                             "(default: the workload's, e.g. pgioperf 1s; randread 0)")
-    group.add_argument("--monitors", default=None,
-                       help="default (counters,psi,diskstats,delay), all, none or a list")
+    group.add_argument("--monitors", default=None, help=monitors_help())
     group.add_argument("--no-progress", action="store_true", default=argparse.SUPPRESS,
                        help="no live progress display")
     where = group.add_mutually_exclusive_group()
     where.add_argument("--dir", type=Path, help="existing directory for the workload's files")
     where.add_argument("--fs", choices=["ext2", "ext3", "ext4", "xfs", "btrfs"],
                        help="make this filesystem on a loop device for the run (root)")
-    group.add_argument("--fs-size", help="loop filesystem size (default: needed x 1.25)")
+    group.add_argument("--fs-size", help="loop filesystem size (default: what the workload "
+                                         "needs plus the filesystem's own overhead)")
     group.add_argument("--mkfs-opts", default="", help="options for mkfs")
     group.add_argument("--mount-opts", default="", help="options for mount -o")
     group.add_argument("--work-dir", type=Path, help="where loop images live")
@@ -76,9 +83,12 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
                        help="leave only about this much memory available system-wide (root)")
     group.add_argument("--sysctl", action="append", default=[], metavar="KEY=VALUE",
                        help="set a sysctl for the run (repeatable; root)")
-    group.add_argument("--scheduler", help="I/O scheduler for the device under the dir (root)")
+    group.add_argument("--scheduler", metavar="NAME",
+                       help=f"I/O scheduler for the device under the dir: one of "
+                            f"{', '.join(SCHEDULERS)} that the device offers (root)")
     group.add_argument("--no-drop-caches", action="store_true",
-                       help="keep the page cache (default: drop it before each run as root)")
+                       help="keep the page cache (default as root: sync and drop the page "
+                            "cache, dentries and inodes machine-wide before each run)")
     # cgroup knobs: env/memknobs.py, env/iocgroup.py
     group.add_argument("--memory-high", help="cgroup v2 memory.high for the workload (root)")
     group.add_argument("--memory-soft-limit",
@@ -93,6 +103,7 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 _RUN_KEYS = {"variant", "results", "duration", "iterations", "warmup", "monitors",
+             "plan_iterations", "max_iterations", "metric",
              "no_progress", "dir",
              "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir", "keep_image", "memory",
              "system_memory", "sysctl", "scheduler", "no_drop_caches", "plan", "workload",
@@ -102,6 +113,8 @@ _RUN_KEYS = {"variant", "results", "duration", "iterations", "warmup", "monitors
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
     """Flags of `stallbench run WORKLOAD ...` -> a one-variant Plan."""
+    from ..store import check_name
+
     sysctls = dict(parse_sysctl_assignment(item) for item in args.sysctl)
     if args.iterations < 1:
         raise UsageError("--iterations must be at least 1")
@@ -141,6 +154,29 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     )
 
 
+def _until_decided(args: argparse.Namespace, plan: Plan) -> None:
+    """--iterations auto [--max-iterations N] [--metric OP:STAT] over a plan's own keys."""
+    if args.plan_iterations is not None and args.plan_iterations != "auto":
+        raise UsageError(f"--iterations {args.plan_iterations!r} with --plan: only 'auto' "
+                         "(the plan file sets a number)")
+    auto = args.plan_iterations == "auto" or plan.until_decided is not None
+    if not auto:
+        if args.max_iterations or args.metric:
+            raise UsageError("--max-iterations and --metric go with --iterations auto")
+        return
+    if args.metric:
+        plan.until_decided = args.metric
+    elif plan.until_decided is None:
+        raise UsageError("--iterations auto needs --metric OP:STAT (e.g. --metric read:p99)")
+    if args.max_iterations is not None:
+        if not 1 <= args.max_iterations <= 10_000:
+            raise UsageError("--max-iterations must be between 1 and 10000")
+        plan.iterations = args.max_iterations
+    elif plan.until_decided is not None and args.plan_iterations == "auto" \
+            and plan.iterations == 1:
+        plan.iterations = 10
+
+
 def run(args: argparse.Namespace) -> int:
     if args.plan:
         if args.workload:
@@ -150,12 +186,18 @@ def run(args: argparse.Namespace) -> int:
         plan = load_plan(args.plan)
         if args.results:
             plan.results = args.results
+        _until_decided(args, plan)
     elif args.workload:
+        if args.plan_iterations or args.max_iterations or args.metric:
+            raise UsageError("--iterations auto compares variants: use it with --plan "
+                             "(stallbench run --plan PLAN --iterations auto --metric OP:STAT)")
         plan = plan_from_args(args)
     else:
         raise UsageError("name a workload (" + ", ".join(available_workloads())
                          + ") or give --plan FILE")
     get_workload(plan.workload).from_options(plan.workload_options)
+    from ..runner import run_plan
+
     outcomes = run_plan(plan, progress=not args.no_progress)
     names = list(dict.fromkeys(v.name for v in plan.variants))
     if len(names) > 1 and any(o.status == "complete" for o in outcomes):
