@@ -140,6 +140,8 @@ class Samples:
         """Planned starts in the order of arrays() (-1 where an op was not paced), or None."""
         if self.intended_ns is None:
             return None
+        import numpy as np
+
         start = np.frombuffer(self.start_ns, dtype=np.int64)
         order = np.argsort(start, kind="stable")
         return np.frombuffer(self.intended_ns, dtype=np.int64)[order]

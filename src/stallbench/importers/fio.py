@@ -25,13 +25,12 @@ import json
 import re
 from array import array
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from . import fiohist
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 from .common import (
     MAX_LATENCY_NS,
     Imported,
@@ -69,6 +68,9 @@ class IoColumns:
         return len(self.start_ns)
 
     def table(self, offset_ns: int) -> pa.Table:
+        import numpy as np
+        import pyarrow as pa
+
         start = np.frombuffer(self.start_ns, dtype=np.int64)
         order = np.argsort(start, kind="stable")
         ops = np.array([DDIR_OPS[d] for d in range(3)])
@@ -212,6 +214,8 @@ def _json_beside(directory: Path) -> dict[str, Any] | None:
 def parse_fio(path: Path) -> Imported:
     """A lat log file, a directory with lat logs (and fio's JSON output if present), a json+
     file, or histogram logs (file or directory)."""
+    from . import fiohist  # numpy: only when an import runs (the CLI starts fast)
+
     path = Path(path)
     json_data = None
     if path.is_dir():
