@@ -185,9 +185,11 @@ def test_pgbench_hand_written_log(tmp_path: Path) -> None:
     assert meta["samples"] == {"txn": 2}
     assert meta["workload_summary"]["failed"] == 1
     lat, start, worker = _ops(run_dir)["txn"]
-    assert lat.tolist() == [1_500_000, 2_500_000]
+    # the third line has a schedule lag (a --rate log): its time of 2500 µs counts from the
+    # scheduled start, so the service time is 2490 µs and it began 10 µs after that start
+    assert lat.tolist() == [1_500_000, 2_490_000]
     # end - latency, relative to the first start
-    assert start.tolist() == [0, (1_100_000 - 2_500) * 1000 - (500_000 - 1_500) * 1000]
+    assert start.tolist() == [0, (1_100_000 - 2_500 + 10) * 1000 - (500_000 - 1_500) * 1000]
     assert worker.tolist() == [0, 1]
 
 

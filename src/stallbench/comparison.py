@@ -20,6 +20,7 @@ from .analysis import intervals as iv
 from .analysis import stalls as stalls_mod
 from .analysis import stationarity
 from .analysis import summary as sm
+from .analysis.environment import environment_diff  # fidelity
 from .analysis.quantiles import (
     LATENCY_STATS,
     MIN_TAIL_SAMPLES,
@@ -145,6 +146,7 @@ class Comparison:
     problems: list[str] = field(default_factory=list)
     level_shifts: list[dict[str, Any]] = field(default_factory=list)  # runs mixing regimes
     accuracy: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] | None = None   # fidelity: analysis/environment.py
 
     @property
     def labels(self) -> list[str]:
@@ -616,6 +618,8 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
                   "prior_dof": iv.PRIOR_DOF},
     )
     comparison.notes = _notes(comparison)
+    comparison.environment = environment_diff(   # fidelity: what else differed
+        {v.label: [r.meta.get("environment") or {} for r in v.runs] for v in variants})
     comparison.where = _where(comparison, variants) if options.explain else None
     return comparison
 

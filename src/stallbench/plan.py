@@ -43,6 +43,13 @@ class VariantSettings:
     vm_memory: int | None = None       # bytes: the guest's memory (default vm.DEFAULT_MEMORY)
     hosts: list[str] | None = None     # fleet: inventory hosts or groups for this variant
     boot: dict[str, str] | None = None  # fleet: kernel to boot first (fleet/boot.py)
+    # cgroup knobs (env/memknobs.py, env/iocgroup.py)
+    memory_high: int | None = None        # bytes: v2 memory.high
+    memory_soft_limit: int | None = None  # bytes: v1 memory.soft_limit_in_bytes
+    swap_limit: int | None = None         # bytes of swap: v2 memory.swap.max, v1 memsw - limit
+    io_max: dict[str, int] = field(default_factory=dict)   # rbps/wbps/riops/wiops
+    io_weight: int | None = None          # v2 io.weight / v1 blkio weight
+    io_latency_us: int | None = None      # v2 io.latency target
 
 
 @dataclass
@@ -73,7 +80,9 @@ _TOP_KEYS = {"workload", "workload_options", "options", "duration", "iterations"
              "results", "variants", "warmup", "max_iterations", "metrics", "hosts"}
 _VARIANT_KEYS = {"name", "dir", "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir",
                  "keep_image", "memory", "system_memory", "sysctls", "scheduler", "drop_caches",
-                 "workload_options", "kernel", "vm_cpus", "vm_memory", "hosts", "boot"}
+                 "workload_options", "kernel", "vm_cpus", "vm_memory", "hosts", "boot",
+                 "memory_high", "memory_soft_limit", "swap_limit", "io_max",
+                 "io_weight", "io_latency"}
 _SYSCTL_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")
 _SCHEDULER_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 _OPTION_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -156,6 +165,68 @@ def check_vm_memory(value: int, what: str = "--vm-memory") -> int:
         raise UsageError(f"{what}: {value >> 20} MiB is too little for a guest running Python; "
                          f"give at least {MIN_VM_MEMORY >> 20}M")
     return value
+IO_MAX_KEYS = ("rbps", "wbps", "riops", "wiops")
+
+
+def parse_swap_limit(value: object, what: str = "--swap-limit") -> int:
+    """A size, where 0 (no swap at all) is allowed."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise UsageError(f"{what}: expected a size like \"256M\" or 0, got {value!r}")
+    if str(value).strip() in ("0", "0B", "0b"):
+        return 0
+    return parse_size(value, what)
+
+
+def parse_io_max(value: object, what: str = "--io-max") -> dict[str, int]:
+    """'rbps=4M,wiops=100' (or a table) -> {'rbps': 4194304, 'wiops': 100}."""
+    if isinstance(value, dict):
+        items = [(str(k), v) for k, v in value.items()]
+    elif isinstance(value, str):
+        items = []
+        for part in filter(None, (p.strip() for p in value.split(","))):
+            key, sep, number = part.partition("=")
+            if not sep:
+                raise UsageError(f"{what}: {part!r}: use KEY=VALUE with KEY one of "
+                                 f"{', '.join(IO_MAX_KEYS)}, e.g. rbps=4M")
+            items.append((key.strip(), number.strip()))
+    else:
+        raise UsageError(f"{what}: expected e.g. \"rbps=4M,wiops=200\", got {value!r}")
+    limits: dict[str, int] = {}
+    for key, number in items:
+        if key not in IO_MAX_KEYS:
+            raise UsageError(f"{what}: {key!r} is not one of {', '.join(IO_MAX_KEYS)}")
+        if isinstance(number, bool) or not isinstance(number, (str, int)):
+            raise UsageError(f"{what}: {key} needs a number, got {number!r}")
+        amount = parse_size(number, f"{what} {key}") if key.endswith("bps") else None
+        if amount is None:
+            if not str(number).isdigit():
+                raise UsageError(f"{what}: {key}={number!r} must be a whole number of IOs/s")
+            amount = int(number)
+        if amount <= 0:
+            raise UsageError(f"{what}: {key} must be positive")
+        limits[key] = amount
+    if not limits:
+        raise UsageError(f"{what}: give at least one of {', '.join(IO_MAX_KEYS)}")
+    return limits
+
+
+def check_io_weight(value: object, what: str = "--io-weight") -> int:
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10_000:
+        raise UsageError(f"{what}: expected a whole number from 1 to 10000, got {value!r}")
+    return value
+
+
+def parse_io_latency(value: object, what: str = "--io-latency") -> int:
+    """A latency target like '5ms' (a bare number is µs, as in io.latency) -> µs."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise UsageError(f"{what}: expected a duration like \"5ms\", got {value!r}")
+    text = str(value).strip()
+    micros = int(text) if text.isdigit() else int(round(parse_duration(text, what) * 1e6))
+    if micros <= 0:
+        raise UsageError(f"{what}: must be positive")
+    return micros
 
 
 def check_plain_path(value: object, what: str) -> Path:
@@ -425,6 +496,21 @@ class _PlanReader:
             settings.drop_caches = boolean("drop_caches")
         if "sysctls" in table:
             settings.sysctls = self._sysctls(key_path("sysctls"), table["sysctls"])
+        for key in ("memory_high", "memory_soft_limit"):
+            if key in table:
+                setattr(settings, key, size(key))
+        if "swap_limit" in table:
+            settings.swap_limit = self.wrap(key_path("swap_limit"), parse_swap_limit,
+                                            table["swap_limit"], what("swap_limit"))
+        if "io_max" in table:
+            settings.io_max = self.wrap(key_path("io_max"), parse_io_max, table["io_max"],
+                                        what("io_max"))
+        if "io_weight" in table:
+            settings.io_weight = self.wrap(key_path("io_weight"), check_io_weight,
+                                           table["io_weight"], what("io_weight"))
+        if "io_latency" in table:
+            settings.io_latency_us = self.wrap(key_path("io_latency"), parse_io_latency,
+                                               table["io_latency"], what("io_latency"))
         if "workload_options" in table:
             options = table["workload_options"]
             if not isinstance(options, dict) or any(isinstance(v, dict) for v in options.values()):

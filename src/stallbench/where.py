@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .analysis import delaymax
 from .analysis import histogram as hist
 from .analysis import monitors as am
 from .analysis.summary import RESPONSE_SUFFIX, op_totals
@@ -35,7 +36,8 @@ def explain(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Ru
     section: dict[str, Any] = {"baseline": baseline_label, "variants": list(variants),
                                "slow_factor": SLOW_FACTOR, "skipped": [], "warnings": [],
                                "counters": {}, "psi": {}, "diskstats": {}, "device": {},
-                               "delay": {}, "stacks": {}, "histograms": {}, "slow_ops": {},
+                               "delay": {}, "delay_max": {}, "stacks": {}, "histograms": {},
+                               "slow_ops": {},
                                "explanations": []}
     for label, variant in data.items():
         for monitor, reason in variant.skipped.items():
@@ -48,6 +50,12 @@ def explain(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Ru
         section["diskstats"][label] = variant.diskstats()
         section["device"][label] = variant.device_vs_above(section["diskstats"][label])
         section["delay"][label] = variant.delay()
+        longest, missing = variant.delay_max()
+        if longest:
+            section["delay_max"][label] = longest
+        if missing:
+            section["skipped"].append({"variant": label, "monitor": "delay maximum",
+                                       "reason": missing})
         section["stacks"][label] = variant.stacks()
         section["histograms"][label] = variant.histograms()
         section["slow_ops"][label] = variant.slow_ops()
@@ -77,6 +85,13 @@ def explain(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Ru
                     line = am.delay_explanation(op, change, roles[0], delay_by_role[roles[0]])
                 if line:
                     section["explanations"].append({"variant": label, "op": op, "text": line})
+            base_max = section["delay_max"].get(baseline_label, {})
+            for kind, entry in section["delay_max"].get(label, {}).items():
+                line = delaymax.explanation(label, kind, entry["max_ns"],
+                                            (base_max.get(kind) or {}).get("max_ns"))
+                if line:
+                    section["explanations"].append({"variant": label, "op": None,
+                                                    "text": line})
     return _jsonable(section)
 
 
@@ -216,6 +231,29 @@ class _VariantData:
         if not found:
             return []
         return am.delay_attribution(delays_by_pid, role_of_pid, latency_by_role)
+
+    def delay_max(self) -> tuple[dict[str, dict[str, Any]], str | None]:
+        """Longest single delay per kind over the runs (from the delay monitor's summary), each
+        with the worker role whose task had it; and why there is none, if none."""
+        per_run, reasons = [], []
+        for run in self.runs:
+            summary = (run.meta.get("monitors") or {}).get("delay") or {}
+            if summary.get("status") != "ok":
+                continue
+            if isinstance(summary.get("max_ns"), Mapping):
+                roles = _worker_roles(run)
+                role_of = {pid: roles.get(w, f"worker {w}")
+                           for w, pid in _worker_pids(run, "delay").items()}
+                per_run.append({kind: {**entry, "run": role_of.get(entry.get("tid"))}
+                                for kind, entry in summary["max_ns"].items()})
+            else:
+                reasons.append(summary.get("max_unavailable")
+                               or "recorded by a stallbench without per-kind maxima")
+        merged = delaymax.merge_runs(per_run)
+        for entry in merged.values():
+            entry["role"] = entry.pop("run")
+        found = {k: v for k, v in merged.items() if v["max_ns"] is not None}
+        return found, (reasons[0] if reasons and not per_run else None)
 
     def roles_of_ops(self) -> dict[str, list[str]]:
         """Which worker roles record each op (from ops.parquet's worker column)."""

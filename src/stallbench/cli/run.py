@@ -9,7 +9,17 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..monitors import monitors_help, parse_monitor_list
-from ..plan import SCHEDULERS, Plan, VariantSettings, parse_sysctl_assignment, parse_warmup
+from ..plan import (
+    SCHEDULERS,
+    Plan,
+    VariantSettings,
+    check_io_weight,
+    parse_io_latency,
+    parse_io_max,
+    parse_swap_limit,
+    parse_sysctl_assignment,
+    parse_warmup,
+)
 from ..units import parse_duration, parse_size
 from ..workloads import available_workloads, get_workload
 from .common import add_results_argument, print_comparison, results_dir
@@ -87,6 +97,17 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
                             "QEMU and run the workload in the guest")
     group.add_argument("--vm-cpus", type=int, help="the guest's vCPUs (with --kernel; 2)")
     group.add_argument("--vm-memory", help="the guest's memory (with --kernel; 1G)")
+    # cgroup knobs: env/memknobs.py, env/iocgroup.py
+    group.add_argument("--memory-high", help="cgroup v2 memory.high for the workload (root)")
+    group.add_argument("--memory-soft-limit",
+                       help="cgroup v1 memory.soft_limit_in_bytes for the workload (root)")
+    group.add_argument("--swap-limit", help="swap the workload may use, e.g. 0 or 256M (root)")
+    group.add_argument("--io-max", metavar="rbps=N,wbps=N,riops=N,wiops=N",
+                       help="throttle I/O to the device under the directory (root; cgroup v2 "
+                            "io.max or v1 blkio.throttle)")
+    group.add_argument("--io-weight", type=int, help="I/O weight 1-10000 (root; io.weight)")
+    group.add_argument("--io-latency", metavar="TIME",
+                       help="cgroup v2 io.latency target on the device, e.g. 5ms (root)")
 
 
 _RUN_KEYS = {"variant", "results", "duration", "iterations", "warmup", "monitors",
@@ -94,7 +115,9 @@ _RUN_KEYS = {"variant", "results", "duration", "iterations", "warmup", "monitors
              "no_progress", "dir",
              "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir", "keep_image", "memory",
              "system_memory", "sysctl", "scheduler", "no_drop_caches", "plan", "workload",
-             "func", "command", "kernel", "vm_cpus", "vm_memory", "hosts"}
+             "func", "command", "kernel", "vm_cpus", "vm_memory", "hosts",
+             "memory_high", "memory_soft_limit", "swap_limit", "io_max",
+             "io_weight", "io_latency"}
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
@@ -120,6 +143,13 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         scheduler=args.scheduler,
         drop_caches=not args.no_drop_caches,
         **_vm_settings(args),
+        memory_high=parse_size(args.memory_high, "--memory-high") if args.memory_high else None,
+        memory_soft_limit=(parse_size(args.memory_soft_limit, "--memory-soft-limit")
+                           if args.memory_soft_limit else None),
+        swap_limit=parse_swap_limit(args.swap_limit) if args.swap_limit else None,
+        io_max=parse_io_max(args.io_max) if args.io_max else {},
+        io_weight=check_io_weight(args.io_weight) if args.io_weight is not None else None,
+        io_latency_us=parse_io_latency(args.io_latency) if args.io_latency else None,
     )
     options = {k: v for k, v in vars(args).items() if k not in _RUN_KEYS}
     return Plan(

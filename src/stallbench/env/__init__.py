@@ -21,10 +21,15 @@ from ..journal import Journal
 from ..plan import VariantSettings
 from ..units import format_size
 from ..workloads.base import Workload
-from . import leftovers  # noqa: F401 - registers nothing, but cleanup uses it through env
+from . import (
+    iocgroup,
+    leftovers,  # noqa: F401 - registers nothing, but cleanup uses it through env
+    memknobs,
+)
 from .blockdev import devices_under, mount_of
 from .checks import check_dir_safe, check_settings
 from .dropcaches import drop_caches
+from .inventory import collect as collect_inventory
 from .loopfs import default_size, loop_filesystem
 from .memcg import find_memory_controller, memory_cgroup
 from .scheduler import check_offered, scheduler
@@ -52,6 +57,9 @@ def environment(settings: VariantSettings, journal: Journal, workload: Workload,
     results = Path(results)
     is_root = os.geteuid() == 0
     controller = find_memory_controller() if is_root else None
+    io_controller = iocgroup.find_io_controller() if iocgroup.wanted(settings) else None
+    memknobs.check(settings, controller)            # cgroup knobs: refused before any change
+    iocgroup.check(settings, io_controller)
     if settings.dir is not None and settings.scheduler is not None:
         for device in devices_under(Path(settings.dir))[-1:]:
             check_offered(device, settings.scheduler)
@@ -67,6 +75,7 @@ def environment(settings: VariantSettings, journal: Journal, workload: Workload,
         if controller is not None:
             cgroup = stack.enter_context(memory_cgroup(
                 controller, settings.memory, journal, metadata.setdefault("memory", {})))
+            memknobs.apply(settings, cgroup, metadata["memory"].setdefault("knobs", {}))
         memory_available = settings.memory or meminfo()["MemAvailable"]
         metadata["memory_limit"] = settings.memory
         metadata["memory_available"] = memory_available
@@ -102,6 +111,10 @@ def environment(settings: VariantSettings, journal: Journal, workload: Workload,
                 "mount_point": info.mount_point, "mount_options": info.mount_options,
                 "superblock_options": info.super_options}
         _check_space(workdir, needed, where, fix, workload.name)
+        joins = [cgroup.child_setup()] if cgroup is not None else []
+        if io_controller is not None:
+            joins.append(stack.enter_context(iocgroup.io_cgroup(
+                settings, io_controller, devices, cgroup, journal, metadata.setdefault("io", {}))))
 
         if cgroup is not None:
             entry = journal.push("cgroup_evict", path=str(cgroup.path))
@@ -113,9 +126,10 @@ def environment(settings: VariantSettings, journal: Journal, workload: Workload,
                                           metadata.setdefault("scheduler", {})))
         metadata["devices"] = devices
         metadata["workdir"] = str(workdir)
+        metadata["inventory"] = collect_inventory(workdir, devices)   # the machine as it ran
         yield EnvState(
             workdir=workdir,
-            child_setup=cgroup.child_setup() if cgroup is not None else (lambda: None),
+            child_setup=_chained(joins),
             cgroup={"version": cgroup.version, "path": str(cgroup.path)} if cgroup else None,
             devices=devices,
             memory_limit=(metadata.get("memory") or {}).get("limit"),
@@ -128,6 +142,18 @@ def environment(settings: VariantSettings, journal: Journal, workload: Workload,
         if len(journal.errors) > errors_before:
             metadata["cleanup_errors"] = journal.errors[errors_before:]
         _restore_sigterm(previous_sigterm)
+
+
+def _chained(functions: list[Any]) -> Any:
+    """One child-setup function that runs each of `functions` (joins each cgroup)."""
+    if len(functions) == 1:
+        return functions[0]
+
+    def run_all() -> None:
+        for function in functions:
+            function()
+
+    return run_all
 
 
 def _check_space(workdir: Path, needed: int, where: str, fix: str, workload_name: str) -> None:

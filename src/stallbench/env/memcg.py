@@ -51,11 +51,13 @@ def find_memory_controller() -> Controller | None:
 
 
 def cgroup_roots() -> list[Controller]:
-    """Every hierarchy where stallbench may have made a memory cgroup (for cleanup)."""
+    """Every hierarchy where stallbench may have made a cgroup: memory, or blkio for the I/O
+    knobs of env/iocgroup.py (for cleanup)."""
     roots = []
     for info in mounts():
+        options = info.options.split(",")
         if info.fstype == "cgroup2" or (info.fstype == "cgroup"
-                                        and "memory" in info.options.split(",")):
+                                        and ("memory" in options or "blkio" in options)):
             roots.append(Controller(2 if info.fstype == "cgroup2" else 1, Path(info.mount_point)))
     return roots
 

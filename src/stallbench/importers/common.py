@@ -84,8 +84,10 @@ class Samples:
         self.worker = array("i")
         self.start_ns = array("q")
         self.latency_ns = array("q")
+        self.intended_ns: array | None = None   # planned starts (paced ops), -1: not paced
 
-    def add(self, op: str, worker: int, start_ns: int, latency_ns: int) -> None:
+    def add(self, op: str, worker: int, start_ns: int, latency_ns: int,
+            intended_ns: int | None = None) -> None:
         code = self._codes.get(op)
         if code is None:
             code = self._codes[op] = len(self.op_names)
@@ -94,6 +96,10 @@ class Samples:
         self.worker.append(worker if -(1 << 31) <= worker < 1 << 31 else -1)
         self.start_ns.append(start_ns)
         self.latency_ns.append(latency_ns)
+        if intended_ns is not None and self.intended_ns is None:
+            self.intended_ns = array("q", [-1]) * (len(self.latency_ns) - 1)
+        if self.intended_ns is not None:
+            self.intended_ns.append(-1 if intended_ns is None else intended_ns)
 
     def __len__(self) -> int:
         return len(self.latency_ns)
@@ -103,6 +109,11 @@ class Samples:
 
         remap = np.array([self._code_for(name) for name in other.op_names] or [0], dtype=np.int32)
         codes = np.frombuffer(other.op_codes, dtype=np.int32) if len(other) else np.empty(0, int)
+        if other.intended_ns is not None and self.intended_ns is None:
+            self.intended_ns = array("q", [-1]) * len(self.latency_ns)
+        if self.intended_ns is not None:
+            self.intended_ns.extend(other.intended_ns if other.intended_ns is not None
+                                    else array("q", [-1]) * len(other))
         self.op_codes.extend(remap[codes].tolist())
         self.worker.extend(other.worker)
         self.start_ns.extend(other.start_ns)
@@ -125,6 +136,16 @@ class Samples:
         order = np.argsort(start, kind="stable")
         return codes[order], worker[order], start[order], latency[order]
 
+    def intended(self) -> np.ndarray | None:
+        """Planned starts in the order of arrays() (-1 where an op was not paced), or None."""
+        if self.intended_ns is None:
+            return None
+        import numpy as np
+
+        start = np.frombuffer(self.start_ns, dtype=np.int64)
+        order = np.argsort(start, kind="stable")
+        return np.frombuffer(self.intended_ns, dtype=np.int64)[order]
+
     def counts(self) -> dict[str, int]:
         import numpy as np
 
@@ -142,9 +163,13 @@ class Samples:
 
         codes, worker, start, latency = self.arrays()
         start = np.maximum(start - offset_ns, 0)
+        intended = self.intended()
+        if intended is not None:
+            intended = np.where(intended >= 0, np.maximum(intended - offset_ns, 0), -1)
         for i in range(0, len(start), chunk):
             yield ops_batch(self.op_names, codes[i:i + chunk], worker[i:i + chunk],
-                            start[i:i + chunk], latency[i:i + chunk])
+                            start[i:i + chunk], latency[i:i + chunk],
+                            None if intended is None else intended[i:i + chunk])
 
     def span_ns(self) -> tuple[int, int]:
         """(first start, last end) on the log's clock; (0, 0) when empty."""
@@ -154,7 +179,13 @@ class Samples:
             return 0, 0
         start = np.frombuffer(self.start_ns, dtype=np.int64)
         end = start + np.frombuffer(self.latency_ns, dtype=np.int64)
-        return int(start.min()), int(end.max())
+        first = int(start.min())
+        if self.intended_ns is not None:       # a planned start can precede the first start
+            planned = np.frombuffer(self.intended_ns, dtype=np.int64)
+            planned = planned[planned >= 0]
+            if planned.size:
+                first = min(first, int(planned.min()))
+        return first, int(end.max())
 
 
 @dataclass
@@ -172,6 +203,7 @@ class Imported:
     interval_sampled: bool = False
     monitor_tables: dict[str, pa.Table] = field(default_factory=dict)
     offset_ns: int | None = None            # subtracted from start times; None: first start
+    meta: dict[str, Any] = field(default_factory=dict)   # more run.json keys (histogram_derived)
 
 
 def write_run(imported: Imported, results: Path, variant: str,
@@ -194,6 +226,7 @@ def write_run(imported: Imported, results: Path, variant: str,
     meta["duration_s"] = duration
     meta["interval_sampled"] = imported.interval_sampled
     meta["workload_summary"] = imported.summary
+    meta.update(imported.meta)
     if imported.rusage:
         meta["rusage"] = imported.rusage
     for note in imported.notes:

@@ -14,7 +14,12 @@ $STALLBENCH_STATE_DIR, because the sysctl is.
 
 Table `delay`: t_ns, pid, tid, comm, born_in_run (the task started after the monitor, so its
 totals all belong to the run), exited (row is the exit record), and per delay kind the count and
-total in ns: cpu, blkio, swapin, freepages (direct reclaim), thrashing, compact, wpcopy, irq.
+total in ns: cpu, blkio, swapin, freepages (direct reclaim), thrashing, compact, wpcopy, irq;
+and `<kind>_max_ns`, the task's longest single delay of that kind so far (taskstats v16+, at the
+end of struct taskstats; null on older kernels). Version 15 put max/min between the older
+fields, which moves every later field; v16 moved them to the end, so a v15 kernel is refused
+with that reason rather than misread. The summary's `max_ns` is the longest single delay of each
+kind during the run (analysis/delaymax.py).
 """
 
 from __future__ import annotations
@@ -67,6 +72,10 @@ DELAY_KINDS = {
     "wpcopy": (400, 408, 13),
     "irq": (416, 424, 14),
 }
+# v16+: {kind}_delay_max, {kind}_delay_min pairs at the end, in DELAY_KINDS order
+MAX_SINCE_VERSION = 16
+_MAX_AT = 432
+_BROKEN_LAYOUT_VERSION = 15
 _COMM = (80, 32)
 _AC_PID = 128
 _AC_TGID = 368
@@ -310,7 +319,21 @@ def decode_stats(raw: bytes) -> dict[str, Any]:
             result[f"{kind}_ns"] = struct.unpack_from("Q", raw, total_at)[0]
         else:
             result[f"{kind}_count"] = result[f"{kind}_ns"] = None
+    for index, kind in enumerate(DELAY_KINDS):
+        at = _MAX_AT + 16 * index
+        result[f"{kind}_max_ns"] = struct.unpack_from("Q", raw, at)[0] \
+            if version >= MAX_SINCE_VERSION and len(raw) >= at + 8 else None
     return result
+
+
+def max_unavailable(version: int | None) -> str | None:
+    """Why this kernel's taskstats has no per-kind maximum, or None when it has one."""
+    if version is None:
+        return "no taskstats record was read"
+    if version < MAX_SINCE_VERSION:
+        return (f"taskstats version {version} has no per-kind maximum delay (version "
+                f"{MAX_SINCE_VERSION}+, Linux 6.16 and later)")
+    return None
 
 
 def _online_cpus() -> str:
@@ -342,6 +365,7 @@ class DelayMonitor(Monitor):
         self._ctx: RunContext | None = None
         self._boot_ticks_at_start = 0
         self._claim: DelayacctClaim | None = None
+        self._version: int | None = None
 
     @classmethod
     def unavailable(cls, ctx: RunContext) -> str | None:
@@ -350,9 +374,16 @@ class DelayMonitor(Monitor):
         if not os.path.exists(DELAYACCT_SYSCTL):
             return "kernel without delay accounting (no kernel.task_delayacct sysctl)"
         try:
-            TaskstatsSocket().close()
+            sock = TaskstatsSocket()
+            try:
+                raw = sock.get(os.getpid())
+            finally:
+                sock.close()
         except (OSError, KeyError) as exc:
             return f"taskstats generic-netlink family not available ({exc})"
+        if raw is not None and struct.unpack_from("H", raw, 0)[0] == _BROKEN_LAYOUT_VERSION:
+            return ("taskstats version 15 (its max/min fields moved every later field; fixed "
+                    "in version 16): not decoded, update the kernel")
         return None
 
     def start(self, ctx: RunContext) -> None:
@@ -428,6 +459,7 @@ class DelayMonitor(Monitor):
         row = {"t_ns": t_ns, "pid": pid, "tid": tid, "comm": stats["comm"],
                "born_in_run": born, "exited": exited}
         row.update({k: v for k, v in stats.items() if k.endswith(("_count", "_ns"))})
+        self._version = stats["version"]
         self._rows.append(row)
 
     def stop(self) -> MonitorResult:
@@ -446,9 +478,17 @@ class DelayMonitor(Monitor):
         table = self._rows.table()
         self._rows.discard()
         roots = self._ctx.processes.roots() if self._ctx else []
+        rows = table.to_pylist()
+        version = self._version
         summary: dict[str, Any] = {"workload_pids": roots,
                                    "tasks": len(self._known), "samples": len(self._rows),
-                                   "totals_ns": delay_totals(table.to_pylist())}
+                                   "totals_ns": delay_totals(rows),
+                                   "taskstats_version": version}
+        reason = max_unavailable(version)
+        if reason is None:
+            summary["max_ns"] = _longest(table)
+        else:
+            summary["max_unavailable"] = reason
         if self._errors:
             summary["errors"] = self._errors
         return MonitorResult(tables={"delay": table}, summary=summary)
@@ -470,6 +510,20 @@ _COLUMNS = {"t_ns": pa.int64(), "pid": pa.int32(), "tid": pa.int32(), "comm": pa
 for _kind in DELAY_KINDS:
     _COLUMNS[f"{_kind}_count"] = pa.int64()
     _COLUMNS[f"{_kind}_ns"] = pa.int64()
+for _kind in DELAY_KINDS:
+    _COLUMNS[f"{_kind}_max_ns"] = pa.int64()
+
+
+def _longest(table: pa.Table) -> dict[str, Any]:
+    from ..analysis.delaymax import longest_delays
+
+    columns = {name: table.column(name).to_numpy(zero_copy_only=False)
+               for name in table.column_names if name.endswith(("_max_ns", "_count"))}
+    return longest_delays(table.column("tid").to_numpy(),
+                          table.column("born_in_run").to_numpy(zero_copy_only=False),
+                          {k: columns[f"{k}_max_ns"] for k in DELAY_KINDS},
+                          {k: columns[f"{k}_count"] for k in DELAY_KINDS},
+                          table.column("t_ns").to_numpy())
 
 
 def delay_totals(rows: list[dict[str, Any]]) -> dict[str, int]:

@@ -91,6 +91,7 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
         "adjustment": comparison.adjustment,
         "method": comparison.method,
         "accuracy": comparison.accuracy,
+        "environment": comparison.environment,
         "level_shifts": comparison.level_shifts,
         "variants": [asdict(v) for v in comparison.variants],
         "ops": {op.op: op_dict(op, comparison) for op in comparison.ops},

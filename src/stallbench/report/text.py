@@ -24,6 +24,7 @@ from .common import (
     run_count_notes,
     stat_cell,
 )
+from .environment import render_lines as environment_lines  # fidelity
 
 MAX_EPISODES = 5
 
@@ -69,6 +70,7 @@ def header(comparison: Comparison, width: int) -> list[str]:
         lines += _wrap("note: " + note, width)
     for problem in comparison.problems:
         lines += _wrap("left out: " + problem, width)
+    lines += environment_lines(comparison.environment, width)  # fidelity: report/environment.py
     lines.append("")
     return lines
 

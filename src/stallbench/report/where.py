@@ -112,6 +112,12 @@ def _tables(section: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
     if delay_rows:
         out.append(("delay accounting per worker role (share of the role's total op latency)",
                     ["variant", "role", "delay", "total", "share"], delay_rows))
+    longest_rows = [[label, kind, format_ns(d["max_ns"]), d.get("role") or f"tid {d['tid']}"]
+                    for label, kinds in section.get("delay_max", {}).items()
+                    for kind, d in kinds.items() if d.get("max_ns")]
+    if longest_rows:
+        out.append(("longest single delay per kind (taskstats per-task maximum)",
+                    ["variant", "delay", "longest", "task"], longest_rows))
     for label, stacks in section.get("stacks", {}).items():
         top = stacks.get("top") or []
         if top:

@@ -10,6 +10,9 @@ Recorded latency is fio's `lat` (submission + completion: what the application w
 worker = fio's job number (1-based, one per job clone). fio does not log sync
 (fsync/fdatasync) per IO: their latency is only in fio's JSON totals (workload_summary.jobs[].sync).
 fio's logs have ms timestamps: op start = completion - latency, to the ms.
+Each IO's offset and block size go to monitors/fio_io.parquet (see importers/fio.py). fio logs
+no scheduled start for rate-limited jobs (rate=, rate_iops=): their ops are service times, and
+the run's notes say so.
 """
 
 from __future__ import annotations
@@ -183,9 +186,17 @@ class FioWorkload(Workload):
         if final is not None:
             (ctx.run_dir / FIO_JSON).write_text(json.dumps(final, indent=1))
         samples = Samples("epoch")
+        io = fio_logs.IoColumns()
         for log, job_number in fio_logs.find_lat_logs(logdir, LOG_PREFIX):
-            fio_logs.parse_lat_log(log, job_number, samples)
+            fio_logs.parse_lat_log(log, job_number, samples, io)
         shutil.rmtree(logdir, ignore_errors=True)
+        if len(io):
+            _write_table(ctx.run_dir / "monitors", fio_logs.IO_TABLE,
+                         io.table(offset + ctx.t0_ns))
+            ctx.notes.append(fio_logs.IO_TABLE_NOTE)
+        if any(opts.get(k) for _, opts in job_sections(self.job_text)
+               for k in fio_logs.RATE_KEYS):
+            ctx.notes.append(fio_logs.RATE_NOTE)
         ctx.notes.extend([fio_logs.TIME_NOTE, fio_logs.SYNC_NOTE,
                           "latency is fio's 'lat' (submission + completion)"])
         extra: dict[str, Any] = {"latency": "lat", "exit_code": proc.returncode}
@@ -204,6 +215,15 @@ class FioWorkload(Workload):
         # fio's log times are wall clock (ms): onto the run's monotonic clock
         return WorkloadResult(batches=samples.batches(offset + ctx.t0_ns), counted=counted,
                               rusage=rusage, extra=extra, status=status, reason=reason)
+
+
+def _write_table(folder: Path, name: str, table) -> None:
+    import pyarrow.parquet as pq
+
+    folder.mkdir(exist_ok=True)
+    tmp = folder / f".{name}.parquet.tmp"
+    pq.write_table(table, tmp)
+    tmp.replace(folder / f"{name}.parquet")
 
 
 def _json_counts(data: dict[str, Any]) -> dict[str, int]:

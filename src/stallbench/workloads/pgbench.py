@@ -19,6 +19,13 @@ server and removes its files. `pg_stop` (registered here; cleanup imports every 
 asks the postmaster for an immediate shutdown (SIGQUIT: no checkpoint, the data directory is
 thrown away anyway) rather than the generic kill's SIGTERM, a smart shutdown that waits for
 every client to disconnect.
+
+Custom scripts (`--script FILE[@WEIGHT]`, pgbench -f, copied into the run directory) replace or
+join the built-in one (`--builtin NAME[@WEIGHT]`); with more than one script each has its own op
+`txn-<name>`. `--rate TPS` (-R) schedules transactions: the log's time then counts from the
+scheduled start, so ops get intended_ns (the scheduled start) and service time as latency, and
+the comparison shows `txn (response)` too (see importers/pgbench.py). `--latency-limit MS` (-L),
+`--protocol simple|extended|prepared` (-M) and `--per-statement` (-r) pass through.
 """
 
 from __future__ import annotations
@@ -63,6 +70,8 @@ DEFAULT_SETTINGS = {
     "synchronous_commit": "on",
 }
 BUILTINS = ("tpcb-like", "simple-update", "select-only")
+PROTOCOLS = ("simple", "extended", "prepared")
+_SCRIPT_NAME_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 _SETTING_RE = re.compile(r"^[a-z_][a-z0-9_.]*$")
 _READY_TIMEOUT_S = 60.0
 _STOP_TIMEOUT_S = 30.0
@@ -171,19 +180,45 @@ _RESULT_PATTERNS = {
     "initial_connection_time_ms": (r"initial connection time\s*=\s*([\d.]+)\s*ms", float),
     "tps": (r"tps\s*=\s*([\d.]+)\s*\(without initial connection time\)", float),
     "scaling_factor": (r"scaling factor:\s*(\d+)", int),
+    "skipped": (r"^number of transactions skipped:\s*(\d+)", int),
+    "above_latency_limit": (r"^number of transactions above the [\d.]+ ms latency limit:\s*(\d+)",
+                            int),
+    "schedule_lag_average_ms": (r"schedule lag: avg\s*([\d.]+)", float),
+    "schedule_lag_max_ms": (r"schedule lag: avg\s*[\d.]+\s*\(max\s*([\d.]+)\)", float),
+}
+_SCRIPT_PATTERNS = {
+    "weight": (r"^ - weight:\s*(\d+)", int),
+    "transactions": (r"^ - (\d+) transactions", int),
+    "skipped": (r"^ - number of transactions skipped:\s*(\d+)", int),
+    "latency_average_ms": (r"^ - latency average\s*=\s*([\d.]+)\s*ms", float),
 }
 
 
 def parse_pgbench_output(text: str) -> dict[str, Any]:
     """pgbench's own summary (its tps, transaction count and average latency)."""
     summary: dict[str, Any] = {}
+    head, *blocks = re.split(r"^SQL script \d+: ", text, flags=re.MULTILINE)
     for key, (pattern, kind) in _RESULT_PATTERNS.items():
-        match = re.search(pattern, text)
+        match = re.search(pattern, head, re.MULTILINE)
         if match:
             summary[key] = kind(match.group(1))
-    statements = _parse_statement_latencies(text)
+    statements = _parse_statement_latencies(head)
     if statements:
         summary["statements"] = statements
+    scripts = []
+    for block in blocks:                  # several scripts: pgbench reports each on its own
+        name, _, body = block.partition("\n")
+        script: dict[str, Any] = {"name": name.strip()}
+        for key, (pattern, kind) in _SCRIPT_PATTERNS.items():
+            match = re.search(pattern, body, re.MULTILINE)
+            if match:
+                script[key] = kind(match.group(1))
+        statements = _parse_statement_latencies(body)
+        if statements:
+            script["statements"] = statements
+        scripts.append(script)
+    if scripts:
+        summary["scripts"] = scripts
     return summary
 
 
@@ -193,7 +228,7 @@ def _parse_statement_latencies(text: str) -> list[dict[str, Any]]:
     result = []
     inside = False
     for line in lines:
-        if line.startswith("statement latencies in milliseconds"):
+        if line.removeprefix(" - ").startswith("statement latencies in milliseconds"):
             inside = True
             continue
         if inside:
@@ -219,14 +254,84 @@ def _process_cpu_ticks(pid: int, children_too: bool) -> int:
     return ticks
 
 
+def _as_list(value: Any, what: str) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, (str, Path)):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise UsageError(f"pgbench: {what} must be a FILE[@WEIGHT] string or a list of them")
+
+
+def _split_weight(text: str, what: str) -> tuple[str, int | None]:
+    """'file.sql@5' -> ('file.sql', 5); a name without '@' has no weight."""
+    name, sep, weight = text.rpartition("@")
+    if not sep:
+        return text, None
+    if not weight.isdigit() or not 0 <= int(weight) <= 1_000_000 or not name:
+        raise UsageError(f"pgbench: {what} {text!r}: the weight after @ must be a whole number "
+                         "(e.g. update.sql@3)")
+    return name, int(weight)
+
+
+def _parse_script(item: Any) -> tuple[Path, int | None]:
+    if not isinstance(item, (str, Path)):
+        raise UsageError(f"pgbench: --script {item!r}: expected FILE[@WEIGHT]")
+    name, weight = _split_weight(str(item), "--script")
+    path = Path(name).expanduser()
+    if not path.is_file():
+        raise UsageError(f"pgbench: --script {name}: no such file (give a pgbench script, "
+                         "see pgbench's -f)")
+    try:
+        path.read_bytes()[:1]
+    except OSError as exc:
+        raise UsageError(f"pgbench: --script {name}: cannot read it ({exc.strerror})") from None
+    return path.resolve(), weight
+
+
+def _positive_number(value: Any, what: str, limit: float) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= limit:
+        raise UsageError(f"pgbench: {what} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _script_ops(builtin: str | None, scripts: list[tuple[Path, int | None]]) -> list[str]:
+    """Op names in pgbench's script_no order (built-in first, as in the argument list);
+    [] when there is one script: its op is plain `txn`."""
+    names = ([builtin] if builtin else []) + [p.stem for p, _ in scripts]
+    if len(names) <= 1:
+        return []
+    ops: list[str] = []
+    for name in names:
+        op = "txn-" + (_SCRIPT_NAME_RE.sub("_", name) or "script")
+        while op in ops:
+            op += "'"
+        ops.append(op)
+    return ops
+
+
 class PgbenchWorkload(Workload):
     name = "pgbench"
     ops = ("txn",)
     help = "a real PostgreSQL server in the variant's directory, driven by pgbench"
     default_warmup_s = 2.0      # connections, the first checkpoint, a cold buffer pool
 
-    def __init__(self, scale: int, clients: int, threads: int, builtin: str,
-                 settings: dict[str, str], per_statement: bool, bindir: Path):
+    def __init__(self, scale: int, clients: int, threads: int, builtin: str | None,
+                 settings: dict[str, str], per_statement: bool, bindir: Path,
+                 scripts: list[tuple[Path, int]] | None = None, rate: float | None = None,
+                 latency_limit_ms: float | None = None, protocol: str | None = None,
+                 builtin_weight: int | None = None, keep_logs: bool = False):
+        self.keep_logs = keep_logs
+        self.scripts = scripts or []
+        self.rate = rate
+        self.latency_limit_ms = latency_limit_ms
+        self.protocol = protocol
+        self.builtin_weight = builtin_weight
+        self.script_ops = _script_ops(builtin, self.scripts)
+        self.ops = tuple(dict.fromkeys(self.script_ops)) if self.script_ops else ("txn",)
         self.scale = scale
         self.clients = clients
         self.threads = threads
@@ -248,8 +353,22 @@ class PgbenchWorkload(Workload):
                             help="pgbench -i scale factor (10 = 1M accounts, ~160 MB)")
         parser.add_argument("--clients", type=int, default=4, help="pgbench -c (4)")
         parser.add_argument("--threads", type=int, default=2, help="pgbench -j (2)")
-        parser.add_argument("--builtin", default="tpcb-like", choices=BUILTINS,
-                            help="pgbench built-in script (tpcb-like)")
+        parser.add_argument("--builtin", default=None,
+                            help="pgbench built-in script NAME[@WEIGHT]: " + ", ".join(BUILTINS)
+                            + " (default tpcb-like unless --script is given)")
+        parser.add_argument("--script", action="append", default=None, metavar="FILE[@WEIGHT]",
+                            help="a custom pgbench script (-f; repeatable, with weights)")
+        parser.add_argument("--rate", type=float, default=None, metavar="TPS",
+                            help="schedule transactions at this rate (pgbench -R); response "
+                                 "time then counts from the scheduled start")
+        parser.add_argument("--latency-limit", dest="latency_limit", type=float, default=None,
+                            metavar="MS", help="pgbench -L: with --rate, skip transactions "
+                            "already this late; counts those over it")
+        parser.add_argument("--protocol", default=None, choices=PROTOCOLS,
+                            help="pgbench -M query protocol (simple)")
+        parser.add_argument("--keep-logs", dest="keep_logs", action="store_true",
+                            help="keep pgbench's per-transaction logs in the run directory "
+                                 "(pgbench-logs/)")
         parser.add_argument("--pg-setting", dest="pg_setting", action="append", default=None,
                             metavar="KEY=VALUE",
                             help="PostgreSQL setting (repeatable); defaults: "
@@ -275,9 +394,23 @@ class PgbenchWorkload(Workload):
         threads = positive_int("threads", 2, 1000)
         if threads > clients:
             raise UsageError(f"pgbench: threads ({threads}) cannot exceed clients ({clients})")
-        builtin = options.get("builtin") or "tpcb-like"
-        if builtin not in BUILTINS:
-            raise UsageError(f"pgbench: builtin must be one of {', '.join(BUILTINS)}")
+        scripts = [_parse_script(item) for item in _as_list(options.get("script"), "script")]
+        builtin, builtin_weight = options.get("builtin"), None
+        if builtin is not None:
+            if not isinstance(builtin, str):
+                raise UsageError(f"pgbench: --builtin needs a name, got {builtin!r}")
+            builtin, builtin_weight = _split_weight(builtin, "--builtin")
+        elif not scripts:
+            builtin = "tpcb-like"
+        if builtin is not None and builtin not in BUILTINS:
+            raise UsageError(f"pgbench: --builtin {builtin!r}: choose one of "
+                             f"{', '.join(BUILTINS)}")
+        rate = _positive_number(options.get("rate"), "--rate", 1e7)
+        latency_limit = _positive_number(options.get("latency_limit"), "--latency-limit", 1e7)
+        protocol = options.get("protocol")
+        if protocol is not None and protocol not in PROTOCOLS:
+            raise UsageError(f"pgbench: --protocol {protocol!r}: choose one of "
+                             f"{', '.join(PROTOCOLS)}")
         settings = {**DEFAULT_SETTINGS, **parse_pg_settings(options.get("pg_setting"))}
         bindir = postgres_bindir(options.get("pg_bin"))
         if shutil.which("pgbench") is None and not (bindir / "pgbench").exists():
@@ -285,12 +418,17 @@ class PgbenchWorkload(Workload):
                              "(apt install postgresql-contrib)")
         server_user()
         return cls(scale, clients, threads, builtin, settings,
-                   bool(options.get("per_statement")), bindir)
+                   bool(options.get("per_statement")), bindir, scripts, rate, latency_limit,
+                   protocol, builtin_weight, bool(options.get("keep_logs")))
 
     def params(self) -> dict[str, Any]:
         return {"scale": self.scale, "clients": self.clients, "threads": self.threads,
                 "builtin": self.builtin, "pg_settings": self.settings,
                 "per_statement": self.per_statement, "pg_bin": str(self.bindir),
+                "builtin_weight": self.builtin_weight,
+                "scripts": [{"path": str(p), "weight": w} for p, w in self.scripts],
+                "rate": self.rate, "latency_limit_ms": self.latency_limit_ms,
+                "protocol": self.protocol, "keep_logs": self.keep_logs,
                 "server_version": self._server_version()}
 
     def _server_version(self) -> str | None:
@@ -457,6 +595,19 @@ class PgbenchWorkload(Workload):
                     shutil.rmtree(path, ignore_errors=True)
         return usage
 
+    def _script_args(self, ctx: RunContext) -> list[str]:
+        """-b/-f arguments; each script is copied into the run directory, so the run keeps
+        what it ran and pgbench reads a file nobody changes under it."""
+        args: list[str] = []
+        if self.builtin:
+            args += ["-b", self.builtin + (f"@{self.builtin_weight}"
+                                           if self.builtin_weight is not None else "")]
+        for index, (path, weight) in enumerate(self.scripts):
+            copy = ctx.run_dir / f"pgbench-script-{index}-{path.name}"
+            shutil.copyfile(path, copy)
+            args += ["-f", str(copy) + (f"@{weight}" if weight is not None else "")]
+        return args
+
     # -- the timed run ------------------------------------------------------------------------
     def run(self, ctx: RunContext, progress: ProgressFn) -> WorkloadResult:
         try:
@@ -471,10 +622,17 @@ class PgbenchWorkload(Workload):
         logdir.mkdir(exist_ok=True)
         seconds = max(1, int(round(ctx.duration_s)))
         argv = [self._pgbench(), "-T", str(seconds), "-c", str(self.clients),
-                "-j", str(self.threads), "-b", self.builtin, "-P", "1", "--log",
+                "-j", str(self.threads), "-P", "1", "--log",
                 f"--log-prefix={logdir / 'pgbench_log'}", "--no-vacuum"]
+        argv += self._script_args(ctx)
         if self.per_statement:
             argv.append("-r")
+        if self.rate is not None:
+            argv += ["-R", f"{self.rate:g}"]
+        if self.latency_limit_ms is not None:
+            argv += ["-L", f"{self.latency_limit_ms:g}"]
+        if self.protocol is not None:
+            argv += ["-M", self.protocol]
         argv += [*self._connect_args(), DB_NAME]
         tick_hz = os.sysconf("SC_CLK_TCK")
         server_ticks_before = _process_cpu_ticks(self.server.pid, True) + sum(
@@ -489,7 +647,9 @@ class PgbenchWorkload(Workload):
             for path in sorted(glob.glob(str(logdir / "pgbench_log.*"))):
                 tail = tails.setdefault(path, LineTail(Path(path)))
                 for lineno, line in tail.lines(final):
-                    parse_pgbench_line(path, lineno, line, samples, stats)
+                    parse_pgbench_line(path, lineno, line, samples, stats,
+                                       paced=self.rate is not None,
+                                       op_names=self.script_ops or None)
 
         since = 0
 
@@ -532,7 +692,10 @@ class PgbenchWorkload(Workload):
             rusage["user_s"] += delta_s * share
             rusage["system_s"] += delta_s * (1 - share)
             rusage["server_cpu_s"] = delta_s
-        shutil.rmtree(logdir, ignore_errors=True)
+        if self.keep_logs:
+            logdir.rename(ctx.run_dir / "pgbench-logs")
+        else:
+            shutil.rmtree(logdir, ignore_errors=True)
         mean_ns = 0
         if len(samples):
             _, _, _, latency = samples.arrays()
@@ -546,6 +709,14 @@ class PgbenchWorkload(Workload):
         ctx.notes.append("pgbench's own tps and average latency are in workload_summary.pgbench; "
                          "pgbench logs latencies in µs; rusage includes the server's CPU "
                          "(including its shutdown checkpoint)")
+        if self.rate is not None:
+            ctx.notes.append("rate-limited (pgbench -R): the txn ops are service times (from "
+                             "the actual start); 'txn (response)' counts from the scheduled "
+                             "start, as pgbench's own latency average does")
+        if stats.skipped:
+            ctx.notes.append(f"{stats.skipped} transactions skipped by --latency-limit (already "
+                             "later than the limit when due): not ops, so response-time "
+                             "percentiles leave them out")
         status, reason = "complete", None
         if stopped == "stop":
             status, reason = "interrupted", "stopped before pgbench finished"
@@ -555,7 +726,8 @@ class PgbenchWorkload(Workload):
             lines = output.strip().splitlines()
             status, reason = "failed", (f"pgbench exited with status {proc.returncode}"
                                         + (f": {lines[-1]}" if lines else ""))
-        counted = {"txn": own["transactions"]} if "transactions" in own else {}
+        counted = {"txn": own["transactions"]} if "transactions" in own and \
+            self.ops == ("txn",) else {}
         return WorkloadResult(batches=samples.batches(offset + ctx.t0_ns), counted=counted,
                               rusage=rusage, extra=extra, status=status, reason=reason)
 

@@ -1,0 +1,93 @@
+"""The longest single delay of each kind during a run, from taskstats v16+ per-task maxima.
+
+A task's `<kind>_max_ns` is the longest single delay since the task started. It belongs to the
+run when the task was born in the run, or when the maximum grew between the first and the last
+sample; a task that predates the run and whose maximum did not grow may have had its longest
+wait before the run (the run's own longest is then at most that): counted as `unattributed`.
+A maximum longer than the time since the run started is impossible (a wait in flight when
+kernel.task_delayacct was switched on is reported from a zero start): counted as `impossible`.
+Pure: numpy arrays in, a dict out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+
+def longest_delays(tid: np.ndarray, born_in_run: np.ndarray,
+                   max_ns: Mapping[str, np.ndarray], count: Mapping[str, np.ndarray],
+                   t_ns: np.ndarray | None = None) -> dict[str, dict[str, Any]]:
+    """{kind: {"max_ns": longest in the run or None, "tid": whose, "unattributed": tasks whose
+    delays of that kind during the run had no attributable maximum}} from samples in time
+    order (rows of one task: first to last)."""
+    tid = np.asarray(tid)
+    born = np.asarray(born_in_run, dtype=bool)
+    result: dict[str, dict[str, Any]] = {}
+    tasks = [np.flatnonzero(tid == task) for task in np.unique(tid)]
+    for kind, values in max_ns.items():
+        values = np.asarray(values, dtype=np.float64)
+        counts = np.asarray(count[kind], dtype=np.float64)
+        best: tuple[float, int] | None = None
+        unattributed = impossible = 0
+        for rows in tasks:
+            last_max, first_max = values[rows[-1]], values[rows[0]]
+            if np.isnan(last_max):
+                continue
+            grew_count = np.nan_to_num(counts[rows[-1]]) > np.nan_to_num(counts[rows[0]])
+            if born[rows[0]]:
+                attributable = last_max > 0
+            elif last_max > np.nan_to_num(first_max):
+                attributable = True
+            else:
+                attributable = False
+                unattributed += int(grew_count)
+            if attributable and t_ns is not None \
+                    and last_max > float(np.asarray(t_ns)[rows[-1]]) * 1.05 + 1e6:
+                attributable = False
+                impossible += 1
+            if attributable and (best is None or last_max > best[0]):
+                best = (last_max, int(tid[rows[-1]]))
+        result[kind] = {"max_ns": None if best is None else int(best[0]),
+                        "tid": None if best is None else best[1],
+                        "unattributed": unattributed, "impossible": impossible}
+    return result
+
+
+KIND_WORDS = {"cpu": "run-queue wait", "blkio": "block I/O wait", "swapin": "swap-in",
+              "freepages": "direct-reclaim stall", "thrashing": "thrashing (refault) wait",
+              "compact": "compaction stall", "wpcopy": "copy-on-write copy", "irq": "IRQ delay"}
+NOTABLE_NS = 1_000_000
+NOTABLE_GROWTH = 2.0
+
+
+def merge_runs(per_run: list[Mapping[str, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """The longest of each kind over several runs' `longest_delays` results."""
+    merged: dict[str, dict[str, Any]] = {}
+    for result in per_run:
+        for kind, entry in result.items():
+            current = merged.setdefault(kind, {"max_ns": None, "tid": None, "run": None,
+                                               "unattributed": 0, "impossible": 0})
+            current["unattributed"] += int(entry.get("unattributed") or 0)
+            current["impossible"] += int(entry.get("impossible") or 0)
+            value = entry.get("max_ns")
+            if value is not None and (current["max_ns"] is None or value > current["max_ns"]):
+                current.update(max_ns=int(value), tid=entry.get("tid"), run=entry.get("run"))
+    return merged
+
+
+def explanation(label: str, kind: str, candidate_ns: int | None, baseline_ns: int | None
+                ) -> str | None:
+    """'X: the longest single direct-reclaim stall was 14 ms (baseline 0.2 ms)' when the
+    candidate's longest delay of a kind is notable (>= 1 ms) and at least twice the baseline's."""
+    from ..units import format_ns
+
+    if candidate_ns is None or candidate_ns < NOTABLE_NS:
+        return None
+    if baseline_ns is not None and candidate_ns < NOTABLE_GROWTH * baseline_ns:
+        return None
+    base = f"baseline {format_ns(baseline_ns)}" if baseline_ns is not None else "none in baseline"
+    return (f"{label}: the longest single {KIND_WORDS.get(kind, kind)} was "
+            f"{format_ns(candidate_ns)} ({base}; taskstats per-task maximum)")
