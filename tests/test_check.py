@@ -18,7 +18,7 @@ def results(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("gate")
     rng = np.random.default_rng(7)
     for iteration in range(3):
-        for variant, scale in (("good", 1.0), ("same", 1.0), ("bad", 1.5)):
+        for variant, scale in (("good", 1.0), ("same", 1.0), ("bad", 2.5)):
             write_run(path, variant, {
                 "read": lognormal_ns(rng, 30000, 400e3, 0.4, scale),
                 "fsync": lognormal_ns(rng, 30, 5e6, 0.5),  # too few for p99
@@ -37,10 +37,10 @@ def check(capsys, results: Path, baseline: str, candidate: str, *metrics: str,
 
 
 def test_no_regression_is_exit_0(results, capsys):
-    # three runs each: p99 is known within about ±12% here (the run-to-run spread is only
-    # partly measured by three runs), so the bound that can be certified is wider than 10%
+    # three runs each: with this machine's run-to-run spread (the prior, partly replaced by
+    # what three runs show) p99 is known within about ±35%, so that is the bound to certify
     code, out, _ = check(capsys, results, "good", "same", "read:p50", "read:p99", "read:rate",
-                         bound="25%")
+                         bound="60%")
     assert code == 0, out
     assert out.count("ok: within the bound") == 3
 
@@ -48,7 +48,7 @@ def test_no_regression_is_exit_0(results, capsys):
 def test_regression_is_exit_1(results, capsys):
     code, out, _ = check(capsys, results, "good", "bad", "read:p99")
     assert code == 1
-    assert out.startswith("read:p99  +5") and "regression: grew beyond the bound" in out
+    assert out.startswith("read:p99  +15") and "regression: grew beyond the bound" in out
 
 
 def test_regression_wins_over_undecided(results, capsys):
@@ -63,8 +63,8 @@ def test_too_few_samples_is_exit_125(results, capsys):
 
 
 def test_interval_straddling_the_bound_is_exit_125(results, capsys):
-    # +50% with a bound of 50%: the interval cannot lie wholly on one side
-    code, out, _ = check(capsys, results, "good", "bad", "read:p50", bound="50%")
+    # +150% with a bound of 150%: the interval cannot lie wholly on one side
+    code, out, _ = check(capsys, results, "good", "bad", "read:p50", bound="150%")
     assert code == 125 and "straddles" in out
 
 

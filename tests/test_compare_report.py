@@ -137,7 +137,9 @@ def test_sign_convention_and_words(reports):
     read = data["ops"]["read"]["variants"]["memcg"]
     # the candidate's reads are slower in the tail and fewer: + and worse for p99, - for rate
     assert read["change"]["p99_ns"]["change"] > 0 and read["change"]["p99_ns"]["verdict"] == "worse"
-    assert read["change"]["rate"]["change"] < 0 and read["change"]["rate"]["verdict"] == "worse"
+    # -30% of the rate with two runs each is within what this machine's runs differ by
+    assert read["change"]["rate"]["change"] < 0 and read["change"]["rate"]["low"] < -0.3 < \
+        read["change"]["rate"]["high"] < 0 and read["change"]["rate"]["verdict"] == "unclear"
     # 30% fewer reads, but none stopped while others went on: fewer, not starved
     assert read["rate_fell"] is True and read["starved"] is False
     block = section(reports["text"], "read — latency")
@@ -299,7 +301,8 @@ def test_several_candidates_mixed_iterations_and_imported_maxima(tmp_path, capsy
     xfs = data["ops"]["read"]["variants"]["xfs"]["change"]["p50_ns"]
     # one run of ext3, several of xfs: the intervals say how many runs are behind them
     assert p50["runs"][1] == 1 and xfs["runs"][1] > 1 and xfs["run_sd_measured"]
-    assert p50["verdict"] == "worse" and p50["low"] < 0.2 < p50["high"]  # true change +20%
+    # true change +20%: inside the interval; one run of ext3 cannot call a change that size
+    assert p50["low"] < 0.2 < p50["high"] and p50["verdict"] == "unclear"
 
 
 def test_an_op_that_stops_while_others_go_on_is_starved(tmp_path, capsys):

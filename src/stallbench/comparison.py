@@ -287,11 +287,15 @@ def _quantiles(histogram: np.ndarray, probabilities: list[float]) -> list[float]
 
 
 def _changes(base: _OpSide, cand: _OpSide, probabilities: list[float],
-             options: CompareOptions) -> tuple[dict[str, iv.Change], ShiftCurve]:
+             options: CompareOptions, kind: str = "service"
+             ) -> tuple[dict[str, iv.Change], ShiftCurve]:
     """Every statistic's change with its two-level interval (analysis/intervals.py)."""
     changes: dict[str, iv.Change] = {}
     bs, cs = base.stats, cand.stats
     table = options.run_to_run_sd
+    if kind == "response":
+        table = {k: v * iv.RESPONSE_PRIOR_FACTOR
+                 for k, v in {**iv.RUN_TO_RUN_SD, **(table or {})}.items()}
     changes["rate"] = iv.two_level_change(iv.ratio_change(cs.rate, bs.rate),
                                           base.rate_statistics(), cand.rate_statistics(),
                                           iv.prior_sd("rate", table=table))
@@ -591,7 +595,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
                 [r.meta.get("iteration") for r in v.runs], workers_seen, options)
         for label, side in zip(cand_labels, sides[1:], strict=True):
             result.changes[label], result.shift_curve[label], result.rate_fell[label] = \
-                _compare_op(sides[0], side, probabilities, options)
+                _compare_op(sides[0], side, probabilities, options, kind)
             result.starved[label] = starved(result.stalls[label], side.stats.samples,
                                             sides[0].stats.samples)
             result.slower_probability[label] = hist.superiority(side.histogram,
@@ -648,7 +652,7 @@ def compare_summaries(baseline: list[sm.RunSummary], candidate: list[sm.RunSumma
 
 
 def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
-                options: CompareOptions):
+                options: CompareOptions, kind: str = "service"):
     nb, nc = base.stats.samples, cand.stats.samples
     if nb == 0 or nc == 0:
         changes = {stat: iv.Change(None, note="no samples") for stat in LATENCY_STATS}
@@ -657,7 +661,7 @@ def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
         if nc == 0 and nb >= MIN_TAIL_SAMPLES:
             changes["rate"].verdict = "worse"
         return changes, ShiftCurve([], [], [], []), nc == 0 and nb > 0
-    changes, curve = _changes(base, cand, probabilities, options)
+    changes, curve = _changes(base, cand, probabilities, options, kind)
     for stat, _ in PERCENTILES:
         if stat in base.stats.unresolved or stat in cand.stats.unresolved:
             changes[stat] = iv.Change(None, note="not resolvable")
