@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from .. import verbosity
 from ..errors import UsageError
 from ..monitors import parse_monitor_list
 from ..plan import Plan, VariantSettings, parse_sysctl_assignment
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("name a workload (" + ", ".join(available_workloads())
                          + ") or give --plan FILE")
     get_workload(plan.workload).from_options(plan.workload_options)
-    outcomes = run_plan(plan, progress=not args.no_progress)
+    outcomes = run_plan(plan, progress=not args.no_progress, log=verbosity.info)
     names = list(dict.fromkeys(v.name for v in plan.variants))
     if len(names) > 1 and any(o.status == "complete" for o in outcomes):
         print_comparison(names[0], names[1:], plan.results, workload=plan.workload)

@@ -175,7 +175,7 @@ class TraceMonitor(Monitor):
         main_text = b"".join(self._main_chunks).decode(errors="replace")
         block_text = b"".join(self._block_chunks).decode(errors="replace")
         t0 = self._ctx.t0_ns if self._ctx else 0
-        rows = parse_trace(main_text, t0)
+        rows = parse_trace(main_text, t0, set(self._pids))
         if block_text:
             names = {n: d for d, n in self._devices.items()}
             rows += parse_block_trace(block_text, t0, names)
@@ -224,8 +224,12 @@ def _ts(match: re.Match[str]) -> int:
     return int(match["sec"]) * 1_000_000_000 + int(usec) * 10 ** (9 - len(usec))
 
 
-def parse_trace(text: str, t0_ns: int) -> list[dict[str, Any]]:
-    """trace_pipe text of the main instance -> interval rows (see the module docstring)."""
+def parse_trace(text: str, t0_ns: int, tids: set[int] | None = None) -> list[dict[str, Any]]:
+    """trace_pipe text of the main instance -> interval rows (see the module docstring).
+
+    With `tids` (the threads in set_event_pid), a D-state switch counts only when the thread
+    going to sleep is one of them: the pid filter also passes every switch *to* a workload
+    thread, whose previous task is some other process of the machine."""
     rows: list[dict[str, Any]] = []
     reclaim_open: dict[tuple[int, str], int] = {}
     sys_open: dict[int, tuple[int, int]] = {}
@@ -263,7 +267,7 @@ def parse_trace(text: str, t0_ns: int) -> list[dict[str, Any]]:
             fields = dict(_FIELD.findall(body.split(" ==> ")[0]))
             after = dict(_FIELD.findall(body.split(" ==> ")[-1]))
             prev, nxt = int(fields.get("prev_pid", -1)), int(after.get("next_pid", -1))
-            if fields.get("prev_state", "").startswith("D"):
+            if fields.get("prev_state", "").startswith("D") and (tids is None or prev in tids):
                 row = {"t_ns": ts, "duration_ns": -1, "tid": prev, "comm": fields.get("prev_comm",
                        comm), "category": "dstate", "kind": "D", "stack": "", "device": "",
                        "detail": ""}
