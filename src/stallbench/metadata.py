@@ -46,7 +46,7 @@ def column_unit(table: str, column: str) -> str:
 
 
 def _run_meta(path: Path) -> dict[str, Any]:
-    from .store import RUN_FILE   # store imports this module
+    from .store import RUN_FILE  # store imports this module
 
     for folder in (path.parent, path.parent.parent):
         candidate = folder / RUN_FILE
