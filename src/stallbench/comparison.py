@@ -133,6 +133,7 @@ class Comparison:
     counters: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     where: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+    views: Any = None  # views.Views: heatmaps and blocked-time profiles for the pictures
 
     @property
     def labels(self) -> list[str]:
@@ -547,6 +548,8 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     )
     comparison.notes = _notes(comparison)
     comparison.where = _where(comparison, variants) if options.explain else None
+    from . import views  # heatmaps and blocked-time profiles, computed when a report draws
+    comparison.views = views.build(variants) if options.explain else None
     return comparison
 
 

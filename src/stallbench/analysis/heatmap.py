@@ -46,9 +46,9 @@ def heatmap(start_ns: np.ndarray, latency_ns: np.ndarray, t_edges: np.ndarray,
     lat = np.clip(np.asarray(latency_ns, dtype=np.float64), lat_edges[0], lat_edges[-1])
     ti = np.clip(np.searchsorted(t_edges, end, side="right") - 1, 0, len(t_edges) - 2)
     li = np.clip(np.searchsorted(lat_edges, lat, side="right") - 1, 0, len(lat_edges) - 2)
-    counts = np.zeros((len(t_edges) - 1, len(lat_edges) - 1), dtype=np.int64)
-    np.add.at(counts, (ti, li), 1)
-    return Heatmap(t_edges, lat_edges, counts)
+    shape = (len(t_edges) - 1, len(lat_edges) - 1)
+    counts = np.bincount(ti * shape[1] + li, minlength=shape[0] * shape[1])
+    return Heatmap(t_edges, lat_edges, counts.astype(np.int64).reshape(shape))
 
 
 def coverage(start_ns: np.ndarray, duration_ns: np.ndarray, t_edges: np.ndarray) -> np.ndarray:

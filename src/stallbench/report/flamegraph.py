@@ -96,3 +96,14 @@ def render_differential(a, b) -> str:
                 f"{a.label}, blue: less")
     return _svg(frames, total, f"blocked time: {b.label} vs {a.label}", subtitle,
                 lambda f: _diff_colour(f.before, f.after, scale), tip)
+
+
+def html_sections(comparison) -> list[str]:
+    """The differential flame graph of each candidate against the baseline, inline SVG."""
+    views = getattr(comparison, "views", None)
+    out = []
+    for a, b in (views.flames if views is not None else []):
+        out.append(f"<h2>Where tasks blocked: {_e(b.label)} vs {_e(a.label)} "
+                   "(differential flame graph)</h2>")
+        out.append('<div class="scroll flame">' + render_differential(a, b) + "</div>")
+    return out
