@@ -12,6 +12,8 @@ declare -A need=(
   [/usr/lib/postgresql]=postgresql
   [chromium]=chromium
   [chromedriver]=chromium-driver
+  [zsh]=zsh
+  [groff]=groff-base
 )
 missing=()
 for tool in "${!need[@]}"; do

@@ -34,9 +34,18 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # command not built yet
             raise
         module.register(sub)
-    for command in sub.choices.values():
+    for command in _nested(parser):
         _verbosity_flags(command, argparse.SUPPRESS)  # also after the command's name
     return parser
+
+
+def _nested(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += [sub, *_nested(sub)]
+    return found
 
 
 def _verbosity_flags(parser: argparse.ArgumentParser, default) -> None:
