@@ -180,7 +180,8 @@ def _zsh_function(cmd: Command) -> list[str]:
             specs.append(f"'({exclusive})'{star}{flags}'[{_zq(o.help)}]{action}'")
         else:
             specs.append(f"'{star}{o.flags[0]}[{_zq(o.help)}]{action}'")
-    out = [f"{name}() {{", "    local curcontext=$curcontext state line", "    _arguments -C -s : \\"]
+    out = [f"{name}() {{", "    local curcontext=$curcontext state line",
+           "    _arguments -C -s : \\"]
     if cmd.subcommands:
         described = " ".join(f'{s.words[-1]}\\:"{_zq(s.help)}"' for s in cmd.subcommands)
         specs += [f"'1:command:(({described}))'", "'*::arg:->args'"]
