@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from stallbench.cli import build_parser
 from stallbench.clidocs import FILES, describe, generate
 

@@ -219,7 +219,8 @@ def _roff(text: str) -> str:
 def man(parser: argparse.ArgumentParser) -> str:
     root = describe(parser)
     out = [f'.TH STALLBENCH 1 "" "stallbench {__version__}" "User Commands"',
-           ".nh", ".ad l", ".SH NAME", "stallbench \\- find I/O latency regressions and explain them",
+           ".nh", ".ad l", ".SH NAME",
+           "stallbench \\- find I/O latency regressions and explain them",
            ".SH SYNOPSIS"]
     for cmd in root.subcommands:
         out += [".PP", f".B stallbench {cmd.words[-1]}", _roff(cmd.usage.split(" ", 2)[-1]
