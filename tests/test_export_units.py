@@ -139,3 +139,43 @@ def test_bad_export_input_is_one_line_exit_2(tmp_path, args, words) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0] and "Traceback" not in proc.stderr
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_plan_schema_covers_the_loader_and_validates_the_examples() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    import tomllib
+
+    from conftest import ROOT
+
+    from stallbench import plan, schemas
+
+    schema = schemas.load("plan")
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert plan._TOP_KEYS <= set(schema["properties"])
+    assert plan._VARIANT_KEYS <= set(schema["$defs"]["variant"]["properties"])
+    examples = sorted((ROOT / "examples").glob("*.toml"))
+    assert examples
+    for path in examples:
+        data = tomllib.loads(path.read_text())
+        plan.load_plan(path)                     # the loader accepts it ...
+        jsonschema.validate(data, schema)        # ... and so does the schema
+    bad = tomllib.loads(examples[0].read_text())
+    bad["variants"][0]["colour"] = "blue"        # the loader refuses unknown keys: so does it
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+
+
+def test_run_and_comparison_schemas_refuse_what_readers_refuse(tmp_path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    from stallbench import schemas
+
+    rng = np.random.default_rng(6)
+    path = write_run(tmp_path / "results", "v", {"read": lognormal_ns(rng, 100, 1e5)},
+                     duration_s=1.0)
+    meta = json.loads((path / "run.json").read_text())
+    jsonschema.validate(meta, schemas.load("run"))
+    for key, value in (("status", "finished"), ("schema_version", "1"), ("variant", "a/b")):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**meta, key: value}, schemas.load("run"))
+    for name in schemas.NAMES:
+        jsonschema.Draft202012Validator.check_schema(schemas.load(name))

@@ -85,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
     interval = parse_duration(args.interval, "--interval") if args.format == "hdr" else 1.0
     resolved = _resolve(args.target, args)
     other = _resolve(args.diff, args) if args.diff else None
+    for run in resolved.runs + (other.runs if other else []):
+        verbosity.debug(f"stallbench: reading {run.path}")
     binary = args.format == "csv"
     target = args.output
     tmp = target.with_name(f".{target.name}.tmp") if target else None
@@ -115,6 +117,9 @@ def _export(args, resolved, other, stream, window, interval) -> str:
                                  args.max_events or perfetto.DEFAULT_MAX_EVENTS)
         for note in summary.notes:
             print(f"stallbench: {note}", file=sys.stderr)
+        if summary.windows:
+            verbosity.debug("stallbench: windows " + ", ".join(
+                f"{lo / 1e9:.3f}-{hi / 1e9:.3f} s" for lo, hi in summary.windows))
         ops = sum(summary.ops.values())
         return (f"{ops:,} op slices, {sum(summary.intervals.values()):,} kernel intervals, "
                 f"{summary.counters:,} counter samples from {len(runs)} run(s)")
