@@ -7,8 +7,9 @@ import re
 
 import numpy as np
 import pytest
-from conftest import ROOT
 from test_compare_fixtures import lognormal_ns, write_run
+
+from conftest import ROOT
 
 
 def _blocks(language: str) -> list[str]:

@@ -146,7 +146,6 @@ def test_plan_schema_covers_the_loader_and_validates_the_examples() -> None:
     import tomllib
 
     from conftest import ROOT
-
     from stallbench import plan, schemas
 
     schema = schemas.load("plan")
