@@ -178,3 +178,35 @@ def test_run_and_comparison_schemas_refuse_what_readers_refuse(tmp_path) -> None
             jsonschema.validate({**meta, key: value}, schemas.load("run"))
     for name in schemas.NAMES:
         jsonschema.Draft202012Validator.check_schema(schemas.load(name))
+
+
+def test_perfetto_block_requests_are_async_pairs_with_numeric_times(tmp_path) -> None:
+    import pyarrow.parquet as pq
+
+    from stallbench import store
+    from stallbench.monitors.trace import rows_to_table
+
+    latency = np.full(10, 2_000_000, dtype=np.int64)
+    path = write_run(tmp_path / "results", "blk", {"read": latency}, duration_s=1.0,
+                     starts={"read": np.arange(10, dtype=np.int64) * 50_000_000})
+    rows = [{"t_ns": 1_000_000 + k * 50_000_000, "duration_ns": 300_000 + k, "pid": 7, "tid": 7,
+             "comm": "w", "category": "block", "kind": "block R", "stack": "", "device": "sda",
+             "detail": "sectors=8"} for k in range(10)]
+    rows.append({"t_ns": 5_000, "duration_ns": 40_000, "pid": 7, "tid": 7, "comm": "w",
+                 "category": "dstate", "kind": "D", "stack": "a;b;io_schedule", "device": "",
+                 "detail": ""})
+    (path / store.MONITOR_DIR).mkdir()
+    pq.write_table(rows_to_table(rows), path / store.MONITOR_DIR / "trace_full.parquet")
+    out = tmp_path / "t.json"
+    assert main(["export", "blk", "--results", str(tmp_path / "results"), "--format",
+                 "perfetto", "--output", str(out)]) == 0
+    events = json.loads(out.read_text())["traceEvents"]
+    begins = {e["id"]: e for e in events if e["ph"] == "b"}
+    ends = {e["id"]: e for e in events if e["ph"] == "e"}
+    assert len(begins) == len(ends) == 10
+    for key, begin in begins.items():
+        assert isinstance(begin["ts"], float) and begin["args"]["device"] == "sda"
+        assert ends[key]["ts"] - begin["ts"] == pytest.approx(begin["args"]["duration_ns"] / 1e3)
+    (d_slice,) = [e for e in events if e.get("cat") == "dstate"]
+    assert d_slice["name"] == "D: io_schedule" and d_slice["args"]["stack"] == "a;b;io_schedule"
+    assert d_slice["ts"] == 5.0 and d_slice["dur"] == 40.0

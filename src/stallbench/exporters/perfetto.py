@@ -219,9 +219,10 @@ def _write_trace(w: _Writer, pid: int, trace: pa.Table, worker_pids: dict[int, i
             block_id += 1
             args = {"device": rows["device"][k], "detail": detail, "issuer": tid_real,
                     "duration_ns": duration}
-            w.event(ph="b", pid=pid, cat="block", name=kind, id=block_id, ts=_us(t),
+            w.event(ph="b", pid=pid, cat="block", name=kind, id=block_id, ts=round(t / 1000, 3),
                     args=args)
-            w.event(ph="e", pid=pid, cat="block", name=kind, id=block_id, ts=_us(t + duration))
+            w.event(ph="e", pid=pid, cat="block", name=kind, id=block_id,
+                    ts=round((t + duration) / 1000, 3))
             continue
         key = (tid_real, category)
         track = tracks.get(key)
