@@ -369,6 +369,16 @@ def _split_by_op(table: pa.Table) -> dict[str, OpArrays]:
     return result
 
 
+def _check_ops_footer(run: Run) -> None:
+    path = run.path / OPS_FILE
+    if not path.exists():
+        raise RunDataError(f"{run.path}: no {OPS_FILE} ({run.describe_status()})")
+    try:
+        pq.read_metadata(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise RunDataError(f"{path}: damaged ({exc})") from exc
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -430,8 +440,11 @@ class Resolved:
 
 
 def resolve_runs(spec: str, results: Path | None = None, workload: str | None = None,
-                 allow_incomplete: bool = False) -> Resolved:
-    """A variant name under RESULTS, or a path to a variant, workload or run directory."""
+                 allow_incomplete: bool = False, read_ops: bool = True) -> Resolved:
+    """A variant name under RESULTS, or a path to a variant, workload or run directory.
+
+    read_ops=False checks only ops.parquet's footer instead of loading every op (exports that
+    stream the ops keep their memory bounded)."""
     results = Path(results) if results else default_results_dir()
     candidate = Path(spec)
     if candidate.exists() and (candidate.is_dir()):
@@ -454,7 +467,10 @@ def resolve_runs(spec: str, results: Path | None = None, workload: str | None = 
             problems.append(f"{run_dir}: {run.describe_status()}; left out")
             continue
         try:
-            run.op_arrays()     # a damaged ops.parquet leaves this run out, not the command
+            if read_ops:
+                run.op_arrays()     # a damaged ops.parquet leaves this run out, not the command
+            else:
+                _check_ops_footer(run)
         except RunDataError as exc:
             problems.append(f"{exc}; left out")
             continue

@@ -14,10 +14,12 @@ from datetime import datetime
 from typing import TextIO
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..analysis.hdr import HdrLayout
-from ..errors import UsageError
-from ..store import Run
+from ..errors import RunDataError, UsageError
+from ..store import OPS_FILE, Run
 
 ENCODING_COOKIE = 0x1C849303 | 0x10
 COMPRESSION_COOKIE = 0x1C849304 | 0x10
@@ -76,20 +78,46 @@ def _epoch(run: Run) -> float:
         return 0.0
 
 
-def write(runs: list[Run], out: TextIO, interval_s: float = 1.0,
-          ops: list[str] | None = None) -> dict[str, int]:
-    """One log for one run: every op's histogram per interval (Tag=op). Returns ops per op."""
+def write(runs: list[Run], out: TextIO, interval_s: float = 1.0) -> dict[str, int]:
+    """One log for one run: every op's histogram per interval (Tag=op), read from ops.parquet
+    batch by batch (memory: one counts array per op and interval). Returns ops per op."""
     if len(runs) != 1:
         raise UsageError(f"--format hdr exports one run; this holds {len(runs)}: give a run "
                          f"directory such as {runs[0].path}")
     if interval_s <= 0:
         raise UsageError("--interval must be positive")
     run = runs[0]
-    arrays = run.op_arrays()
-    chosen = [op for op in arrays if ops is None or op in ops]
-    highest = max([DEFAULT_HIGHEST_NS] + [int(arrays[op].latency_ns.max()) for op in chosen
-                                          if arrays[op].latency_ns.size])
-    layout = HdrLayout(1, highest, DIGITS)
+    path = run.path / OPS_FILE
+    try:
+        source = pq.ParquetFile(path)
+        column = source.schema_arrow.names.index("latency_ns")
+        stats = [source.metadata.row_group(g).column(column).statistics
+                 for g in range(source.num_row_groups)]
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise RunDataError(f"{path}: damaged ({exc})") from exc
+    top = max([DEFAULT_HIGHEST_NS] + [int(st.max) for st in stats if st is not None
+                                      and st.has_min_max])
+    layout = HdrLayout(1, top, DIGITS)
+    step = int(interval_s * 1e9)
+    counts: dict[tuple[int, str], np.ndarray] = {}
+    peaks: dict[tuple[int, str], int] = {}
+    written: dict[str, int] = {}
+    try:
+        for batch in source.iter_batches(columns=["op", "start_ns", "latency_ns"]):
+            names = np.array(batch.column("op").cast(pa.string()).to_pylist(), dtype=object)
+            latency = batch.column("latency_ns").to_numpy()
+            slot = (batch.column("start_ns").to_numpy() + latency) // step
+            for op in set(names.tolist()):
+                mine = names == op
+                values, slots = latency[mine], slot[mine]
+                written[op] = written.get(op, 0) + int(values.size)
+                for s_ in np.unique(slots).tolist():
+                    part = values[slots == s_]
+                    key = (s_, op)
+                    counts[key] = counts.get(key, 0) + layout.counts(part)
+                    peaks[key] = max(peaks.get(key, 0), int(part.max()))
+    except (pa.ArrowException, OSError) as exc:
+        raise RunDataError(f"{path}: damaged ({exc})") from exc
     start = _epoch(run)
     out.write(f"#[Histogram log format version {LOG_VERSION}]\n")
     out.write(f"#[StartTime: {start:.3f} (seconds since epoch), {run.meta.get('start_utc')}]\n")
@@ -97,27 +125,10 @@ def write(runs: list[Run], out: TextIO, interval_s: float = 1.0,
               "values in ns, Interval_Max in ms]\n")
     out.write('"StartTimestamp","Interval_Length","Interval_Max",'
               '"Interval_Compressed_Histogram"\n')
-    step = int(interval_s * 1e9)
-    written: dict[str, int] = {}
-    lines: list[tuple[int, str, str]] = []
-    for op in chosen:
-        a = arrays[op]
-        if not a.latency_ns.size:
-            continue
-        end = a.start_ns + a.latency_ns
-        slot = end // step
-        order = np.argsort(slot, kind="stable")
-        slots, first = np.unique(slot[order], return_index=True)
-        bounds = list(first) + [len(order)]
-        for k, s in enumerate(slots):
-            values = a.latency_ns[order[bounds[k]:bounds[k + 1]]]
-            encoded = encode_counts(layout.counts(values), layout)
-            text = (f"Tag={_tag(op)},{s * interval_s:.3f},{interval_s:.3f},"
-                    f"{values.max() / 1e6:.3f},{encoded}\n")
-            lines.append((int(s), op, text))
-        written[op] = int(a.latency_ns.size)
-    for _slot, _op, text in sorted(lines):
-        out.write(text)
+    for key in sorted(counts):
+        s_, op = key
+        out.write(f"Tag={_tag(op)},{s_ * interval_s:.3f},{interval_s:.3f},"
+                  f"{peaks[key] / 1e6:.3f},{encode_counts(counts[key], layout)}\n")
     return written
 
 

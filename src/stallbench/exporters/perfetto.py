@@ -70,11 +70,27 @@ def _read(path, columns=None) -> pa.Table | None:
         raise RunDataError(f"{path}: damaged ({exc})") from exc
 
 
-def _ops_table(run: Run) -> pa.Table:
-    table = _read(run.path / OPS_FILE)
-    if table is None:
+def _ops_path(run: Run):
+    path = run.path / OPS_FILE
+    if not path.exists():
         raise RunDataError(f"{run.path}: no {OPS_FILE} ({run.describe_status()})")
-    return table
+    return path
+
+
+def _ops_table(run: Run, windows: list[tuple[int, int]] | None) -> pa.Table:
+    """The ops overlapping the windows (all without), filtered while reading row groups."""
+    path = _ops_path(run)
+    if windows is None:
+        return _read(path)
+    start, end = pc.field("start_ns"), pc.field("start_ns") + pc.field("latency_ns")
+    expression = None
+    for lo, hi in windows:
+        part = (end >= lo) & (start <= hi)
+        expression = part if expression is None else expression | part
+    try:
+        return pq.read_table(path, filters=expression)
+    except (pa.ArrowException, OSError) as exc:
+        raise RunDataError(f"{path}: damaged ({exc})") from exc
 
 
 def _trace_table(run: Run) -> pa.Table | None:
@@ -85,12 +101,12 @@ def _trace_table(run: Run) -> pa.Table | None:
     return None
 
 
-def _windows_for(run: Run, ops: pa.Table, window: tuple[int, int] | None,
+def _windows_for(times: pa.Table, window: tuple[int, int] | None,
                  around_slow: int | None) -> list[tuple[int, int]] | None:
     if window is not None:
         return [window]
     if around_slow:
-        return win.around_slowest(ops["start_ns"].to_numpy(), ops["latency_ns"].to_numpy(),
+        return win.around_slowest(times["start_ns"].to_numpy(), times["latency_ns"].to_numpy(),
                                   around_slow, SLOW_PAD_NS)
     return None
 
@@ -118,12 +134,13 @@ def _write_run(w: _Writer, pid: int, run: Run, window, around_slow, budget: int,
     name = f"{run.variant}/{run.workload}/{meta.get('iteration', '?')}"
     w.event(ph="M", pid=pid, name="process_name", args={"name": name})
     w.event(ph="M", pid=pid, name="process_sort_index", args={"sort_index": pid})
-    ops = _ops_table(run)
-    windows = _windows_for(run, ops, window, around_slow)
+    # first only the times (16 bytes an op): the windows and the cut; then the ops they keep
+    times = _read(_ops_path(run), columns=["start_ns", "latency_ns"])
+    windows = _windows_for(times, window, around_slow)
     trace = _trace_table(run)
 
-    start = ops["start_ns"].to_numpy()
-    latency = ops["latency_ns"].to_numpy()
+    start = times["start_ns"].to_numpy()
+    latency = times["latency_ns"].to_numpy()
     keep = np.ones(start.size, dtype=bool) if windows is None else \
         win.mask(start, start + latency, windows)
     t_keep = None
@@ -143,9 +160,15 @@ def _write_run(w: _Writer, pid: int, run: Run, window, around_slow, budget: int,
         summary.notes.append(
             f"{name}: cut at {cut / 1e9:.3f} s after {budget:,} of {all_starts.size:,} slices "
             "(--max-events); use --window START-END or --around-slow N for another part")
-        windows = win.merge([(lo, min(hi, cut)) for lo, hi in (windows or [(0, cut)])
+        windows = win.merge([(lo, min(hi, cut - 1)) for lo, hi in (windows or [(0, cut)])
                              if lo < cut])
     summary.windows = windows
+    del times, start, latency
+    ops = _ops_table(run, windows)
+    start = ops["start_ns"].to_numpy()
+    latency = ops["latency_ns"].to_numpy()
+    keep = np.ones(start.size, dtype=bool) if windows is None else \
+        win.mask(start, start + latency, windows)
 
     roles = {int(k): str(v) for k, v in
              ((meta.get("workload_summary") or {}).get("worker_roles") or {}).items()}
