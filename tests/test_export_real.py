@@ -108,8 +108,20 @@ def test_perfetto_trace_matches_the_run(pair) -> None:
     assert any(n.startswith("PSI system memory some") for n in counter_names)
     assert "read ops/s" in counter_names
     assert any(n.startswith("vmstat.") for n in counter_names)
-    # Trace Event JSON shape: ts/dur numbers, X slices never negative
+    # Trace Event JSON shape: X slices never negative, and on each track nested or disjoint
+    # (viewers drop slices that overlap partly)
     assert all(e["dur"] >= 0 for e in events if e["ph"] == "X")
+    tracks: dict = {}
+    for e in events:
+        if e["ph"] == "X":
+            tracks.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    for spans in tracks.values():
+        open_ends: list[float] = []
+        for begin, end in sorted(spans):
+            while open_ends and open_ends[-1] <= begin:
+                open_ends.pop()
+            assert not open_ends or end <= open_ends[-1] + 1e-6
+            open_ends.append(end)
     assert trace["displayTimeUnit"] == "ns"
 
 
