@@ -2,10 +2,18 @@
 sections (tables, shift, stalls) and all plots (HTML with embedded PNGs, plus PNG and SVG files).
 
     .venv/bin/python benchmarks/compare.py [--data DIR] [--rounds N]
+    .venv/bin/python benchmarks/compare.py --scale 10M,100M,500M [--data DIR]
 
 The simulated runs are written once through store.RunWriter into DIR (default
 /tmp/stallbench-bench-compare) and reused. Each round runs the real command line in a child
-process; wall time and the child's peak RSS (wait4) are reported. Targets: <= 10 s, <= 2 GiB.
+process; wall time and the child's peak RSS (wait4) are reported. Target: <= 3 s.
+
+--scale: for each size, 2 variants x 1 run of that many ops (95% reads, 5% paced WAL writes,
+400k ops/s), written in a child process (its peak RSS is the finalize cost: ops.parquet and
+summary.parquet in one streaming pass), then `compare` with every section and plot, with the
+summaries and from ops.parquet alone (summary.parquet removed before each round). Targets: peak
+RSS flat in the op count and <= 1 GiB; 2 x 500 M ops <= 10 s with summaries, <= 3 min from
+ops.parquet alone; finalizing a 500 M-op run <= 256 MiB.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from stallbench import store
+from stallbench.record import READ_CHUNK_RECORDS
 
 OPS_PER_RUN = 3_000_000
 DURATION_S = 60.0
@@ -53,19 +62,91 @@ def write_data(results: Path) -> None:
             writer.finalize("complete")
 
 
-def run_once(results: Path, out: Path) -> tuple[float, int, float]:
+def run_once(results: Path, out: Path, base: str = "vanilla",
+             cand: str = "memcg") -> tuple[float, int, float]:
     """Wall seconds, peak RSS (bytes) and CPU seconds of one `stallbench compare` child."""
     stallbench = Path(sys.executable).with_name("stallbench")
-    command = [str(stallbench), "compare", "vanilla", "memcg", "--results", str(results),
+    command = [str(stallbench), "compare", base, cand, "--results", str(results),
                "--format", "html", "--output", str(out / "report.html"),
                "--plots", str(out / "plots")]
+    return _child(command)
+
+
+def _child(command: list[str]) -> tuple[float, int, float]:
     started = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"compare failed with status {status}")
+        raise SystemExit(f"{' '.join(command[:3])} failed with status {status}")
     return elapsed, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
+
+
+SCALE_RATE = 400_000      # ops/s of the simulated runs: 4 readers on this machine
+BATCH = READ_CHUNK_RECORDS        # as the runner reads the spools
+
+
+def write_scale_run(results: Path, variant: str, ops: int, slow_share: float) -> None:
+    """One run of `ops` simulated ops, generated and written batch by batch (bounded memory)."""
+    rng = np.random.default_rng(hash(variant) & 0xFFFF)
+    names = ["read", "wal"]
+    duration = ops / SCALE_RATE
+    writer = store.RunWriter(results, variant, "scale-sim", {"ops": ops})
+    writer.meta.update({"ops_declared": names, "duration_s": duration, "warmup_s": 0.0,
+                        "rusage": {"user_s": 1.0, "system_s": 1.0, "elapsed_s": duration}})
+
+    def batches():
+        done = 0
+        while done < ops:
+            n = min(BATCH, ops - done)
+            start = ((done + np.arange(n)) * (1e9 / SCALE_RATE)).astype(np.int64)
+            wal = rng.random(n) < 0.05
+            latency = rng.lognormal(np.log(2_000), 0.8, n)
+            slow = rng.random(n) < slow_share
+            latency[slow] *= 30
+            latency[wal] = rng.lognormal(np.log(40_000), 0.5, int(wal.sum()))
+            intended = np.where(wal, start - rng.integers(0, 50_000, n), -1)
+            yield store.ops_batch(names, wal.astype(np.int32), rng.integers(0, 5, n), start,
+                                  latency.astype(np.int64), intended)
+            done += n
+
+    counts = writer.write_ops(batches())
+    writer.meta.update({"samples": counts, "counted": counts})
+    writer.finalize("complete")
+
+
+def parse_count(text: str) -> int:
+    text = text.strip().upper()
+    factor = {"K": 10**3, "M": 10**6, "G": 10**9}.get(text[-1:], 1)
+    return int(float(text[:-1] if factor > 1 else text) * factor)
+
+
+def scale(data: Path, sizes: list[int], rounds: int) -> None:
+    print(f"{'ops/run':>12} {'write 1 run':>12} {'writer RSS':>11} {'with summaries':>15} "
+          f"{'RSS':>9} {'from ops alone':>15} {'RSS':>9}")
+    for size in sizes:
+        results = data / f"scale-{size}"
+        written = {}
+        for variant, slow in (("base", 0.0), ("cand", 0.02)):
+            if not (results / variant / "scale-sim" / "1" / "summary.parquet").exists():
+                shutil.rmtree(results / variant, ignore_errors=True)
+                written[variant] = _child([sys.executable, __file__, "--write-scale",
+                                           str(size), "--data", str(results),
+                                           "--variant", variant, "--slow", str(slow)])
+        with tempfile.TemporaryDirectory() as tmp:
+            summaries = [run_once(results, Path(tmp), "base", "cand") for _ in range(rounds)]
+            from_ops = []
+            for _ in range(rounds):
+                for variant in ("base", "cand"):
+                    (results / variant / "scale-sim" / "1" / "summary.parquet").unlink()
+                from_ops.append(run_once(results, Path(tmp), "base", "cand"))
+        w = written.get("base")
+        with_s = min(r[0] for r in summaries), max(r[1] for r in summaries) / 2**20
+        alone = min(r[0] for r in from_ops), max(r[1] for r in from_ops) / 2**20
+        print(f"{size:>12,} {(f'{w[0]:.1f} s' if w else 'reused'):>12} "
+              f"{(f'{w[1] / 2**20:.0f} MiB' if w else '-'):>11} "
+              f"{with_s[0]:>13.2f} s {with_s[1]:>5.0f} MiB {alone[0]:>13.1f} s "
+              f"{alone[1]:>5.0f} MiB", flush=True)
 
 
 def main() -> None:
@@ -73,7 +154,17 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("/tmp/stallbench-bench-compare"))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--fresh", action="store_true", help="rewrite the simulated runs")
+    parser.add_argument("--scale", help="sizes of the scale series, e.g. 10M,100M,500M")
+    parser.add_argument("--write-scale", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--variant", help=argparse.SUPPRESS)
+    parser.add_argument("--slow", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.write_scale:
+        write_scale_run(args.data, args.variant, args.write_scale, args.slow)
+        return
+    if args.scale:
+        scale(args.data, [parse_count(s) for s in args.scale.split(",")], args.rounds)
+        return
     if args.fresh and args.data.exists():
         shutil.rmtree(args.data)
     if not (args.data / "memcg" / "pgioperf-sim" / "3" / "ops.parquet").exists():

@@ -1,12 +1,14 @@
 """Build a Comparison: load the runs of each variant and call analysis/ for every number.
 
 The Comparison is a tree of dataclasses that the renderers in report/ print without computing
-anything. Several iterations of a variant are pooled; intervals come from analysis.intervals.
+anything. Every number comes from the runs' summaries (summary.parquet, analysis/summary.py), so
+memory does not grow with the number of operations. Several iterations of a variant are pooled
+for the estimates; intervals come from analysis/intervals.py (runs and time blocks).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -16,6 +18,8 @@ from .analysis import bands as bands_mod
 from .analysis import histogram as hist
 from .analysis import intervals as iv
 from .analysis import stalls as stalls_mod
+from .analysis import stationarity
+from .analysis import summary as sm
 from .analysis.quantiles import (
     LATENCY_STATS,
     MIN_TAIL_SAMPLES,
@@ -24,10 +28,11 @@ from .analysis.quantiles import (
     spread,
     tail_samples,
 )
+from .analysis.summary import RESPONSE_SUFFIX
 from .errors import UsageError
-from .store import OpArrays, Resolved, Run
+from .store import Resolved, Run
 
-RESPONSE_SUFFIX = " (response)"
+NOT_STATIONARY = "not stationary"
 SHIFT_PROBABILITIES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999,
                        0.9995, 0.9999)
 CPU_ROWS = (("user", "user_s"), ("system", "system_s"), ("elapsed", "elapsed_s"))
@@ -39,9 +44,8 @@ class CompareOptions:
     interval_s: float = 1.0  # stalls-over-time interval
     stall_threshold_ns: int = 100_000_000  # an interval whose max exceeds this is a stall
     starved_rate_drop: float = 0.10  # rate fell by more than this -> starved
-    resamples: int = iv.BOOTSTRAP_RESAMPLES
-    seed: int = 0
     explain: bool = True  # call stallbench.where (monitor sections); check does not need it
+    run_to_run_sd: dict[str, float] | None = None  # prior τ0 per statistic; None: iv's table
 
 
 @dataclass
@@ -51,6 +55,8 @@ class RunInfo:
     status: str
     duration_s: float
     duration_source: str  # "run.json" or "ops" (from the last completion) when run.json has none
+    warmup_s: float = 0.0  # ops that started before this are recorded but not in the statistics
+    block_ns: int = 0  # the time blocks behind the intervals and timelines
 
 
 @dataclass
@@ -94,6 +100,7 @@ class StallSummary:
     episodes: list[dict[str, Any]]  # iteration, start_ns, duration_ns, kind, worst_ns
     longest_stall: dict[str, Any]  # iteration, start_ns, duration_ns
     workers: list[dict[str, Any]]  # per iteration: counts {worker: n}, starved [workers]
+    warmup_ns: int = 0  # timelines start at the run start; statistics after this
 
 
 @dataclass
@@ -133,6 +140,8 @@ class Comparison:
     counters: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     where: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+    level_shifts: list[dict[str, Any]] = field(default_factory=list)  # runs mixing regimes
+    accuracy: dict[str, Any] = field(default_factory=dict)
     views: Any = None  # views.Views: heatmaps and blocked-time profiles for the pictures
 
     @property
@@ -141,31 +150,31 @@ class Comparison:
 
 
 # ----------------------------------------------------------------------------------------------
-
-
-def _run_duration(run: Run, ops: dict[str, OpArrays]) -> tuple[float, str]:
-    if run.duration_s > 0:
-        return run.duration_s, "run.json"
-    ends = [int((a.start_ns + a.latency_ns).max()) for a in ops.values() if a.latency_ns.size]
-    return (max(ends) / 1e9 if ends else 0.0), "ops"
+# loading: every number below comes from the runs' summaries (summary.parquet), never raw ops
 
 
 @dataclass
 class _VariantRuns:
     label: str
     runs: list[Run]
-    ops: list[dict[str, OpArrays]]
-    durations: list[float]
+    summaries: list[sm.RunSummary]
+    durations: list[float]  # seconds after the warm-up, per run
+
+
+def _run_seconds(run: Run, summary: sm.RunSummary) -> tuple[float, str]:
+    if run.duration_s > 0:
+        return run.duration_s, "run.json"
+    return summary.duration_ns / 1e9, "ops"
 
 
 def _load(resolved: Resolved) -> tuple[_VariantRuns, VariantInfo]:
-    ops_per_run = [run.op_arrays() for run in resolved.runs]
+    summaries = [run.summary() for run in resolved.runs]
     durations, infos = [], []
-    for run, ops in zip(resolved.runs, ops_per_run, strict=True):
-        duration, source = _run_duration(run, ops)
-        durations.append(duration)
+    for run, summary in zip(resolved.runs, summaries, strict=True):
+        seconds, source = _run_seconds(run, summary)
+        durations.append(max(seconds - summary.warmup_ns / 1e9, 0.0))
         infos.append(RunInfo(run.meta.get("iteration"), str(run.path), run.describe_status(),
-                             duration, source))
+                             seconds, source, summary.warmup_ns / 1e9, summary.block_ns))
     first = resolved.runs[0].meta
     info = VariantInfo(
         label=resolved.label,
@@ -175,165 +184,135 @@ def _load(resolved: Resolved) -> tuple[_VariantRuns, VariantInfo]:
         kernel=(first.get("kernel") or {}).get("release"),
         environment=first.get("environment") or {},
     )
-    return _VariantRuns(resolved.label, resolved.runs, ops_per_run, durations), info
+    return _VariantRuns(resolved.label, resolved.runs, summaries, durations), info
 
 
 def _op_names(variants: list[_VariantRuns]) -> list[str]:
     names: list[str] = []
     for variant in variants:
-        for run, ops in zip(variant.runs, variant.ops, strict=True):
-            for name in [*run.meta.get("ops_declared", []), *ops.keys()]:
+        for run, summary in zip(variant.runs, variant.summaries, strict=True):
+            for name in [*run.meta.get("ops_declared", []), *summary.ops]:
                 if name not in names:
                     names.append(name)
-    return names
+    service = [n for n in names if not n.endswith(RESPONSE_SUFFIX)]
+    ordered = []
+    for name in service:        # each paced op's response time right after it
+        ordered.append(name)
+        if name + RESPONSE_SUFFIX in names:
+            ordered.append(name + RESPONSE_SUFFIX)
+    return ordered + [n for n in names if n not in ordered]
 
 
-def _response_arrays(arrays: OpArrays) -> OpArrays | None:
-    if arrays.intended_ns is None or arrays.latency_ns.size == 0:
-        return None
-    response = arrays.start_ns + arrays.latency_ns - arrays.intended_ns
-    return OpArrays(np.maximum(response, 0), arrays.intended_ns, arrays.worker, None)
-
-
-def _empty() -> OpArrays:
-    empty = np.empty(0, dtype=np.int64)
-    return OpArrays(empty, empty.copy(), np.empty(0, dtype=np.int32), None)
+def _empty_op(blocks: int) -> sm.OpSummary:
+    zero = np.zeros(blocks, np.int64)
+    return sm.OpSummary(np.zeros(hist.N_BUCKETS, np.int64), zero, zero.copy(),
+                        np.full(blocks, np.iinfo(np.int64).max), np.full(blocks, -1, np.int64),
+                        np.zeros((blocks, 0), np.int64), 0, np.empty(0, np.int64),
+                        np.empty(0, np.int64), np.empty(0, np.int64), 0, 0, 0, True)
 
 
 @dataclass
 class _OpSide:
-    """Everything computed once per op per variant."""
+    """One op in one variant: each run's summary of it, and what is computed once from them."""
 
-    runs: list[OpArrays]
+    ops: list[sm.OpSummary]
+    runs: list[sm.RunSummary]
     durations: list[float]
-    pooled: np.ndarray
-    partitioned: np.ndarray
-    histograms: np.ndarray  # (runs, N_BUCKETS)
-    buckets: list[np.ndarray]  # per run: histogram bucket of each op
+    histogram: np.ndarray  # pooled fine histogram (after the warm-up)
     stats: OpStats
+    _quantile_stats: dict[tuple[float, ...], list[list[iv.RunStatistic]]] = field(
+        default_factory=dict)
 
-    @property
-    def position(self) -> np.ndarray:
-        """Start time as a fraction of its run (for batch means)."""
-        return np.concatenate([
-            r.start_ns / (d * 1e9) if d > 0 else np.zeros(r.start_ns.size)
-            for r, d in zip(self.runs, self.durations, strict=True)
-        ]) if self.runs else np.empty(0)
+    def quantile_statistics(self, probabilities: list[float]) -> list[list[iv.RunStatistic]]:
+        """Per run, per probability (cached)."""
+        key = tuple(probabilities)
+        if key not in self._quantile_stats:
+            self._quantile_stats[key] = [
+                iv.quantile_statistics(op, run.warmup_blocks, probabilities)
+                for op, run in zip(self.ops, self.runs, strict=True)]
+        return self._quantile_stats[key]
+
+    def mean_statistics(self) -> list[iv.RunStatistic]:
+        return [iv.mean_statistic(op, run.warmup_blocks)
+                for op, run in zip(self.ops, self.runs, strict=True)]
+
+    def rate_statistics(self) -> list[iv.RunStatistic]:
+        return [iv.rate_statistic(op, run.warmup_blocks, run.block_durations_ns() / 1e9)
+                for op, run in zip(self.ops, self.runs, strict=True)]
 
 
-def _side(runs: list[OpArrays], durations: list[float], probabilities: list[float]) -> _OpSide:
-    pooled = np.concatenate([r.latency_ns for r in runs]) if runs else np.empty(0, np.int64)
-    buckets = [hist.bucket_index(r.latency_ns) for r in runs]
-    histograms = np.stack([hist.histogram(r.latency_ns, b)
-                           for r, b in zip(runs, buckets, strict=True)])
-    n = int(pooled.size)
-    total_duration = float(sum(durations))
+def _side(name: str, variant: _VariantRuns) -> _OpSide:
+    ops = [summary.ops.get(name) or _empty_op(summary.blocks) for summary in variant.summaries]
+    histogram = np.sum([op.histogram for op in ops], axis=0) if ops else \
+        np.zeros(hist.N_BUCKETS, np.int64)
+    totals = [sm.op_totals(op, run.warmup_blocks)
+              for op, run in zip(ops, variant.summaries, strict=True)]
+    n = int(sum(t[0] for t in totals))
+    total_duration = float(sum(variant.durations))
     rate = n / total_duration if total_duration > 0 else None
     iteration_p99: list[float | None] = []
-    for r in runs:
-        iteration_p99.append(float(np.quantile(r.latency_ns, 0.99))
-                             if r.latency_ns.size and resolvable(r.latency_ns.size, 0.99)
-                             else None)
+    for op, t in zip(ops, totals, strict=True):
+        iteration_p99.append(_quantiles(op.histogram, [0.99])[0]
+                             if t[0] and resolvable(t[0], 0.99) else None)
+    iteration_samples = [int(t[0]) for t in totals]
     if n == 0:
-        stats = OpStats(0, rate, {s: None for s in LATENCY_STATS}, {},
-                        [int(r.latency_ns.size) for r in runs], iteration_p99, None)
-        return _OpSide(runs, durations, pooled, pooled, histograms, buckets, stats)
-    partitioned = np.partition(pooled, iv.quantile_ranks(n, probabilities))
-    values: dict[str, float | None] = {"min": float(partitioned[0])}
+        stats = OpStats(0, rate, {s: None for s in LATENCY_STATS}, {}, iteration_samples,
+                        iteration_p99, None)
+        return _OpSide(ops, variant.summaries, variant.durations, histogram, stats)
+    values: dict[str, float | None] = {
+        "min": float(min(t[2] for t in totals if t[0])),
+        "max": float(max(t[3] for t in totals if t[0])),
+        "mean": float(sum(t[1] for t in totals)) / n,
+    }
     unresolved: dict[str, int] = {}
-    estimates = iv.quantiles_with_interval(partitioned, [p for _, p in PERCENTILES])
-    for (stat, p), (estimate, _, _) in zip(PERCENTILES, estimates, strict=True):
+    for (stat, p), estimate in zip(PERCENTILES, _quantiles(histogram, [p for _, p in PERCENTILES]),
+                                   strict=True):
         values[stat] = estimate
         if not resolvable(n, p):
             unresolved[stat] = tail_samples(n, p)
-    values["max"] = float(partitioned[-1])
-    values["mean"] = float(pooled.mean(dtype=np.float64))
-    stats = OpStats(n, rate, values, unresolved, [int(r.latency_ns.size) for r in runs],
-                    iteration_p99, spread(iteration_p99))
-    return _OpSide(runs, durations, pooled, partitioned, histograms, buckets, stats)
+    values = {stat: values[stat] for stat in LATENCY_STATS}
+    stats = OpStats(n, rate, values, unresolved, iteration_samples, iteration_p99,
+                    spread(iteration_p99))
+    return _OpSide(ops, variant.summaries, variant.durations, histogram, stats)
 
 
-def _within_run_changes(base: _OpSide, cand: _OpSide,
-                        probabilities: list[float]) -> tuple[dict[str, iv.Change], ShiftCurve]:
-    changes: dict[str, iv.Change] = {}
-    b_total, c_total = sum(base.durations) * 1e9, sum(cand.durations) * 1e9
-    b_position, c_position = base.position, cand.position
-    b_rate = iv.batch_rate_log_se(b_position * b_total, b_total) if base.pooled.size else None
-    c_rate = iv.batch_rate_log_se(c_position * c_total, c_total) if cand.pooled.size else None
-    if b_rate and c_rate:
-        changes["rate"] = _change(*iv.combine_log_se(c_rate, b_rate))
-    b_mean = iv.batch_mean_log_se(base.pooled, b_position * b_total, b_total)
-    c_mean = iv.batch_mean_log_se(cand.pooled, c_position * c_total, c_total)
-    if b_mean and c_mean:
-        changes["mean"] = _change(*iv.combine_log_se(c_mean, b_mean))
-    b_q = iv.quantiles_with_interval(base.partitioned, probabilities)
-    c_q = iv.quantiles_with_interval(cand.partitioned, probabilities)
-    combined = [iv.combine_log_intervals(c, b) for c, b in zip(c_q, b_q, strict=True)]
-    by_p = dict(zip(probabilities, combined, strict=True))
-    for stat, p in PERCENTILES:
-        changes[stat] = _change(*by_p[p])
-    return changes, _curve(probabilities, combined, base, cand)
+def _quantiles(histogram: np.ndarray, probabilities: list[float]) -> list[float]:
+    return hist.quantiles_from_counts(histogram, np.asarray(probabilities),
+                                      hist.bucket_lower_edges())[0].tolist()
 
 
-def _between_runs_changes(base: _OpSide, cand: _OpSide, probabilities: list[float],
-                          options: CompareOptions,
-                          rng: np.random.Generator) -> tuple[dict[str, iv.Change], ShiftCurve]:
-    used = np.flatnonzero(base.histograms.sum(axis=0) + cand.histograms.sum(axis=0))
-    first, last = int(used[0]), int(used[-1]) + 1
-    edges = hist.bucket_lower_edges()[first:last + 1]
-    replicates = []
-    for side in (base, cand):
-        summary = iv.RunSummaries(
-            counts=side.histograms[:, first:last],
-            samples=np.array([r.latency_ns.size for r in side.runs], dtype=np.float64),
-            sum_ns=np.array([r.latency_ns.sum(dtype=np.float64) for r in side.runs]),
-            min_ns=np.array([r.latency_ns.min() if r.latency_ns.size else np.inf
-                             for r in side.runs], dtype=np.float64),
-            max_ns=np.array([r.latency_ns.max() if r.latency_ns.size else 0
-                             for r in side.runs], dtype=np.float64),
-            duration_s=np.array(side.durations, dtype=np.float64),
-        )
-        weights = iv.resample_weights(len(side.runs), options.resamples, rng)
-        replicates.append(iv.bootstrap_log_statistics(summary, weights, probabilities, edges))
-    rep_b, rep_c = replicates
-    kb, kc = len(base.runs), len(cand.runs)
-
-    def interval(estimate: float | None, rc: np.ndarray, rb: np.ndarray) -> iv.Change:
-        if estimate is None:
-            return iv.Change(None)
-        bounds = iv.between_runs_interval(estimate, rc, kc, rb, kb)
-        return _change(estimate, *(bounds or (None, None)))
-
+def _changes(base: _OpSide, cand: _OpSide, probabilities: list[float],
+             options: CompareOptions) -> tuple[dict[str, iv.Change], ShiftCurve]:
+    """Every statistic's change with its two-level interval (analysis/intervals.py)."""
     changes: dict[str, iv.Change] = {}
     bs, cs = base.stats, cand.stats
-    changes["rate"] = interval(iv.ratio_change(cs.rate, bs.rate), rep_c["rate"], rep_b["rate"])
-    for stat in ("min", "max", "mean"):
-        changes[stat] = interval(iv.ratio_change(cs.values[stat], bs.values[stat]),
-                                 rep_c[stat], rep_b[stat])
-    curve_triples = []
-    b_q = iv.quantiles_with_interval(base.partitioned, probabilities)
-    c_q = iv.quantiles_with_interval(cand.partitioned, probabilities)
+    table = options.run_to_run_sd
+    changes["rate"] = iv.two_level_change(iv.ratio_change(cs.rate, bs.rate),
+                                          base.rate_statistics(), cand.rate_statistics(),
+                                          iv.prior_sd("rate", table=table))
+    changes["mean"] = iv.two_level_change(iv.ratio_change(cs.values["mean"], bs.values["mean"]),
+                                          base.mean_statistics(), cand.mean_statistics(),
+                                          iv.prior_sd("mean", table=table))
+    for stat in ("min", "max"):
+        changes[stat] = iv.Change(iv.ratio_change(cs.values[stat], bs.values[stat]),
+                                  note="no interval")
+    b_values = _quantiles(base.histogram, probabilities)
+    c_values = _quantiles(cand.histogram, probabilities)
+    b_runs = base.quantile_statistics(probabilities)
+    c_runs = cand.quantile_statistics(probabilities)
+    stat_of = {p: s for s, p in PERCENTILES}
+    triples = []
     for j, p in enumerate(probabilities):
-        estimate = iv.ratio_change(c_q[j][0], b_q[j][0])
-        change = interval(estimate, rep_c["quantiles"][:, j], rep_b["quantiles"][:, j])
-        curve_triples.append((change.change, change.low, change.high))
-        stat = next((s for s, q in PERCENTILES if q == p), None)
-        if stat:
-            changes[stat] = change
-    return changes, _curve(probabilities, curve_triples, base, cand)
+        change = iv.two_level_change(iv.ratio_change(c_values[j], b_values[j]),
+                                     [r[j] for r in b_runs], [r[j] for r in c_runs],
+                                     iv.prior_sd(stat_of.get(p), p, table))
+        triples.append((change.change, change.low, change.high))
+        if p in stat_of:
+            changes[stat_of[p]] = change
+    return changes, _curve(probabilities, triples, bs.samples, cs.samples)
 
 
-def _change(change: float | None, low: float | None = None,
-            high: float | None = None) -> iv.Change:
-    if change is None or not np.isfinite(change):
-        return iv.Change(None)
-    if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
-        return iv.Change(change)
-    return iv.Change(change, low, high, iv.p_value_from_interval(change, low, high))
-
-
-def _curve(probabilities: list[float], triples, base: _OpSide, cand: _OpSide) -> ShiftCurve:
-    nb, nc = base.pooled.size, cand.pooled.size
+def _curve(probabilities: list[float], triples, nb: int, nc: int) -> ShiftCurve:
     curve = ShiftCurve([], [], [], [])
     for p, (change, low, high) in zip(probabilities, triples, strict=True):
         if p > 0.5 and not (resolvable(nb, p) and resolvable(nc, p)):
@@ -357,57 +336,125 @@ def _ccdf(counts: np.ndarray) -> dict[str, list[float]]:
     return {"latency_ns": upper[keep].tolist(), "fraction_above": above[keep].tolist()}
 
 
+# ----------------------------------------------------------------------------------------------
+# stalls over time, from the blocks
+
+
+def _interval_blocks(run: sm.RunSummary, options: CompareOptions) -> int:
+    return max(1, int(round(options.interval_s * 1e9 / run.block_ns)))
+
+
+def _timeline(op: sm.OpSummary, run: sm.RunSummary, per: int) -> stalls_mod.Timeline:
+    """Count, p99 and max per interval of `per` blocks (count and max exact; p99 from the
+    blocks' coarse histograms)."""
+    blocks = op.blocks
+    intervals = max(-(-blocks // per), 1)
+    pad = intervals * per - blocks
+    count = np.pad(op.block_count, (0, pad)).reshape(intervals, per).sum(axis=1)
+    peak = np.pad(op.block_max, (0, pad), constant_values=-1).reshape(intervals, per).max(axis=1)
+    width = op.block_hist.shape[1]
+    p99 = np.full(intervals, np.nan)
+    if width:
+        cells = np.pad(op.block_hist, ((0, pad), (0, 0))).reshape(intervals, per, width)
+        cells = cells.sum(axis=1)
+        edges = sm.coarse_lower_edges()[op.coarse_first:op.coarse_first + width + 1]
+        p99 = hist.quantiles_from_counts(cells, np.array([0.99]), edges)[:, 0]
+    peak = np.where(count > 0, peak, np.nan).astype(np.float64)
+    p99 = np.where(count > 0, p99, np.nan)
+    return stalls_mod.Timeline(per * run.block_ns, count.astype(np.int64), p99, peak)
+
+
 def _stalls(side: _OpSide, others_active: list[np.ndarray], iterations: list[int | None],
             expected_workers: np.ndarray, options: CompareOptions) -> StallSummary:
-    interval_ns = int(options.interval_s * 1e9)
     timelines, found, workers = [], [], []
     longest = {"iteration": None, "start_ns": 0, "duration_ns": 0}
-    for r, buckets, duration, active, iteration in zip(side.runs, side.buckets, side.durations,
-                                                       others_active, iterations, strict=True):
-        intervals = len(active)
-        line = stalls_mod.timeline(r.latency_ns, r.start_ns, interval_ns, intervals, buckets)
+    interval_ns = int(options.interval_s * 1e9)
+    warmup_ns = 0
+    for op, run, active, iteration in zip(side.ops, side.runs, others_active, iterations,
+                                          strict=True):
+        per = _interval_blocks(run, options)
+        line = _timeline(op, run, per)
+        interval_ns = line.interval_ns
+        warmup_ns = max(warmup_ns, run.warmup_ns)
+        active = np.pad(active, (0, max(line.count.size - active.size, 0)))[:line.count.size]
         timelines.append({
             "count": line.count.tolist(),
             "p99_ns": [None if np.isnan(v) else float(v) for v in line.p99_ns],
             "max_ns": [None if np.isnan(v) else float(v) for v in line.max_ns],
         })
         for episode in stalls_mod.episodes(line, active, options.stall_threshold_ns):
+            if episode.start_ns + episode.duration_ns <= run.warmup_ns:
+                continue
             found.append({"iteration": iteration, "start_ns": episode.start_ns,
                           "duration_ns": episode.duration_ns, "kind": episode.kind,
                           "worst_ns": episode.worst_ns})
-        start, length = stalls_mod.longest_gap(r.latency_ns, r.start_ns, int(duration * 1e9))
-        if length > longest["duration_ns"]:
-            longest = {"iteration": iteration, "start_ns": start, "duration_ns": length}
-        counted = stalls_mod.worker_counts(r.worker, expected_workers)
+        if op.gap_ns > longest["duration_ns"]:
+            longest = {"iteration": iteration, "start_ns": op.gap_start_ns,
+                       "duration_ns": op.gap_ns, "exact": op.gap_exact}
+        counted = stalls_mod.worker_counts_from(op.workers, op.worker_count, expected_workers)
         workers.append({"iteration": iteration, "counts": counted.counts,
                         "starved": counted.starved})
     return StallSummary(interval_ns, options.stall_threshold_ns, timelines, found, longest,
-                        workers)
+                        workers, warmup_ns)
 
 
-def _activity(variant: _VariantRuns, options: CompareOptions) -> list[np.ndarray]:
-    """Per run: (op -> intervals in which that op started anything) for the starved test."""
-    interval_ns = int(options.interval_s * 1e9)
+def _activity(variant: _VariantRuns, options: CompareOptions) -> list[dict[str, np.ndarray]]:
+    """Per run: op -> intervals in which that op started anything (for the starved test)."""
     per_run = []
-    for ops, duration in zip(variant.ops, variant.durations, strict=True):
-        intervals = max(int(np.ceil(duration * 1e9 / interval_ns)), 1)
-        per_op = {}
-        for name, arrays in ops.items():
-            slots = np.clip(arrays.start_ns // interval_ns, 0, intervals - 1)
-            per_op[name] = np.bincount(slots, minlength=intervals)[:intervals] > 0
-        per_run.append((intervals, per_op))
+    for summary in variant.summaries:
+        per = _interval_blocks(summary, options)
+        intervals = max(-(-summary.blocks // per), 1)
+        pad = intervals * per - summary.blocks
+        per_run.append({name: np.pad(op.block_count, (0, pad)).reshape(intervals, per)
+                        .sum(axis=1) > 0 for name, op in summary.ops.items()})
     return per_run
 
 
-def _others_active(activity, op: str) -> list[np.ndarray]:
+def _others_active(activity: list[dict[str, np.ndarray]], op: str) -> list[np.ndarray]:
     out = []
-    for intervals, per_op in activity:
-        active = np.zeros(intervals, dtype=bool)
+    for per_op in activity:
+        length = max((m.size for m in per_op.values()), default=1)
+        active = np.zeros(length, dtype=bool)
         for name, mask in per_op.items():
             if name != op and not name.endswith(RESPONSE_SUFFIX):
-                active |= mask
+                active[:mask.size] |= mask
         out.append(active)
     return out
+
+
+def _level_shifts(variants: list[_VariantRuns], names: list[str]) -> list[dict[str, Any]]:
+    """Runs that mix regimes (analysis/stationarity.py), first per op and variant."""
+    found = []
+    for variant in variants:
+        for name in names:
+            if name.endswith(RESPONSE_SUFFIX):
+                continue
+            for run, summary in zip(variant.runs, variant.summaries, strict=True):
+                op = summary.ops.get(name)
+                shift = stationarity.level_shift(op, summary) if op is not None else None
+                if shift is not None:
+                    found.append({"variant": variant.label, "op": name,
+                                  "iteration": run.meta.get("iteration"),
+                                  **asdict(shift)})
+                    break
+    return found
+
+
+def _distrust_regime_mixes(ops: list[OpComparison], level_shifts: list[dict[str, Any]],
+                           baseline: str) -> None:
+    """An op whose runs mix two regimes (a cold then a warm cache) pools them in proportions
+    that vary from run to run: its better/worse verdicts become 'unclear' (the report says
+    when the regime changed and what to do)."""
+    shifted = {(s["variant"], s["op"]) for s in level_shifts}
+    for op in ops:
+        name = op.op.removesuffix(RESPONSE_SUFFIX)
+        for label, changes in op.changes.items():
+            if (baseline, name) not in shifted and (label, name) not in shifted:
+                continue
+            for change in changes.values():
+                if change.verdict in ("better", "worse", "same"):
+                    change.verdict = "unclear"
+                    change.note = NOT_STATIONARY
 
 
 def _cpu_rows(variants: list[_VariantRuns], candidates: list[str]) -> list[CpuRow]:
@@ -438,6 +485,15 @@ def _cpu_rows(variants: list[_VariantRuns], candidates: list[str]) -> list[CpuRo
             changes[label] = _change(estimate, triple[1], triple[2])
         rows.append(CpuRow(name, values, changes))
     return rows
+
+
+def _change(change: float | None, low: float | None = None,
+            high: float | None = None) -> iv.Change:
+    if change is None or not np.isfinite(change):
+        return iv.Change(None)
+    if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
+        return iv.Change(change)
+    return iv.Change(change, low, high, iv.p_value_from_interval(change, low, high))
 
 
 def _counters(variants: list[_VariantRuns]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -496,42 +552,29 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
                          "pick one with --workload")
     base = variants[0]
     cand_labels = labels[1:]
-    method = {label: (iv.METHOD_BETWEEN_RUNS if len(base.runs) >= 2 and len(v.runs) >= 2
-                      else iv.METHOD_WITHIN_RUN)
-              for label, v in zip(cand_labels, variants[1:], strict=True)}
+    method = {label: iv.METHOD for label in cand_labels}
     probabilities = sorted(set(SHIFT_PROBABILITIES) | {p for _, p in PERCENTILES})
     activity = [_activity(v, options) for v in variants]
     names = _op_names(variants)
-    op_list: list[tuple[str, str, list[list[OpArrays]]]] = []
-    for name in names:
-        per_variant = [[ops.get(name) or _empty() for ops in v.ops] for v in variants]
-        op_list.append((name, "service", per_variant))
-        responses = [[_response_arrays(a) for a in runs] for runs in per_variant]
-        if any(r is not None for runs in responses for r in runs):
-            op_list.append((name + RESPONSE_SUFFIX, "response",
-                            [[r if r is not None else _empty() for r in runs]
-                             for runs in responses]))
-
     ops: list[OpComparison] = []
-    for index, (name, kind, per_variant) in enumerate(op_list):
-        sides = [_side(runs, v.durations, probabilities)
-                 for runs, v in zip(per_variant, variants, strict=True)]
+    for name in names:
+        kind = "response" if name.endswith(RESPONSE_SUFFIX) else "service"
+        sides = [_side(name, v) for v in variants]
         workers_seen = np.unique(np.concatenate(
-            [stalls_mod.present_workers(r.worker) for side in sides for r in side.runs]))
+            [op.workers for side in sides for op in side.ops] or [np.empty(0, np.int64)]))
         result = OpComparison(name, kind, {}, {}, {}, {}, {}, {}, {}, {}, {})
         for v, side, act in zip(variants, sides, activity, strict=True):
             result.stats[v.label] = side.stats
-            result.bands[v.label] = bands_from_side(side).tolist()
-            result.ccdf[v.label] = _ccdf(side.histograms.sum(axis=0))
+            result.bands[v.label] = bands_from_histogram(side.histogram).tolist()
+            result.ccdf[v.label] = _ccdf(side.histogram)
             result.stalls[v.label] = _stalls(
                 side, _others_active(act, name.removesuffix(RESPONSE_SUFFIX)),
                 [r.meta.get("iteration") for r in v.runs], workers_seen, options)
-        for ci, (label, side) in enumerate(zip(cand_labels, sides[1:], strict=True), start=1):
+        for label, side in zip(cand_labels, sides[1:], strict=True):
             result.changes[label], result.shift_curve[label], result.starved[label] = \
-                _compare_op(sides[0], side, method[label], probabilities, options,
-                            np.random.default_rng((options.seed, index, ci)))
-            result.slower_probability[label] = hist.superiority(
-                side.histograms.sum(axis=0), sides[0].histograms.sum(axis=0))
+                _compare_op(sides[0], side, probabilities, options)
+            result.slower_probability[label] = hist.superiority(side.histogram,
+                                                                sides[0].histogram)
             result.shift[label] = bands_mod.distribution_shift(
                 np.asarray(result.bands[base.label]), np.asarray(result.bands[label]),
                 name.removesuffix(RESPONSE_SUFFIX))
@@ -539,12 +582,19 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
 
     cpu = _cpu_rows(variants, cand_labels)
     _adjust(ops, cpu, options)
+    level_shifts = _level_shifts(variants, names)
+    _distrust_regime_mixes(ops, level_shifts, base.label)
     comparison = Comparison(
         workload=workloads[0], baseline=base.label, candidates=cand_labels, variants=infos,
         method=method, options=options, ops=ops, cpu=cpu,
         adjustment="Benjamini–Hochberg over all rows with an interval",
         counters=_counters(variants),
         problems=[p for r in (baseline, *candidates) for p in r.problems],
+        level_shifts=level_shifts,
+        accuracy={"quantile_relative_error": hist.QUANTILE_RELATIVE_ERROR,
+                  "exact": ["samples", "rate", "min", "max", "mean"],
+                  "run_to_run_prior_sd": dict(iv.RUN_TO_RUN_SD),
+                  "prior_dof": iv.PRIOR_DOF},
     )
     comparison.notes = _notes(comparison)
     comparison.where = _where(comparison, variants) if options.explain else None
@@ -553,34 +603,31 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     return comparison
 
 
-def bands_from_side(side: _OpSide) -> np.ndarray:
+def bands_from_histogram(histogram: np.ndarray) -> np.ndarray:
     """Log2 bands from the log-linear histogram: bucket // SUB_BUCKETS is the power of two."""
-    counts = side.histograms.sum(axis=0).reshape(-1, hist.SUB_BUCKETS).sum(axis=1)
+    counts = histogram.reshape(-1, hist.SUB_BUCKETS).sum(axis=1)
     out = np.zeros(bands_mod.N_BANDS, dtype=np.int64)
     out[:min(len(counts), bands_mod.N_BANDS)] = counts[:bands_mod.N_BANDS]
     out[-1] += counts[bands_mod.N_BANDS:].sum()
     return out
 
 
-def compare_samples(base_runs: list[OpArrays], base_durations: list[float],
-                    cand_runs: list[OpArrays], cand_durations: list[float],
-                    options: CompareOptions | None = None,
-                    rng: np.random.Generator | None = None) -> dict[str, iv.Change]:
-    """Changes of every statistic of one op (before the multiple-comparison adjustment),
-    with the method build_comparison would pick for these numbers of runs."""
+def compare_summaries(baseline: list[sm.RunSummary], candidate: list[sm.RunSummary], op: str,
+                      options: CompareOptions | None = None) -> dict[str, iv.Change]:
+    """Changes of every statistic of one op between two lists of run summaries (before the
+    multiple-comparison adjustment), as build_comparison computes them."""
     options = options or CompareOptions()
     probabilities = sorted({p for _, p in PERCENTILES})
-    base = _side(base_runs, base_durations, probabilities)
-    cand = _side(cand_runs, cand_durations, probabilities)
-    method = iv.METHOD_BETWEEN_RUNS if len(base_runs) >= 2 and len(cand_runs) >= 2 \
-        else iv.METHOD_WITHIN_RUN
-    changes, _, _ = _compare_op(base, cand, method, probabilities, options,
-                                rng or np.random.default_rng(options.seed))
+    sides = []
+    for summaries in (baseline, candidate):
+        durations = [max(s.duration_ns - s.warmup_ns, 0) / 1e9 for s in summaries]
+        sides.append(_side(op, _VariantRuns("", [], summaries, durations)))
+    changes, _, _ = _compare_op(sides[0], sides[1], probabilities, options)
     return changes
 
 
-def _compare_op(base: _OpSide, cand: _OpSide, method: str, probabilities: list[float],
-                options: CompareOptions, rng: np.random.Generator):
+def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
+                options: CompareOptions):
     nb, nc = base.stats.samples, cand.stats.samples
     if nb == 0 or nc == 0:
         changes = {stat: iv.Change(None, note="no samples") for stat in LATENCY_STATS}
@@ -590,17 +637,7 @@ def _compare_op(base: _OpSide, cand: _OpSide, method: str, probabilities: list[f
             changes["rate"].verdict = "worse"
         starved = nc == 0 and nb > 0
         return changes, ShiftCurve([], [], [], []), starved
-    if method == iv.METHOD_BETWEEN_RUNS:
-        changes, curve = _between_runs_changes(base, cand, probabilities, options, rng)
-    else:
-        changes, curve = _within_run_changes(base, cand, probabilities)
-    for stat in ("min", "max"):
-        changes.setdefault(stat, iv.Change(iv.ratio_change(cand.stats.values[stat],
-                                                           base.stats.values[stat]),
-                                           note="no interval"))
-    changes.setdefault("rate", iv.Change(iv.ratio_change(cand.stats.rate, base.stats.rate)))
-    changes.setdefault("mean", iv.Change(iv.ratio_change(cand.stats.values["mean"],
-                                                         base.stats.values["mean"])))
+    changes, curve = _changes(base, cand, probabilities, options)
     for stat, _ in PERCENTILES:
         if stat in base.stats.unresolved or stat in cand.stats.unresolved:
             changes[stat] = iv.Change(None, note="not resolvable")
@@ -610,7 +647,8 @@ def _compare_op(base: _OpSide, cand: _OpSide, method: str, probabilities: list[f
 
 
 def _adjust(ops: list[OpComparison], cpu: list[CpuRow], options: CompareOptions) -> None:
-    """Benjamini–Hochberg over every change that has an interval; then the verdict words."""
+    """Benjamini–Hochberg over every change that has an interval; then the verdict words and,
+    where undecided, how many runs would likely decide."""
     rows: list[tuple[iv.Change, bool]] = []
     for op in ops:
         for changes in op.changes.values():
@@ -626,6 +664,8 @@ def _adjust(ops: list[OpComparison], cpu: list[CpuRow], options: CompareOptions)
     for change, higher_is_better in rows:
         if change.verdict == "n/a":
             change.verdict = iv.verdict(change, higher_is_better, options.noise)
+        if change.verdict == "unclear":
+            change.iterations_needed = iv.iterations_to_decide(change, options.noise)
 
 
 def _notes(comparison: Comparison) -> list[str]:
@@ -721,6 +761,9 @@ def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, compariso
     if comparison.problems:
         return GateResult(metric, change, "undecided",
                           f"runs left out: {comparison.problems[0]}")
+    if change is not None and change.note == NOT_STATIONARY:
+        return GateResult(metric, change, "undecided",
+                          "the runs mix two regimes (see the comparison's NOT STATIONARY line)")
     if change is None or change.change is None:
         base, cand = op.stats[comparison.baseline], op.stats[candidate]
         if metric.stat == "rate" and change is not None and change.note == "no samples":
@@ -772,14 +815,5 @@ class RunsSummary:
 
 def summarize_runs(resolved: Resolved) -> RunsSummary:
     variant, info = _load(resolved)
-    probabilities = [p for _, p in PERCENTILES]
-    ops = {}
-    for name in _op_names([variant]):
-        runs = [o.get(name) or _empty() for o in variant.ops]
-        ops[name] = _side(runs, variant.durations, probabilities).stats
-        responses = [_response_arrays(a) for a in runs]
-        if any(r is not None for r in responses):
-            ops[name + RESPONSE_SUFFIX] = _side([r if r is not None else _empty()
-                                                 for r in responses],
-                                                variant.durations, probabilities).stats
+    ops = {name: _side(name, variant).stats for name in _op_names([variant])}
     return RunsSummary(resolved.label, info, [r.meta for r in resolved.runs], ops)

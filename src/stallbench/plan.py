@@ -48,6 +48,7 @@ class Plan:
     variants: list[VariantSettings]
     duration_s: float = 10.0
     iterations: int = 1
+    warmup_s: float | None = None      # None: the workload's default_warmup_s
     monitors: list[str] | None = None  # None: the default set
     results: Path = Path("results")
     source: Path | None = None         # the plan file, for messages
@@ -62,7 +63,7 @@ MAX_ITERATIONS = 10_000
 MAX_VARIANTS = 100
 
 _TOP_KEYS = {"workload", "workload_options", "options", "duration", "iterations", "monitors",
-             "results", "variants"}
+             "results", "variants", "warmup"}
 _VARIANT_KEYS = {"name", "dir", "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir",
                  "keep_image", "memory", "system_memory", "sysctls", "scheduler", "drop_caches",
                  "workload_options"}
@@ -230,6 +231,9 @@ class _PlanReader:
         duration = 10.0
         if "duration" in data:
             duration = self.wrap(("duration",), _duration, data["duration"], "duration")
+        warmup = None
+        if "warmup" in data:
+            warmup = self.wrap(("warmup",), _warmup, data["warmup"], "warmup")
         iterations = 1
         if "iterations" in data:
             iterations = data["iterations"]
@@ -273,7 +277,8 @@ class _PlanReader:
                                  f"variant name {variant.name!r} is used twice")
             seen.add(variant.name)
         return Plan(workload=workload, workload_options=options, variants=variants,
-                    duration_s=duration, iterations=iterations, monitors=monitors,
+                    duration_s=duration, iterations=iterations, warmup_s=warmup,
+                    monitors=monitors,
                     results=results, source=self.path)
 
     def _check_workload_options(self, workload: str, options: dict[str, Any],
@@ -413,6 +418,19 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
         else:
             items.append((name, value))
     return items
+
+
+def _warmup(value: Any, what: str) -> float:
+    return parse_warmup(value if isinstance(value, str) else str(value), what)
+
+
+def parse_warmup(text: str, what: str = "--warmup") -> float:
+    """A warm-up duration ('3s', '0'), a multiple of 0.1 s (it ends on a time block's edge)."""
+    seconds = parse_duration(text, what) if str(text).strip() not in ("0", "0s") else 0.0
+    tenths = round(seconds * 10)
+    if abs(seconds * 10 - tenths) > 1e-6:
+        raise UsageError(f"{what}: {text!r} must be a multiple of 0.1 s (e.g. 2.5s)")
+    return tenths / 10
 
 
 def _duration(value: Any, what: str) -> float:

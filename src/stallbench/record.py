@@ -31,7 +31,7 @@ from .store import ops_batch, write_json_atomic
 
 LAYOUTS = {"sl": 2, "osli": 4}
 DEFAULT_CAPACITY = 1 << 15          # records per buffer: 1 MiB for "osli"
-READ_CHUNK_RECORDS = 1 << 20        # records per Arrow batch when merging
+READ_CHUNK_RECORDS = 1 << 18        # records per Arrow batch when merging: bounds the parent
 
 
 class ProgressBoard:

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from . import summaryfile
 from .journal import register_undo
 from .record import read_spools
 from .store import OPS_FILE, RUN_FILE, STATUS_FAILED, utc_now, write_json_atomic, write_ops_file
@@ -29,7 +30,8 @@ def recover_run(run_dir: Path, t0_ns: int | None) -> int:
     spool = run_dir / ".spool"
     recovered = 0
     if spool.is_dir() and t0_ns is not None and not (run_dir / OPS_FILE).exists():
-        counts = write_ops_file(run_dir / OPS_FILE, read_spools(spool, t0_ns))
+        counts = summaryfile.write_with_ops(run_dir, meta, read_spools(spool, t0_ns),
+                                            write_ops_file)
         recovered = sum(counts.values())
         meta["samples"] = {op: counts.get(op, 0) for op in meta.get("ops_declared", counts)}
     shutil.rmtree(spool, ignore_errors=True)

@@ -110,6 +110,11 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
     return outcomes
 
 
+def warmup_for(plan: Plan, workload: Workload) -> float:
+    """The plan's warm-up, else the workload's default; the run lasts warm-up + duration."""
+    return plan.warmup_s if plan.warmup_s is not None else float(workload.default_warmup_s)
+
+
 def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_names: list[str],
             interrupt: _Interrupt, label: str, show_progress: bool,
             log: Callable[[str], None]) -> RunOutcome:
@@ -119,10 +124,12 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
             with env.environment(variant, journal, workload, plan.results) as state:
                 writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
                 unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
+                warmup = warmup_for(plan, workload)
                 writer.meta["ops_declared"] = list(workload.ops)
-                writer.meta["duration_planned_s"] = plan.duration_s
-                ctx = RunContext(run_dir=writer.path, env=state, duration_s=plan.duration_s,
-                                 journal=journal)
+                writer.meta["warmup_s"] = warmup
+                writer.meta["duration_planned_s"] = plan.duration_s + warmup
+                ctx = RunContext(run_dir=writer.path, env=state,
+                                 duration_s=plan.duration_s + warmup, journal=journal)
                 workload.prepare(ctx)
                 if variant.drop_caches:
                     note = env.drop_caches()
@@ -186,11 +193,11 @@ def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_nam
 
 
 def _store_result(ctx: RunContext, writer: RunWriter, result) -> None:
+    writer.meta["duration_s"] = result.rusage.get("elapsed_s", ctx.duration_s)
     samples = writer.write_ops(result.batches)
     writer.meta["samples"] = {**{op: 0 for op in writer.meta["ops_declared"]}, **samples}
     writer.meta["counted"] = result.counted
     writer.meta["rusage"] = result.rusage
-    writer.meta["duration_s"] = result.rusage.get("elapsed_s", ctx.duration_s)
     writer.meta["workload_summary"] = result.extra
     writer.save()
 

@@ -34,6 +34,7 @@ STATUS_INTERRUPTED = "interrupted"
 STATUS_FAILED = "failed"
 
 OPS_FILE = "ops.parquet"
+OPS_ROW_GROUP = 1 << 20      # rows per row group: what a streaming reader holds at once
 RUN_FILE = "run.json"
 MONITOR_DIR = "monitors"
 STACKS_FILE = "stacks.folded"
@@ -149,8 +150,12 @@ class RunWriter:
         self.meta["notes"].append(text)
 
     def write_ops(self, batches: Iterable[pa.RecordBatch | pa.Table]) -> dict[str, int]:
-        """Stream record batches (OPS_SCHEMA) into ops.parquet; returns the count per op."""
-        return write_ops_file(self.path / OPS_FILE, batches)
+        """Stream record batches (OPS_SCHEMA) into ops.parquet and, in the same pass, the run's
+        summary.parquet (from meta: ops_declared, duration_s, warmup_s); returns the count per
+        op."""
+        from . import summaryfile
+
+        return summaryfile.write_with_ops(self.path, self.meta, batches, write_ops_file)
 
     def write_monitor(self, name: str, table: pa.Table) -> Path:
         check_name(name, "monitor table name")
@@ -174,7 +179,10 @@ def write_ops_file(path: Path, batches: Iterable[pa.RecordBatch | pa.Table]) -> 
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     counts: dict[str, int] = {}
-    writer = pq.ParquetWriter(tmp, metadata.annotate_schema(OPS_SCHEMA, path), compression="zstd")
+    # dictionary encoding only where it pays (op names); tried on every int64 column it
+    # costs more time than the compression
+    writer = pq.ParquetWriter(tmp, metadata.annotate_schema(OPS_SCHEMA, path), compression="zstd",
+                              use_dictionary=["op"])
     try:
         for batch in batches:
             table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
@@ -183,7 +191,7 @@ def write_ops_file(path: Path, batches: Iterable[pa.RecordBatch | pa.Table]) -> 
                 continue
             for op, n in _count_ops(table.column("op")).items():
                 counts[op] = counts.get(op, 0) + n
-            writer.write_table(table, row_group_size=1 << 20)
+            writer.write_table(table, row_group_size=OPS_ROW_GROUP)
     except BaseException:
         writer.close()
         tmp.unlink(missing_ok=True)
@@ -265,6 +273,7 @@ class Run:
     path: Path
     meta: dict[str, Any]
     _ops: dict[str, OpArrays] | None = field(default=None, repr=False)
+    _summary: Any = field(default=None, repr=False)
 
     @property
     def variant(self) -> str:
@@ -315,6 +324,33 @@ class Run:
             for op in self.meta.get("ops_declared", []):
                 self._ops.setdefault(op, _empty_op())
         return self._ops
+
+    def summary(self):
+        """The run's summary (analysis.summary.RunSummary): from summary.parquet when it
+        matches ops.parquet, else rebuilt from ops.parquet in bounded memory."""
+        if self._summary is None:
+            from . import summaryfile
+
+            self._summary = summaryfile.load_or_build(self.path, self.meta)
+        return self._summary
+
+    def iter_ops(self, columns: list[str] | None = None,
+                 min_latency_ns: int | None = None) -> Iterator[pa.Table]:
+        """ops.parquet in row-group batches (bounded memory), optionally only the ops slower
+        than `min_latency_ns`."""
+        import pyarrow.compute as pc
+
+        path = self.path / OPS_FILE
+        try:
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=OPS_ROW_GROUP,
+                                                           columns=columns):
+                table = pa.Table.from_batches([batch])
+                if min_latency_ns is not None:
+                    table = table.filter(pc.greater(table.column("latency_ns"),
+                                                    min_latency_ns))
+                yield table
+        except (pa.ArrowException, OSError) as exc:
+            raise RunDataError(f"{path}: damaged ({exc})") from exc
 
     def monitor_table(self, name: str) -> pa.Table | None:
         path = self.path / MONITOR_DIR / f"{name}.parquet"
@@ -367,16 +403,6 @@ def _split_by_op(table: pa.Table) -> dict[str, OpArrays]:
                 intended_op = values.astype(np.int64)
         result[name] = OpArrays(latency[idx], start[idx], worker[idx], intended_op)
     return result
-
-
-def _check_ops_footer(run: Run) -> None:
-    path = run.path / OPS_FILE
-    if not path.exists():
-        raise RunDataError(f"{run.path}: no {OPS_FILE} ({run.describe_status()})")
-    try:
-        pq.read_metadata(path)
-    except (pa.ArrowException, OSError) as exc:
-        raise RunDataError(f"{path}: damaged ({exc})") from exc
 
 
 def _pid_alive(pid: int) -> bool:
@@ -440,11 +466,8 @@ class Resolved:
 
 
 def resolve_runs(spec: str, results: Path | None = None, workload: str | None = None,
-                 allow_incomplete: bool = False, read_ops: bool = True) -> Resolved:
-    """A variant name under RESULTS, or a path to a variant, workload or run directory.
-
-    read_ops=False checks only ops.parquet's footer instead of loading every op (exports that
-    stream the ops keep their memory bounded)."""
+                 allow_incomplete: bool = False) -> Resolved:
+    """A variant name under RESULTS, or a path to a variant, workload or run directory."""
     results = Path(results) if results else default_results_dir()
     candidate = Path(spec)
     if candidate.exists() and (candidate.is_dir()):
@@ -467,10 +490,7 @@ def resolve_runs(spec: str, results: Path | None = None, workload: str | None = 
             problems.append(f"{run_dir}: {run.describe_status()}; left out")
             continue
         try:
-            if read_ops:
-                run.op_arrays()     # a damaged ops.parquet leaves this run out, not the command
-            else:
-                _check_ops_footer(run)
+            run.summary()       # a damaged ops.parquet leaves this run out, not the command
         except RunDataError as exc:
             problems.append(f"{exc}; left out")
             continue

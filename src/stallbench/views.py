@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from . import blocked
 from .analysis import heatmap as hm
 from .errors import RunDataError
-from .store import OpArrays, Run
+from .store import Run
 
 TRACE_TABLES = ("trace_full", "trace")
 OVERLAY_PSI = ("memory", "io")
@@ -117,33 +117,58 @@ def _mean(parts: list[dict[str, np.ndarray]], runs: int) -> dict[str, np.ndarray
 
 
 def build(variants: list[Any]) -> Views:
-    """variants: objects with .label, .runs (store.Run), .ops (per run {op: OpArrays}) and
-    .durations (s), as comparison.py holds them; the baseline first."""
+    """variants: objects with .label, .runs (store.Run) and .summaries (analysis.summary
+    RunSummary per run), as comparison.py holds them; the baseline first."""
     return Views(variants)
 
 
+def _latency_ranges(variants: list[Any]) -> dict[str, tuple[int, int]]:
+    """Per op the smallest and largest latency of every run (from the run summaries)."""
+    ranges: dict[str, tuple[int, int]] = {}
+    for v in variants:
+        for summary in v.summaries:
+            for name, op in summary.ops.items():
+                used = op.block_count > 0
+                if used.any():
+                    lo, hi = int(op.block_min[used].min()), int(op.block_max[used].max())
+                    old = ranges.get(name, (lo, hi))
+                    ranges[name] = (min(old[0], lo), max(old[1], hi))
+    return ranges
+
+
 def _heatmaps(variants: list[Any]) -> list[OpHeatmaps]:
-    heatmaps: list[OpHeatmaps] = []
-    duration_ns = max((d for v in variants for d in v.durations), default=0.0) * 1e9
-    names = list(dict.fromkeys(k for v in variants for o in v.ops for k in o))
-    edges_t = hm.time_edges(duration_ns)
+    """Ops read batch by batch (bounded memory), counted into shared edges per op."""
+    duration_ns = max((s.duration_ns for v in variants for s in v.summaries), default=0)
+    edges_t = hm.time_edges(float(duration_ns))
+    ranges = _latency_ranges(variants)
+    edges = {name: hm.latency_edges([np.array(r, dtype=np.int64)]) for name, r in ranges.items()}
+    counts = {(v.label, name): np.zeros((len(edges_t) - 1, len(e) - 1), dtype=np.int64)
+              for v in variants for name, e in edges.items()}
+    for v in variants:
+        for run in v.runs:
+            for table in run.iter_ops(columns=["op", "start_ns", "latency_ns"]):
+                op_col = table.column("op")
+                if not pa.types.is_dictionary(op_col.type):
+                    op_col = op_col.dictionary_encode()
+                chunk = pa.concat_arrays(op_col.unify_dictionaries().chunks)
+                codes = chunk.indices.to_numpy(zero_copy_only=False)
+                start = table.column("start_ns").to_numpy()
+                latency = table.column("latency_ns").to_numpy()
+                for code, name in enumerate(chunk.dictionary.to_pylist()):
+                    mine = codes == code
+                    if name in edges and mine.any():
+                        counts[(v.label, name)] += hm.heatmap(start[mine], latency[mine],
+                                                              edges_t, edges[name]).counts
     overlays = []
     for v in variants:
         psi = [_psi(run, edges_t) for run in v.runs]
         spans = [_intervals(run, edges_t) for run in v.runs]
         overlays.append((_mean(psi, len(v.runs)), _mean(spans, len(v.runs))))
-    for name in names:
-        per_variant: list[list[OpArrays]] = [[o[name] for o in v.ops if name in o]
-                                             for v in variants]
-        lat = [a.latency_ns for arrays in per_variant for a in arrays]
-        if not any(x.size for x in lat):
-            continue
-        edges_l = hm.latency_edges(lat)
-        items = []
-        for v, arrays, (psi, spans) in zip(variants, per_variant, overlays, strict=True):
-            counts = hm.heatmap(np.empty(0), np.empty(0), edges_t, edges_l)
-            for a in arrays:
-                counts.counts += hm.heatmap(a.start_ns, a.latency_ns, edges_t, edges_l).counts
-            items.append(VariantHeatmap(v.label, len(v.runs), counts, psi, spans))
+    heatmaps = []
+    for name in edges:
+        items = [VariantHeatmap(v.label, len(v.runs),
+                                hm.Heatmap(edges_t, edges[name], counts[(v.label, name)]),
+                                psi, spans)
+                 for v, (psi, spans) in zip(variants, overlays, strict=True)]
         heatmaps.append(OpHeatmaps(name, items))
     return heatmaps

@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .analysis import histogram as hist
 from .analysis import monitors as am
+from .analysis.summary import RESPONSE_SUFFIX, op_totals
 from .errors import RunDataError
 from .monitors.counters import is_cumulative
 from .store import Run
@@ -141,11 +143,11 @@ class _VariantData:
                         for d in diskstats.values())
         per_request = device_ns / requests if requests else None
         result = {}
-        for op, latency in self._op_latencies().items():
-            if len(latency) == 0:
+        for op, (samples, total, _) in self._op_totals().items():
+            if samples == 0:
                 continue
-            mean = float(np.mean(latency))
-            share = am.device_share(latency, requests / max(1, len(self.runs)), per_request)
+            mean = total / samples
+            share = am.device_share(total, requests / max(1, len(self.runs)), per_request)
             verdict = None
             if per_request is not None:
                 verdict = ("in the device" if per_request >= 0.5 * mean
@@ -154,16 +156,21 @@ class _VariantData:
                           "device_share_upper_bound": share, "verdict": verdict}
         return result
 
-    def _op_latencies(self) -> dict[str, np.ndarray]:
-        merged: dict[str, list[np.ndarray]] = {}
+    def _op_totals(self) -> dict[str, tuple[int, int, np.ndarray]]:
+        """op -> (samples, latency sum, pooled histogram) after the warm-up, from summaries."""
+        merged: dict[str, tuple[int, int, np.ndarray]] = {}
         for run in self.runs:
             try:
-                ops = run.op_arrays()
+                summary = run.summary()
             except RunDataError:
                 continue
-            for op, arrays in ops.items():
-                merged.setdefault(op, []).append(arrays.latency_ns)
-        return {op: np.concatenate(parts) for op, parts in merged.items()}
+            for op, data in summary.ops.items():
+                if op.endswith(RESPONSE_SUFFIX):
+                    continue
+                n, total, _, _ = op_totals(data, summary.warmup_blocks)
+                before = merged.get(op, (0, 0, np.zeros_like(data.histogram)))
+                merged[op] = (before[0] + n, before[1] + total, before[2] + data.histogram)
+        return merged
 
     # -- delay ----------------------------------------------------------------------------
     def delay(self) -> list[dict[str, Any]]:
@@ -205,8 +212,8 @@ class _VariantData:
         result: dict[str, set[str]] = {}
         for run in self.runs:
             roles = _worker_roles(run)
-            for op, arrays in run.op_arrays().items():
-                for worker in np.unique(arrays.worker).tolist():
+            for op, data in run.summary().ops.items():
+                for worker in data.workers.tolist():
                     result.setdefault(op, set()).add(roles.get(worker, f"worker {worker}"))
         return {op: sorted(names) for op, names in result.items()}
 
@@ -245,28 +252,38 @@ class _VariantData:
                 if parts and sum(len(p) for p in parts)}
 
     def slow_ops(self) -> dict[str, Any]:
-        latencies = self._op_latencies()
         result: dict[str, Any] = {}
-        for op, all_latency in latencies.items():
-            threshold = am.slow_threshold(all_latency, SLOW_FACTOR)
+        for op, (samples, _, histogram) in self._op_totals().items():
+            if samples == 0:
+                continue
+            median = hist.quantiles_from_counts(histogram, np.array([0.5]),
+                                                hist.bucket_lower_edges())[0, 0]
+            threshold = am.slow_threshold(median, SLOW_FACTOR)
             if threshold is None or threshold <= 0:
                 continue
             breakdown: dict[str, int] = {}
             source = None
             count = 0
             for run in self.runs:
+                if not _can_break_down(run):
+                    try:
+                        data = run.summary().ops.get(op)
+                    except RunDataError:
+                        continue
+                    if data is not None:
+                        count += hist.count_above(data.histogram, threshold)
+                    continue
                 try:
-                    arrays = run.op_arrays().get(op)
+                    slow = _slow_ops(run, op, threshold)
                 except RunDataError:
                     continue
-                if arrays is None:
+                if slow is None:
                     continue
-                slow = arrays.latency_ns > threshold
-                count += int(slow.sum())
-                if not slow.any():
+                count += int(slow["latency_ns"].size)
+                if not slow["latency_ns"].size:
                     continue
-                part, part_source = _run_breakdown(run, arrays.start_ns[slow],
-                                                   arrays.latency_ns[slow], arrays.worker[slow])
+                part, part_source = _run_breakdown(run, slow["start_ns"], slow["latency_ns"],
+                                                   slow["worker"])
                 if part_source:
                     source = source or part_source
                     for k, v in part.items():
@@ -278,6 +295,32 @@ class _VariantData:
                               "shares": {k: v / total for k, v in breakdown.items()}
                               if total else {}}
         return result
+
+
+def _can_break_down(run: Run) -> bool:
+    """Slow ops are read back from ops.parquet only where a trace or stack samples can say
+    where their time went; elsewhere the histogram counts them."""
+    files = [run.path / "monitors" / f"{name}.parquet" for name in ("trace_full", "trace",
+                                                                      "stacks")]
+    return any(f.exists() for f in files)
+
+
+def _slow_ops(run: Run, op: str, threshold: int) -> dict[str, np.ndarray] | None:
+    """start, latency and worker of the op's ops slower than threshold, after the warm-up,
+    streamed from ops.parquet in row-group batches."""
+    warmup_ns = run.summary().warmup_ns
+    parts: dict[str, list[np.ndarray]] = {"start_ns": [], "latency_ns": [], "worker": []}
+    for table in run.iter_ops(["op", "worker", "start_ns", "latency_ns"], threshold):
+        if not table.num_rows:
+            continue
+        names = table.column("op").cast(pa.string()).to_numpy(zero_copy_only=False)
+        start = table.column("start_ns").to_numpy()
+        keep = (names == op) & (start >= warmup_ns)
+        for name in parts:
+            parts[name].append(table.column(name).to_numpy()[keep])
+    if not parts["start_ns"]:
+        return {name: np.empty(0, np.int64) for name in parts}
+    return {name: np.concatenate(chunks) for name, chunks in parts.items()}
 
 
 def _run_breakdown(run: Run, start: np.ndarray, latency: np.ndarray,
@@ -357,14 +400,13 @@ def _worker_roles(run: Run) -> dict[int, str]:
 def _latency_by_worker(run: Run) -> dict[int, int]:
     totals: dict[int, int] = {}
     try:
-        ops = run.op_arrays()
+        summary = run.summary()
     except RunDataError:
         return totals
-    for arrays in ops.values():
-        if len(arrays.worker) == 0:
+    for name, data in summary.ops.items():
+        if name.endswith(RESPONSE_SUFFIX):
             continue
-        sums = np.bincount(arrays.worker.astype(np.int64), weights=arrays.latency_ns.astype(float))
-        for worker, total in enumerate(sums):
+        for worker, total in zip(data.workers.tolist(), data.worker_sum.tolist(), strict=True):
             if total:
                 totals[worker] = totals.get(worker, 0) + int(total)
     return totals

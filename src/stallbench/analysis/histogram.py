@@ -1,4 +1,4 @@
-"""Log-linear histograms of latencies: 2**SUB_BITS buckets per power of two (0.8% wide).
+"""Log-linear histograms of latencies: 2**SUB_BITS buckets per power of two (0.4% wide).
 
 A run's samples become a vector of counts; summing the vectors of resampled runs gives the
 bootstrap distribution of a pooled quantile at a cost independent of the number of samples.
@@ -8,25 +8,34 @@ from __future__ import annotations
 
 import numpy as np
 
-SUB_BITS = 7
+SUB_BITS = 8
 SUB_BUCKETS = 1 << SUB_BITS
 MAX_EXPONENT = 48  # 2**48 ns ~ 3 days: anything longer lands in the last bucket
 N_BUCKETS = (MAX_EXPONENT + 1) * SUB_BUCKETS
 
 
 def bucket_index(latency_ns: np.ndarray) -> np.ndarray:
-    """Bucket of each latency: exponent * SUB_BUCKETS + linear sub-bucket (values < 1 -> 0)."""
+    """Bucket of each latency: exponent * SUB_BUCKETS + linear sub-bucket (values < 1 -> 0).
+
+    For v = 2**e * (1 + f) the IEEE-754 double holds e + 1023 and f's top bits side by side,
+    so the bucket e * SUB_BUCKETS + floor(f * SUB_BUCKETS) is one shift of its bits."""
     values = np.maximum(np.asarray(latency_ns, dtype=np.float64), 1.0)
-    mantissa, exponent = np.frexp(values)  # values = mantissa * 2**exponent, 0.5 <= mantissa < 1
-    sub = ((mantissa * 2.0 - 1.0) * SUB_BUCKETS).astype(np.int64)
-    index = (exponent.astype(np.int64) - 1) * SUB_BUCKETS + sub
+    index = (values.view(np.int64) >> (52 - SUB_BITS)) - (1023 << SUB_BITS)
     return np.minimum(index, N_BUCKETS - 1)
 
 
-def bucket_lower_edges() -> np.ndarray:
-    index = np.arange(N_BUCKETS + 1)
-    exponent, sub = np.divmod(index, SUB_BUCKETS)
-    return np.ldexp(1.0 + sub / SUB_BUCKETS, exponent)
+def bucket_lower_edges(sub_bits: int = SUB_BITS) -> np.ndarray:
+    """Lower edges of every bucket (and the upper edge of the last) for 2**sub_bits buckets
+    per power of two; a fine bucket index >> (SUB_BITS - sub_bits) is its coarse bucket."""
+    sub_buckets = 1 << sub_bits
+    index = np.arange((MAX_EXPONENT + 1) * sub_buckets + 1)
+    exponent, sub = np.divmod(index, sub_buckets)
+    return np.ldexp(1.0 + sub / sub_buckets, exponent)
+
+
+# the relative error of a quantile read from the histogram: at most one bucket's relative
+# width (the estimate is interpolated inside the bucket that holds the true value)
+QUANTILE_RELATIVE_ERROR = 1.0 / SUB_BUCKETS
 
 
 def histogram(latency_ns: np.ndarray, index: np.ndarray | None = None) -> np.ndarray:
@@ -61,6 +70,18 @@ def quantiles_from_counts(counts: np.ndarray, probabilities: np.ndarray,
     result = low + np.clip(fraction, 0.0, 1.0) * (high - low)
     result[total <= 0] = np.nan
     return result
+
+
+def count_above(counts: np.ndarray, threshold: float) -> int:
+    """How many samples exceed `threshold` (the bucket holding it counted by interpolation)."""
+    edges = bucket_lower_edges()
+    i = int(np.searchsorted(edges, threshold, side="right")) - 1
+    if i < 0:
+        return int(counts.sum())
+    if i >= counts.size:
+        return 0
+    inside = counts[i] * (edges[i + 1] - threshold) / (edges[i + 1] - edges[i])
+    return int(round(counts[i + 1:].sum() + inside))
 
 
 def superiority(counts_candidate: np.ndarray, counts_baseline: np.ndarray) -> float | None:

@@ -1,41 +1,99 @@
 """95% intervals for the change candidate/baseline - 1 of a statistic, and the verdict words.
 
-Two methods, chosen by the number of runs per variant:
+Why not the textbook interval: the latencies of one run are not independent draws. Stalls come
+in bursts, the machine's noise comes in bursts, and a run can drift (a cache that warms, a
+neighbour that wakes). And two runs of the same configuration differ by more than either run's
+own noise shows (page placement, CPU frequency, what else ran): measured on A/A runs of a 2-core
+VM, separate runs differ by 2-7% at p50-p99 and by tens of percent at p99.9, while an
+order-statistic interval that treats the ops as independent claims ±0.1-1%. So the unit of
+replication is the run, and within a run the unit is a stretch of time.
 
-- one run each ("within-run precision"): for a percentile, the distribution-free order-statistic
-  interval of each variant (fractional ranks from the normal approximation to the binomial)
-  gives the standard error of its log quantile; the two are combined on the log scale;
-  for rate and mean, batch means over equal time slices of the run. This says how precisely the
-  run measured its own distribution, not how much another run would differ.
-- two or more runs each ("between runs"): the run is the unit of replication. Runs are resampled
-  with replacement (per-run log-linear histograms, so the cost does not grow with the samples);
-  the bootstrap standard error of the log statistic, corrected for small k (k/(k-1)) and combined
-  with a Student t critical value (Welch degrees of freedom), gives the interval around the
-  pooled estimate. A plain percentile bootstrap over 2-5 runs covers far less than 95%.
+The model, on the log scale of each statistic (p50 ... p99.9, mean, rate), for run i of variant j:
+
+    y_ji = log θ_j + u_ji + e_ji
+
+- e_ji, the run's own error, has a variance w_ji estimated from the run itself over *groups of
+  contiguous time*: the run's (post-warm-up) time blocks are split into G groups (4 <= G <= 16;
+  for a quantile the run must hold at least MIN_TAIL_PER_GROUP ops beyond it per group). For a
+  quantile, w is the grouped (delete-one-group) jackknife variance of the log quantile,
+  (G-1)/G Σ_g (θ_(-g) - θ̄)², each θ_(-g) read from the run's histogram less group g's: unlike
+  the variance of per-group quantiles divided by G (batch quantiles), which on bursty
+  simulations overstated it 1.7x at p50 and 4x at p99 because small groups make the quantile
+  nonlinear, the jackknife came within 0.85-1.27x (delete-d jackknives are consistent for
+  quantiles when d grows with n). For the mean and the rate, w is the ratio-estimator form of
+  batch means (groups weighed by their ops and time). Groups of contiguous time keep bursts and
+  drift inside them, so w reflects the run's own dependence; a run that mixes regimes gets a
+  wide interval (and a stationarity note, see stationarity.py).
+- u_ji, the run effect, has variance τ² that only several runs can show. It is estimated by
+  method of moments from the runs' spread, pooled over the two variants compared,
+  τ̂² = max(0, (SS - Σ_j (k_j - 1) w̄_j) / df) with SS the within-variant sum of squares of y and
+  df = Σ_j (k_j - 1), and combined with a prior τ0 (RUN_TO_RUN_SD, calibrated on A/A runs by
+  benchmarks/aa.py) worth PRIOR_DOF runs' degrees of freedom:
+
+      τ̃² = (PRIOR_DOF · τ0² + df · τ̂²) / (PRIOR_DOF + df)
+
+  With one run per variant τ̃ = τ0: the interval says how much runs of this kind usually differ,
+  and the report says that this was assumed, not measured. With 3+ runs the data dominate.
+- The variant's estimate is the statistic of its pooled histogram; its variance is
+  (τ̃² + w̄_j) / k_j. The change's interval is log(1 + change) ± t · sqrt(Σ_j (τ̃² + w̄_j) / k_j),
+  with t at the Welch-Satterthwaite degrees of freedom of the three variance terms (τ̃² with
+  PRIOR_DOF + df, each w̄_j with k_j (G_j - 1)). The p-value reads the same t.
+
+min and max have no interval: one extreme value per run says nothing about the next run.
+
+Verdicts: better/worse when the interval excludes 0, the Benjamini-Hochberg adjusted p-value is
+below 5% and |change| exceeds the noise threshold; same when the whole interval lies within
+±noise; unclear otherwise, with the number of runs per variant that would likely decide it
+(the same formula with k runs, given the variance seen).
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import histogram as hist
+from . import summary as sm
 
 CONFIDENCE = 0.95
-BOOTSTRAP_RESAMPLES = 1000
-BATCHES = 20
-METHOD_WITHIN_RUN = "within-run precision (order statistics; batch means for rate and mean)"
-METHOD_BETWEEN_RUNS = "between runs (bootstrap over runs, t interval)"
+MIN_GROUPS = 4
+MAX_GROUPS = 16
+MIN_TAIL_PER_GROUP = 8
+MAX_ITERATIONS_ADVICE = 30
+PRIOR_DOF = 4.0
+# Run-to-run standard deviation of the log statistic, assumed where runs cannot show it:
+# measured on A/A runs of this machine kind (benchmarks/aa.py, BENCHMARKS.md "A/A calibration").
+# Quantiles in between are interpolated on -log10(1 - p).
+RUN_TO_RUN_SD = {"p50": 0.03, "p90": 0.04, "p95": 0.05, "p99": 0.08, "p999": 0.25,
+                 "p9999": 0.50, "mean": 0.08, "rate": 0.05}
+_QUANTILE_PRIOR = ((0.50, "p50"), (0.90, "p90"), (0.95, "p95"), (0.99, "p99"), (0.999, "p999"),
+                   (0.9999, "p9999"))
+METHOD = ("two-level: runs, and contiguous time blocks within each run (batch statistics); "
+          "run-to-run spread pooled over the two variants with an A/A-calibrated prior")
 
 
 @functools.cache
-def _scipy_stats():
-    """scipy.stats, imported on first use: it takes seconds, and most commands never need it."""
-    from scipy import stats
+def _special():
+    """scipy.special, imported on first use (0.4 s; scipy.stats would take 2 s)."""
+    from scipy import special
 
-    return stats
+    return special
+
+
+def t_quantile(probability: float, dof: float) -> float:
+    """Student t quantile."""
+    return float(_special().stdtrit(dof, probability))
+
+
+def t_two_sided_p(t: float, dof: float) -> float:
+    """P(|T| >= |t|) for Student t with `dof` degrees of freedom."""
+    return float(2 * _special().stdtr(dof, -abs(t)))
+
+
+def z_quantile(probability: float) -> float:
+    return float(_special().ndtri(probability))
 
 
 @dataclass
@@ -49,6 +107,12 @@ class Change:
     p_adjusted: float | None = None
     verdict: str = "n/a"  # better | worse | same | unclear | n/a
     note: str | None = None
+    runs: tuple[int, int] | None = None         # (baseline, candidate) runs behind the interval
+    blocks: tuple[int, int] | None = None       # time-block groups per run (smallest per side)
+    run_sd: float | None = None                 # the run-to-run sd used (log scale)
+    run_sd_measured: bool = False               # False: the prior alone (one run each)
+    iterations_needed: int | None = None        # runs per variant likely to decide an unclear row
+    variance: dict = field(default_factory=dict, repr=False)   # the terms, for the advice
 
 
 def ratio_change(candidate: float | None, baseline: float | None) -> float | None:
@@ -58,193 +122,190 @@ def ratio_change(candidate: float | None, baseline: float | None) -> float | Non
     return candidate / baseline - 1.0
 
 
+def prior_sd(stat: str | None = None, probability: float | None = None,
+             table: dict[str, float] | None = None) -> float:
+    """τ0 for a statistic by name ('p99', 'mean', 'rate') or for any quantile probability,
+    from RUN_TO_RUN_SD or a table with the same keys."""
+    table = RUN_TO_RUN_SD if table is None else {**RUN_TO_RUN_SD, **table}
+    if stat is not None and stat in table:
+        return table[stat]
+    if probability is None:
+        raise KeyError(stat)
+    x = -np.log10(max(1.0 - probability, 1e-6))
+    xs = [-np.log10(1.0 - p) for p, _ in _QUANTILE_PRIOR]
+    ys = [table[name] for _, name in _QUANTILE_PRIOR]
+    return float(np.interp(x, xs, ys))
+
+
 # ----------------------------------------------------------------------------------------------
-# one run per variant
+# one run: its estimate and its own variance from groups of time blocks
 
 
-@functools.lru_cache(maxsize=4096)
-def order_statistic_ranks(n: int, probability: float,
-                          confidence: float = CONFIDENCE) -> tuple[int, int]:
-    """0-based ranks (low, high) of the distribution-free interval for the p-quantile:
-    P(x[low] <= q_p <= x[high]) >= confidence for any continuous distribution."""
-    alpha = 1.0 - confidence
-    low = int(_scipy_stats().binom.ppf(alpha / 2, n, probability)) - 1
-    high = int(_scipy_stats().binom.ppf(1 - alpha / 2, n, probability))
-    return max(low, 0), min(high, n - 1)
+@dataclass
+class RunStatistic:
+    """log of one statistic of one run, and the variance of that log from its time blocks."""
+
+    log_value: float | None
+    within_var: float | None    # None: too few blocks or tail samples to estimate it
+    groups: int = 0
 
 
-def _fractional_positions(n: int, p: float,
-                          confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """0-based positions of the estimate and of the interval ends: (n-1)p -+ z*sqrt(np(1-p))."""
-    centre = p * (n - 1)
-    half = _scipy_stats().norm.ppf(0.5 + confidence / 2) * np.sqrt(n * p * (1 - p))
-    return centre, min(max(centre - half, 0.0), n - 1.0), min(max(centre + half, 0.0), n - 1.0)
+def _groups(blocks: int, wanted: int) -> list[np.ndarray]:
+    return [g for g in np.array_split(np.arange(blocks), min(wanted, blocks)) if g.size]
 
 
-def quantile_ranks(n: int, probabilities: list[float]) -> np.ndarray:
-    """All ranks that quantiles_with_interval needs (for one np.partition call)."""
-    ranks: set[int] = {0, n - 1}
-    for p in probabilities:
-        for position in _fractional_positions(n, p):
-            ranks.update((int(np.floor(position)), min(int(np.ceil(position)), n - 1)))
-    return np.array(sorted(ranks), dtype=np.int64)
+def quantile_statistics(op: sm.OpSummary, warmup_blocks: int,
+                        probabilities: list[float]) -> list[RunStatistic]:
+    """Per probability: the run's log quantile (fine histogram) and its batch variance."""
+    n = int(op.histogram.sum())
+    if n == 0:
+        return [RunStatistic(None, None) for _ in probabilities]
+    estimates = hist.quantiles_from_counts(op.histogram, np.asarray(probabilities),
+                                           hist.bucket_lower_edges())[0]
+    blocks = op.block_hist[warmup_blocks:]
+    coarse_edges = sm.coarse_lower_edges()[op.coarse_first:op.coarse_first + blocks.shape[1] + 1]
+    out = []
+    cumulative_blocks = blocks.shape[0]
+    for p, estimate in zip(probabilities, estimates, strict=True):
+        log_value = float(np.log(max(estimate, 1.0)))
+        wanted = min(MAX_GROUPS, int(n * (1.0 - p) // MIN_TAIL_PER_GROUP), cumulative_blocks)
+        if wanted < MIN_GROUPS:
+            out.append(RunStatistic(log_value, None))
+            continue
+        groups = _groups(cumulative_blocks, wanted)
+        counts = np.stack([blocks[g].sum(axis=0) for g in groups])
+        if (counts.sum(axis=1) > 0).sum() < MIN_GROUPS:
+            out.append(RunStatistic(log_value, None))
+            continue
+        left_out = counts.sum(axis=0)[None, :] - counts
+        values = hist.quantiles_from_counts(left_out, np.array([p]), coarse_edges)[:, 0]
+        logs = np.log(np.maximum(values, 1.0))
+        g = logs.size
+        jackknife = (g - 1) / g * float(np.sum((logs - logs.mean()) ** 2))
+        out.append(RunStatistic(log_value, jackknife, g))
+    return out
 
 
-def _at(partitioned: np.ndarray, position: float) -> float:
-    below_i = int(np.floor(position))
-    above_i = min(int(np.ceil(position)), partitioned.size - 1)
-    below, above = float(partitioned[below_i]), float(partitioned[above_i])
-    return below + (above - below) * (position - below_i)
+def mean_statistic(op: sm.OpSummary, warmup_blocks: int) -> RunStatistic:
+    """log mean latency and its variance by batch means (ratio estimator) over time."""
+    count = op.block_count[warmup_blocks:].astype(np.float64)
+    total = op.block_sum[warmup_blocks:].astype(np.float64)
+    return _ratio_statistic(total, count)
 
 
-def quantiles_with_interval(partitioned: np.ndarray,
-                            probabilities: list[float]) -> list[tuple[float, float, float]]:
-    """(estimate, low, high) per probability from an array partitioned at quantile_ranks().
-
-    The estimate interpolates between order statistics as np.quantile does; low and high are
-    the order statistics at the fractional ranks (n-1)p -+ 1.96*sqrt(np(1-p)), a
-    distribution-free 95% interval for the quantile."""
-    return [tuple(_at(partitioned, position)
-                  for position in _fractional_positions(partitioned.size, p))
-            for p in probabilities]
+def rate_statistic(op: sm.OpSummary, warmup_blocks: int,
+                   block_seconds: np.ndarray) -> RunStatistic:
+    """log ops/s and its variance by batch means over time (counts per group over its time)."""
+    count = op.block_count[warmup_blocks:].astype(np.float64)
+    return _ratio_statistic(count, np.asarray(block_seconds[warmup_blocks:], np.float64))
 
 
-def combine_log_intervals(candidate: tuple[float, float, float],
-                          baseline: tuple[float, float, float],
-                          confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """Interval for candidate/baseline - 1 from two independent (estimate, low, high) triples.
-
-    Each interval gives the standard error of its log quantile (width / 2z); the log ratio is
-    then normal with the two variances added. (Combining the asymmetric halves instead covers
-    ~97% at p99 with a few thousand samples: the tail intervals are wider than 2z·sd.)"""
-    z = _scipy_stats().norm.ppf(0.5 + confidence / 2)
-    c, cl, ch = (np.log(max(v, 1.0)) for v in candidate)
-    b, bl, bh = (np.log(max(v, 1.0)) for v in baseline)
-    log_ratio = c - b
-    half = z * np.hypot((ch - cl) / (2 * z), (bh - bl) / (2 * z))
-    return float(np.expm1(log_ratio)), float(np.expm1(log_ratio - half)), \
-        float(np.expm1(log_ratio + half))
+def _ratio_statistic(numerator: np.ndarray, denominator: np.ndarray) -> RunStatistic:
+    if denominator.sum() <= 0 or numerator.sum() <= 0:
+        return RunStatistic(None, None)
+    ratio = numerator.sum() / denominator.sum()
+    groups = _groups(numerator.size, MAX_GROUPS)
+    if len(groups) < MIN_GROUPS:
+        return RunStatistic(float(np.log(ratio)), None)
+    num = np.array([numerator[g].sum() for g in groups])
+    den = np.array([denominator[g].sum() for g in groups])
+    k = len(groups)
+    residual = num - ratio * den
+    variance = k / (k - 1) * np.sum(residual ** 2) / den.sum() ** 2
+    return RunStatistic(float(np.log(ratio)), float(variance / ratio ** 2), k)
 
 
-def batch_rate_log_se(start_ns: np.ndarray, duration_ns: float,
-                      batches: int = BATCHES) -> tuple[float, float, int] | None:
-    """(log rate, its standard error, degrees of freedom) from equal time slices of one run."""
-    if duration_ns <= 0 or start_ns.size == 0:
+# ----------------------------------------------------------------------------------------------
+# two variants: runs and blocks combined
+
+
+def welch_dof(terms: list[tuple[float, float]]) -> float:
+    """Welch-Satterthwaite degrees of freedom of a sum of variance terms (variance, dof)."""
+    total = sum(v for v, _ in terms)
+    denominator = sum(v ** 2 / d for v, d in terms if v > 0 and d > 0)
+    if total <= 0 or denominator <= 0:
+        return float(max(sum(d for _, d in terms), 1.0))
+    return float(max(total ** 2 / denominator, 1.0))
+
+
+def two_level_change(estimate: float | None, baseline: list[RunStatistic],
+                     candidate: list[RunStatistic], run_sd_prior: float,
+                     confidence: float = CONFIDENCE) -> Change:
+    """The change's interval from each side's runs (see the module docstring)."""
+    if estimate is None or not np.isfinite(estimate) or estimate <= -1:
+        return Change(None)
+    sides = [baseline, candidate]
+    if any(not side or any(r.log_value is None for r in side) for side in sides):
+        return Change(estimate, note="no samples in a run")
+    if any(r.within_var is None for side in sides for r in side):
+        return Change(estimate, note="too few samples per time block for an interval")
+    k = [len(side) for side in sides]
+    w = [float(np.mean([r.within_var for r in side])) for side in sides]
+    groups = [min(r.groups for r in side) for side in sides]
+    dof_data = sum(kk - 1 for kk in k)
+    run_var, measured = run_sd_prior ** 2, False
+    if dof_data > 0:
+        ss = sum(float(np.sum((np.array([r.log_value for r in side])
+                               - np.mean([r.log_value for r in side])) ** 2)) for side in sides)
+        tau2 = max(0.0, (ss - sum((kk - 1) * ww for kk, ww in zip(k, w, strict=True)))
+                   / dof_data)
+        run_var = (PRIOR_DOF * run_sd_prior ** 2 + dof_data * tau2) / (PRIOR_DOF + dof_data)
+        measured = True
+    variance = {"run_var": run_var, "run_dof": PRIOR_DOF + dof_data, "within": w,
+                "within_dof": [kk * (g - 1) for kk, g in zip(k, groups, strict=True)]}
+    half, dof = _half_width(variance, k, confidence)
+    log_ratio = float(np.log1p(estimate))
+    se = half / t_quantile(0.5 + confidence / 2, dof)
+    p_value = t_two_sided_p(log_ratio / se, dof) if se > 0 else \
+        (0.0 if log_ratio != 0 else 1.0)
+    return Change(estimate, float(np.expm1(log_ratio - half)), float(np.expm1(log_ratio + half)),
+                  p_value, runs=(k[0], k[1]), blocks=(groups[0], groups[1]),
+                  run_sd=float(np.sqrt(run_var)), run_sd_measured=measured, variance=variance)
+
+
+def _half_width(variance: dict, k: list[int], confidence: float) -> tuple[float, float]:
+    run_term = variance["run_var"] * sum(1.0 / kk for kk in k)
+    terms = [(run_term, variance["run_dof"])]
+    terms += [(ww / kk, max(d, 1)) for ww, kk, d in
+              zip(variance["within"], k, variance["within_dof"], strict=True)]
+    dof = welch_dof(terms)
+    total = sum(v for v, _ in terms)
+    return float(t_quantile(0.5 + confidence / 2, dof) * np.sqrt(total)), dof
+
+
+def iterations_to_decide(change: Change, noise: float,
+                         confidence: float = CONFIDENCE) -> int | None:
+    """Runs per variant (the same for both) after which an interval of the variance seen would
+    likely exclude ±noise around the observed change: decide better/worse, or 'same'."""
+    if change.change is None or not change.variance or change.runs is None:
         return None
-    slot = np.minimum((start_ns.astype(np.float64) / duration_ns * batches).astype(np.int64),
-                      batches - 1)
-    counts = np.bincount(np.maximum(slot, 0), minlength=batches).astype(np.float64)
-    mean = counts.mean()
-    if mean <= 0:
+    gap = abs(float(np.log1p(change.change)))
+    margin = float(np.log1p(noise))
+    target = gap - margin if gap > margin else margin - gap
+    if target <= 0:
         return None
-    se = counts.std(ddof=1) / np.sqrt(batches) / mean
-    return float(np.log(start_ns.size / (duration_ns / 1e9))), float(se), batches - 1
-
-
-def batch_mean_log_se(latency_ns: np.ndarray, start_ns: np.ndarray, duration_ns: float,
-                      batches: int = BATCHES) -> tuple[float, float, int] | None:
-    """(log mean latency, standard error, dof) by batch means (ratio estimator) over time."""
-    n = latency_ns.size
-    if n < 2 or duration_ns <= 0:
-        return None
-    slot = np.minimum((start_ns.astype(np.float64) / duration_ns * batches).astype(np.int64),
-                      batches - 1)
-    slot = np.maximum(slot, 0)
-    counts = np.bincount(slot, minlength=batches).astype(np.float64)
-    sums = np.bincount(slot, weights=latency_ns.astype(np.float64), minlength=batches)
-    mean = sums.sum() / n
-    if mean <= 0:
-        return None
-    used = counts > 0
-    k = int(used.sum())
-    if k < 2:
-        return None
-    residual = sums[used] - mean * counts[used]
-    variance = k / (k - 1) * np.sum(residual ** 2) / n ** 2
-    return float(np.log(mean)), float(np.sqrt(variance) / mean), k - 1
+    current = max(change.runs)
+    per_run_groups = [d / max(kk, 1) for d, kk in
+                      zip(change.variance["within_dof"], change.runs, strict=True)]
+    for k in range(current + 1, MAX_ITERATIONS_ADVICE + 1):
+        variance = dict(change.variance)
+        variance["run_dof"] = PRIOR_DOF + 2 * (k - 1)
+        variance["within_dof"] = [g * k for g in per_run_groups]
+        half, _ = _half_width(variance, [k, k], confidence)
+        if half < target:
+            return k
+    return None
 
 
 def combine_log_se(candidate: tuple[float, float, int], baseline: tuple[float, float, int],
                    confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """Welch t interval for exp(log c - log b) - 1."""
+    """Welch t interval for exp(log c - log b) - 1 from (log value, standard error, dof)."""
     log_ratio = candidate[0] - baseline[0]
     se = float(np.hypot(candidate[1], baseline[1]))
-    dof = welch_dof(candidate[1] ** 2, candidate[2], baseline[1] ** 2, baseline[2])
-    half = _scipy_stats().t.ppf(0.5 + confidence / 2, dof) * se
+    dof = welch_dof([(candidate[1] ** 2, candidate[2]), (baseline[1] ** 2, baseline[2])])
+    half = t_quantile(0.5 + confidence / 2, dof) * se
     return float(np.expm1(log_ratio)), float(np.expm1(log_ratio - half)), \
         float(np.expm1(log_ratio + half))
-
-
-def welch_dof(var_a: float, dof_a: int, var_b: float, dof_b: int) -> float:
-    denominator = (var_a ** 2 / max(dof_a, 1) if var_a > 0 else 0.0) + \
-        (var_b ** 2 / max(dof_b, 1) if var_b > 0 else 0.0)
-    if denominator <= 0:
-        return float(max(dof_a + dof_b, 1))
-    return float(max((var_a + var_b) ** 2 / denominator, 1.0))
-
-
-# ----------------------------------------------------------------------------------------------
-# several runs per variant
-
-
-@dataclass
-class RunSummaries:
-    """What the bootstrap over runs needs from each run of one variant, for one op."""
-
-    counts: np.ndarray  # (runs, buckets) histogram counts, trimmed to a common bucket range
-    samples: np.ndarray  # (runs,)
-    sum_ns: np.ndarray  # (runs,) sum of latencies
-    min_ns: np.ndarray  # (runs,)
-    max_ns: np.ndarray  # (runs,)
-    duration_s: np.ndarray  # (runs,)
-
-
-def resample_weights(runs: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """(resamples, runs) how often each run is drawn in each bootstrap resample."""
-    picks = rng.integers(0, runs, size=(resamples, runs))
-    weights = np.zeros((resamples, runs))
-    np.add.at(weights, (np.repeat(np.arange(resamples), runs), picks.ravel()), 1.0)
-    return weights
-
-
-def bootstrap_log_statistics(summary: RunSummaries, weights: np.ndarray,
-                             probabilities: list[float],
-                             edges: np.ndarray) -> dict[str, np.ndarray]:
-    """Bootstrap replicates of the log of each pooled statistic (rows: resamples)."""
-    counts = weights @ summary.counts.astype(np.float64)
-    quantiles = hist.quantiles_from_counts(counts, np.array(probabilities), edges)
-    samples = weights @ summary.samples
-    duration = weights @ summary.duration_s
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = {
-            "quantiles": np.log(np.maximum(quantiles, 1.0)),
-            "rate": np.log(samples / duration),
-            "mean": np.log(np.maximum((weights @ summary.sum_ns) / samples, 1.0)),
-        }
-    drawn = weights > 0
-    out["min"] = np.log(np.maximum(np.where(drawn, summary.min_ns[None, :], np.inf).min(axis=1),
-                                   1.0))
-    out["max"] = np.log(np.maximum(np.where(drawn, summary.max_ns[None, :], 0).max(axis=1), 1.0))
-    return out
-
-
-def between_runs_interval(estimate_change: float, replicates_candidate: np.ndarray,
-                          runs_candidate: int, replicates_baseline: np.ndarray,
-                          runs_baseline: int,
-                          confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-    """t interval around the pooled estimate from bootstrap variances of the log statistic."""
-    if not np.isfinite(replicates_candidate).all() or not np.isfinite(replicates_baseline).all():
-        return None
-    var_c = float(np.var(replicates_candidate, ddof=1)) * runs_candidate / (runs_candidate - 1)
-    var_b = float(np.var(replicates_baseline, ddof=1)) * runs_baseline / (runs_baseline - 1)
-    dof = welch_dof(var_c, runs_candidate - 1, var_b, runs_baseline - 1)
-    half = _scipy_stats().t.ppf(0.5 + confidence / 2, dof) * np.sqrt(var_c + var_b)
-    log_ratio = np.log1p(estimate_change)
-    return float(np.expm1(log_ratio - half)), float(np.expm1(log_ratio + half))
-
-
-# ----------------------------------------------------------------------------------------------
-# verdicts
 
 
 def p_value_from_interval(change: float, low: float, high: float,
@@ -252,11 +313,15 @@ def p_value_from_interval(change: float, low: float, high: float,
     """Two-sided p-value of 'no change', reading the interval as normal on the log scale."""
     log_ratio = np.log1p(change)
     bound = np.log1p(low) if log_ratio > 0 else np.log1p(high)
-    z_crit = _scipy_stats().norm.ppf(0.5 + confidence / 2)
+    z_crit = z_quantile(0.5 + confidence / 2)
     se = abs(log_ratio - bound) / z_crit
     if se <= 0:
         return 0.0 if log_ratio != 0 else 1.0
-    return float(2 * _scipy_stats().norm.sf(abs(log_ratio) / se))
+    return float(_special().erfc(abs(log_ratio) / se / np.sqrt(2)))
+
+
+# ----------------------------------------------------------------------------------------------
+# verdicts
 
 
 def benjamini_hochberg(p_values: list[float]) -> list[float]:

@@ -119,13 +119,13 @@ def diskstats_summary(t_ns: np.ndarray, counters: Mapping[str, np.ndarray]) -> d
     }
 
 
-def device_share(op_latency_ns: np.ndarray, requests: float, ns_per_request: float | None,
+def device_share(op_latency_total_ns: float, requests: float, ns_per_request: float | None,
                  ) -> float | None:
     """Fraction of the ops' total latency that the device's request time could account for.
 
     Upper bound: all device time of the run divided by all time the ops took. Near 1 the
     operations waited on the device; near 0 their time went above the block layer."""
-    total = float(np.sum(op_latency_ns, dtype=np.float64))
+    total = float(op_latency_total_ns)
     if total <= 0 or ns_per_request is None:
         return None
     return min(1.0, requests * ns_per_request / total)
@@ -418,11 +418,11 @@ def sampled_breakdown(op_start: np.ndarray, op_latency: np.ndarray, op_task: np.
     return {k: v for k, v in totals.items() if v > 0}
 
 
-def slow_threshold(latency_ns: np.ndarray, factor: float = 10.0) -> int | None:
+def slow_threshold(median_ns: float | None, factor: float = 10.0) -> int | None:
     """Slow means slower than `factor` times the op's median."""
-    if len(latency_ns) == 0:
+    if median_ns is None or not np.isfinite(median_ns):
         return None
-    return int(np.median(np.asarray(latency_ns, dtype=np.float64)) * factor)
+    return int(median_ns * factor)
 
 
 # --------------------------------------------------------------------------------------------

@@ -142,16 +142,21 @@ class WorkerCounts:
 
 def worker_counts(worker: np.ndarray, expected: np.ndarray | None = None,
                   starved_fraction: float = 0.1) -> WorkerCounts:
+    """Ops per worker from the worker column of each op (see worker_counts_from)."""
+    ids, counts = np.unique(np.asarray(worker, dtype=np.int64), return_counts=True)
+    return worker_counts_from(ids, counts, expected, starved_fraction)
+
+
+def worker_counts_from(ids: np.ndarray, counts: np.ndarray, expected: np.ndarray | None = None,
+                       starved_fraction: float = 0.1) -> WorkerCounts:
     """Ops per worker (workers in `expected` that did nothing count 0); a worker is starved
     when it did fewer than 10% of the median worker's ops."""
-    ids = np.union1d(present_workers(worker),
-                     expected if expected is not None else []).astype(np.int64)
-    if ids.size == 0:
+    ids = np.asarray(ids, dtype=np.int64)
+    all_ids = np.union1d(ids, expected if expected is not None else []).astype(np.int64)
+    if all_ids.size == 0:
         return WorkerCounts()
-    if worker.size and worker.min() >= 0 and ids.max() < 1 << 20:
-        counts = np.bincount(worker, minlength=int(ids.max()) + 1)[ids]
-    else:
-        counts = np.bincount(np.searchsorted(ids, worker), minlength=ids.size)
-    median = float(np.median(counts))
-    starved = [int(w) for w, c in zip(ids, counts, strict=True) if c < starved_fraction * median]
-    return WorkerCounts({int(w): int(c) for w, c in zip(ids, counts, strict=True)}, starved)
+    full = np.zeros(all_ids.size, dtype=np.int64)
+    full[np.searchsorted(all_ids, ids)] = counts
+    median = float(np.median(full))
+    starved = [int(w) for w, c in zip(all_ids, full, strict=True) if c < starved_fraction * median]
+    return WorkerCounts({int(w): int(c) for w, c in zip(all_ids, full, strict=True)}, starved)

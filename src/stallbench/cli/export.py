@@ -73,8 +73,7 @@ def _refuse(args: argparse.Namespace) -> None:
 
 
 def _resolve(spec: str, args: argparse.Namespace):
-    resolved = resolve_runs(spec, args.results, args.workload, args.allow_incomplete,
-                            read_ops=False)
+    resolved = resolve_runs(spec, args.results, args.workload, args.allow_incomplete)
     for problem in resolved.problems:
         print(f"stallbench: {problem}", file=sys.stderr)
     return resolved

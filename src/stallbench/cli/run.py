@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import verbosity
 from ..errors import UsageError
 from ..monitors import parse_monitor_list
-from ..plan import Plan, VariantSettings, parse_sysctl_assignment
+from ..plan import Plan, VariantSettings, parse_sysctl_assignment, parse_warmup
 from ..runner import run_plan
 from ..store import check_name
 from ..units import parse_duration, parse_size
@@ -47,6 +47,9 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
                        help="results directory (default: $STALLBENCH_RESULTS or ./results)")
     group.add_argument("--duration", default=DEFAULT_DURATION, help="seconds per run (30s)")
     group.add_argument("--iterations", type=int, default=1, help="runs of the variant (1)")
+    group.add_argument("--warmup", default=None, metavar="DURATION",
+                       help="run this long first, recorded but left out of the statistics "
+                            "(default: the workload's, e.g. pgioperf 1s; randread 0)")
     group.add_argument("--monitors", default=None,
                        help="default (counters,psi,diskstats,delay), all, none or a list")
     group.add_argument("--no-progress", action="store_true", default=argparse.SUPPRESS,
@@ -70,7 +73,8 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
                        help="keep the page cache (default: drop it before each run as root)")
 
 
-_RUN_KEYS = {"variant", "results", "duration", "iterations", "monitors", "no_progress", "dir",
+_RUN_KEYS = {"variant", "results", "duration", "iterations", "warmup", "monitors",
+             "no_progress", "dir",
              "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir", "keep_image", "memory",
              "system_memory", "sysctl", "scheduler", "no_drop_caches", "plan", "workload",
              "func", "command"}
@@ -104,6 +108,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         variants=[variant],
         duration_s=parse_duration(args.duration, "--duration"),
         iterations=args.iterations,
+        warmup_s=parse_warmup(args.warmup) if args.warmup is not None else None,
         monitors=parse_monitor_list(args.monitors),
         results=results_dir(args),
     )

@@ -80,6 +80,8 @@ def change_cell(change: Change | None, stats_base: OpStats, stats_cand: OpStats,
             return NOT_RESOLVABLE, "", "not resolvable"
         return "-", "", note
     word = change.verdict if change.verdict != "n/a" else (change.note or "no interval")
+    if change.verdict == "unclear" and change.note:
+        word = f"unclear ({change.note})"
     return format_percent(change.change), format_interval(change), word
 
 
@@ -89,8 +91,72 @@ def json_number(value: Any) -> Any:
     return value
 
 
-def method_sentence(comparison: Comparison, candidate: str) -> str:
-    return comparison.method[candidate]
+def method_line(comparison: Comparison) -> str:
+    """The interval method and the accuracy of the numbers, in one sentence."""
+    blocks = sorted({r.block_ns for v in comparison.variants for r in v.runs if r.block_ns})
+    block_text = " and ".join(f"{b / 1e9:g} s" if b >= 1e9 else f"{b / 1e6:g} ms"
+                              for b in blocks)
+    error = comparison.accuracy.get("quantile_relative_error")
+    accuracy = (f"; quantiles from log-linear histograms within {error:.1%}, counts, min, max and "
+                "mean exact") if error else ""
+    return (f"95% intervals: {sorted(set(comparison.method.values()))[0]}"
+            + (f" (time blocks of {block_text})" if block_text else "") + accuracy)
+
+
+def run_count_notes(comparison: Comparison) -> list[str]:
+    """What the number of runs per variant means for the verdicts."""
+    notes = []
+    runs = {v.label: len(v.runs) for v in comparison.variants}
+    single = [label for label, n in runs.items() if n == 1]
+    if single:
+        prior = comparison.accuracy.get("run_to_run_prior_sd") or {}
+        shown = ", ".join(f"{STAT_LABELS.get(k, k)} ±{v:.0%}" for k, v in prior.items()
+                          if k in ("p50", "p99", "p999", "rate"))
+        notes.append(f"one run of {', '.join(single)}: how much separate runs differ is not "
+                     f"measured, so the intervals assume the spread seen on A/A runs ({shown}); "
+                     "only large changes can be called — run 3 or more iterations per variant "
+                     "to measure it")
+    warm = [f"{v.label} {v.runs[0].warmup_s:g} s" for v in comparison.variants
+            if v.runs and v.runs[0].warmup_s]
+    if warm:
+        notes.append("warm-up left out of the statistics (recorded, shown in the timelines): "
+                     + ", ".join(warm))
+    return notes
+
+
+def level_shift_notes(comparison: Comparison) -> list[str]:
+    """One sentence per run that mixes two regimes, with what to do."""
+    out = []
+    for shift in comparison.level_shifts:
+        before, after = shift["before_ns"], shift["after_ns"]
+        unit = choose_time_unit([before, after])
+        verb = "fell" if after < before else "rose"
+        where = f"{shift['variant']} iteration {shift['iteration']}"
+        text = (f"{shift['op']} p50 {verb} from {format_ns(before, unit)} {unit[0]} to "
+                f"{format_ns(after, unit)} {unit[0]} at {shift['at_ns'] / 1e9:.1f} s in {where}")
+        if shift["early"] and shift["suggested_warmup_s"]:
+            text += (": the run mixes two regimes (a cold and a warm cache?); use --warmup "
+                     f"{shift['suggested_warmup_s']}s, a larger file or a longer run")
+        else:
+            text += ": the run changed regime part way; see the stalls over time"
+        out.append(text)
+    return out
+
+
+def decide_advice(changes: dict[str, Change]) -> str | None:
+    """'to decide: p99 ~6 runs per variant, ...' for the rows the intervals left unclear."""
+    parts = []
+    for stat in ROW_STATS:
+        change = changes.get(stat)
+        if change is None or change.verdict != "unclear" or change.note:
+            continue
+        needed = change.iterations_needed
+        parts.append(f"{STAT_LABELS[stat]} ~{needed}" if needed else
+                     f"{STAT_LABELS[stat]} >30")
+    if not parts:
+        return None
+    return ("unclear rows would likely be decided by this many runs per variant (from the "
+            "variance seen): " + ", ".join(parts))
 
 
 def format_seconds(value: float | None) -> str:

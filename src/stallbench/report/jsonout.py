@@ -23,6 +23,11 @@ def change_dict(change: Change) -> dict[str, Any]:
         "p_adjusted": json_number(change.p_adjusted),
         "verdict": change.verdict,
         "note": change.note,
+        "runs": list(change.runs) if change.runs else None,
+        "blocks": list(change.blocks) if change.blocks else None,
+        "run_sd": json_number(change.run_sd),
+        "run_sd_measured": change.run_sd_measured,
+        "iterations_needed": change.iterations_needed,
     }
 
 
@@ -88,6 +93,8 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
         "noise": comparison.options.noise,
         "adjustment": comparison.adjustment,
         "method": comparison.method,
+        "accuracy": comparison.accuracy,
+        "level_shifts": comparison.level_shifts,
         "variants": [asdict(v) for v in comparison.variants],
         "ops": {op.op: op_dict(op, comparison) for op in comparison.ops},
         "cpu": {row.name + "_s": {

@@ -155,6 +155,10 @@ def timeline_figure(comparison: Comparison) -> Figure | None:
             top.plot(t, peak, color=color, linewidth=0.8, alpha=0.6, label=f"{label} max")
             top.plot(t, p99, color=color, linewidth=1.6, label=f"{label} p99")
             bottom.step(t, line["count"], where="post", color=color, label=label)
+            if stalls.warmup_ns:
+                for axis in (top, bottom):
+                    axis.axvline(stalls.warmup_ns / 1e9, color=color, linestyle="--",
+                                 linewidth=0.8)
         top.set_yscale("log")
         _log_axis(top.yaxis, minor=False)
         top.set_ylabel(f"latency ({unit})")

@@ -13,10 +13,14 @@ from .common import (
     ROW_STATS,
     STAT_LABELS,
     change_cell,
+    decide_advice,
     format_count,
     format_percent,
     format_seconds,
+    level_shift_notes,
+    method_line,
     op_unit,
+    run_count_notes,
     stat_cell,
 )
 
@@ -50,13 +54,16 @@ def header(comparison: Comparison, width: int) -> list[str]:
         kernel = f", kernel {info.kernel}" if info.kernel else ""
         lines += _wrap(f"{role} {info.label}: {len(info.runs)} run(s) of {durations} s{kernel}",
                        width, "  ")
-    methods = sorted(set(comparison.method.values()))
     lines += _wrap("change = candidate/baseline − 1 (+ means the number got larger); lower "
-                   "latency and higher rate are better; 95% intervals: " + "; ".join(methods) +
+                   "latency and higher rate are better; " + method_line(comparison) +
                    f"; better/worse only when the interval excludes 0 and |change| > "
                    f"{comparison.options.noise:.0%} ({comparison.adjustment}); same: interval "
                    f"within ±{comparison.options.noise:.0%}; n/r: fewer than 10 samples at or "
-                   "beyond the percentile; min and max from one run have no interval", width)
+                   "beyond the percentile; min and max have no interval", width)
+    for sentence in run_count_notes(comparison):
+        lines += _wrap("note: " + sentence, width)
+    for sentence in level_shift_notes(comparison):
+        lines += _wrap("NOT STATIONARY: " + sentence, width)
     for note in comparison.notes:
         lines += _wrap("note: " + note, width)
     for problem in comparison.problems:
@@ -97,6 +104,9 @@ def op_tables(op: OpComparison, comparison: Comparison, width: int = 100) -> lis
         if any(s is not None for _, s in spreads):
             extra.append("iterations differ (p99 max−min / median): " + ", ".join(
                 f"{label} {s:.1%}" for label, s in spreads if s is not None))
+        advice = decide_advice(op.changes[cand_label])
+        if advice:
+            extra.append(advice)
         for text in extra:
             lines += _wrap(text, width, "  ")
         lines.append("")

@@ -36,6 +36,8 @@ class Workload(abc.ABC):
     name: ClassVar[str]
     ops: ClassVar[tuple[str, ...]]   # ops it can record: an op with no samples still shows
     help: ClassVar[str] = ""
+    # seconds run first and left out of the statistics when the plan gives no warm-up
+    default_warmup_s: ClassVar[float] = 0.0
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:

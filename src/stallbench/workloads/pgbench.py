@@ -223,6 +223,7 @@ class PgbenchWorkload(Workload):
     name = "pgbench"
     ops = ("txn",)
     help = "a real PostgreSQL server in the variant's directory, driven by pgbench"
+    default_warmup_s = 2.0      # connections, the first checkpoint, a cold buffer pool
 
     def __init__(self, scale: int, clients: int, threads: int, builtin: str,
                  settings: dict[str, str], per_statement: bool, bindir: Path):

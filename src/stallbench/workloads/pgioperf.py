@@ -120,6 +120,7 @@ class PgIoPerf(Workload):
     name = "pgioperf"
     ops = ("wal", "commit", "checkpoint", "checkpoint-fsync", "read")
     help = "PostgreSQL-like mix: paced WAL commits, a checkpointer, random readers"
+    default_warmup_s = 1.0      # the writers' first fsyncs and the readers' first misses
 
     def __init__(self, readers: int, data_size: int | None, wal_size: int | None,
                  wal_interval_ns: int, checkpoint_interval_ns: int, checkpoint_fsync_every: int,

@@ -1,0 +1,396 @@
+"""Per-run summaries: everything the comparison needs from a run's ops, in memory that does not
+grow with the number of ops.
+
+A `SummaryBuilder` is fed the ops in batches (in any order) and keeps, per op:
+
+- `histogram`: log-linear counts (histogram.SUB_BITS buckets per power of two, quantiles within
+  histogram.QUANTILE_RELATIVE_ERROR) of the ops that started after the warm-up, for the point
+  estimates, the distribution shift, bands, CCDF and P(slower);
+- per time block of `block_ns` (by start time, from the run start, warm-up included): the exact
+  count, sum, min and max, and a coarse histogram (COARSE_SUB_BITS buckets per power of two),
+  for timelines and stalls, for the intervals that respect dependence in time (intervals.py)
+  and for the stationarity check;
+- per worker: count and latency sum after the warm-up;
+- the first and last completion per fine time bin, for the longest time without a completion.
+
+Paced ops (with a planned start) also get a response-time op, `NAME (response)`: completion
+minus planned start, blocked by the planned start.
+
+Memory is O(blocks x occupied coarse buckets) per op: about 3 MiB per op per hour at 1 s blocks,
+and at most MAX_BLOCKS blocks (the block length doubles beyond that).
+Counts, sums, min and max are exact; only quantiles come from histograms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import histogram as hist
+
+RESPONSE_SUFFIX = " (response)"
+COARSE_SUB_BITS = 4
+COARSE_SHIFT = hist.SUB_BITS - COARSE_SUB_BITS
+N_COARSE = hist.N_BUCKETS >> COARSE_SHIFT
+GAP_BINS_PER_BLOCK = 16
+# block lengths a run may use: each divides a second, so 1 s timelines are whole blocks
+BLOCK_CHOICES_NS = (100_000_000, 200_000_000, 250_000_000, 500_000_000, 1_000_000_000)
+TARGET_BLOCKS = 64
+_NO_MIN = np.iinfo(np.int64).max
+MAX_BLOCKS = 1 << 15      # 9 hours of 1 s blocks; longer runs get longer blocks
+
+
+def block_ns_for(duration_s: float | None, warmup_s: float = 0.0) -> int:
+    """The block length for a run: the shortest choice that gives at most ~TARGET_BLOCKS blocks
+    (1 s for runs over a minute) and divides the warm-up, so the warm-up ends on a block edge."""
+    warmup_ns = int(round((warmup_s or 0.0) * 1e9))
+    wanted = (duration_s or 0.0) * 1e9 / TARGET_BLOCKS
+    for choice in BLOCK_CHOICES_NS:
+        if choice >= wanted and warmup_ns % choice == 0:
+            return choice
+    for choice in reversed(BLOCK_CHOICES_NS):
+        if warmup_ns % choice == 0:
+            return choice
+    return BLOCK_CHOICES_NS[0]
+
+
+def coarse_lower_edges() -> np.ndarray:
+    return hist.bucket_lower_edges(COARSE_SUB_BITS)
+
+
+@dataclass
+class OpSummary:
+    """One op of one run. Block arrays cover blocks 0..blocks-1 of the run (warm-up included);
+    `block_hist` holds coarse buckets coarse_first..coarse_first+width-1."""
+
+    histogram: np.ndarray      # int64 (hist.N_BUCKETS,), after the warm-up
+    block_count: np.ndarray    # int64 (blocks,)
+    block_sum: np.ndarray      # int64 (blocks,) latency sum
+    block_min: np.ndarray      # int64 (blocks,), INT64_MAX where the block is empty
+    block_max: np.ndarray      # int64 (blocks,), -1 where the block is empty
+    block_hist: np.ndarray     # int64 (blocks, width)
+    coarse_first: int
+    workers: np.ndarray        # int64 worker ids (after the warm-up)
+    worker_count: np.ndarray   # int64
+    worker_sum: np.ndarray     # int64 latency sum per worker
+    warmup_samples: int
+    gap_start_ns: int          # the longest time without a completion of this op
+    gap_ns: int
+    gap_exact: bool            # False: shorter than a gap bin, only bounded
+
+    @property
+    def blocks(self) -> int:
+        return int(self.block_count.size)
+
+
+@dataclass
+class RunSummary:
+    block_ns: int
+    warmup_blocks: int
+    duration_ns: int
+    ops: dict[str, OpSummary]
+
+    @property
+    def blocks(self) -> int:
+        return max((o.blocks for o in self.ops.values()), default=0)
+
+    @property
+    def warmup_ns(self) -> int:
+        return self.warmup_blocks * self.block_ns
+
+    def block_durations_ns(self, blocks: int | None = None) -> np.ndarray:
+        """Length of each block, the last one cut at the end of the run."""
+        blocks = self.blocks if blocks is None else blocks
+        starts = np.arange(blocks, dtype=np.int64) * self.block_ns
+        ends = np.minimum(starts + self.block_ns, max(self.duration_ns, starts[-1] + 1)
+                          if blocks else 0)
+        return np.maximum(ends - starts, 1)
+
+
+def op_totals(op: OpSummary, warmup_blocks: int) -> tuple[int, int, int | None, int | None]:
+    """(samples, latency sum, min, max) after the warm-up, exact."""
+    count = op.block_count[warmup_blocks:]
+    if not count.any():
+        return 0, 0, None, None
+    used = count > 0
+    return (int(count.sum()), int(op.block_sum[warmup_blocks:].sum()),
+            int(op.block_min[warmup_blocks:][used].min()),
+            int(op.block_max[warmup_blocks:][used].max()))
+
+
+class _Growing:
+    """An array that grows along its first axis, doubling, filled with `fill`."""
+
+    def __init__(self, dtype, fill) -> None:
+        self.dtype, self.fill = dtype, fill
+        self.data = np.full(16, fill, dtype=dtype)
+
+    def reserve(self, rows: int) -> np.ndarray:
+        if rows > self.data.shape[0]:
+            grown = np.full(max(rows, 2 * self.data.shape[0]), self.fill, dtype=self.dtype)
+            grown[:self.data.shape[0]] = self.data
+            self.data = grown
+        return self.data
+
+    def merge_pairs(self, reduce) -> None:
+        """Halve the resolution: element i becomes reduce(old 2i, old 2i+1)."""
+        data = self.data
+        if data.shape[0] % 2:
+            data = np.concatenate([data, np.full(1, self.fill, self.dtype)])
+        self.data = reduce(data[0::2], data[1::2])
+
+
+class _BlockHistogram:
+    """Coarse histogram per block: rows grow with the blocks, columns only span the coarse
+    buckets seen (a run's latencies cover a few powers of two, not all 49)."""
+
+    def __init__(self) -> None:
+        self.first = 0
+        self.data = np.zeros((16, 0), dtype=np.int32)
+
+    def add(self, local_block: np.ndarray, low_block: int, blocks: int,
+            coarse: np.ndarray) -> None:
+        low_col, high_col = int(coarse.min()), int(coarse.max()) + 1
+        self._reserve(blocks, low_col, high_col)
+        width = high_col - low_col
+        span = blocks - low_block
+        cells = np.bincount(local_block * width + (coarse - low_col), minlength=span * width)
+        column = low_col - self.first
+        self.data[low_block:blocks, column:column + width] += \
+            cells.reshape(span, width).astype(np.int32)
+
+    def _reserve(self, rows: int, low_col: int, high_col: int) -> None:
+        have_rows, have_width = self.data.shape
+        first = min(self.first, low_col) if have_width else low_col
+        last = max(self.first + have_width, high_col) if have_width else high_col
+        new_rows = max(rows, have_rows) if rows <= have_rows else max(rows, 2 * have_rows)
+        if new_rows == have_rows and first == self.first and last - first == have_width:
+            return
+        grown = np.zeros((new_rows, last - first), dtype=np.int32)
+        if have_width:
+            grown[:have_rows, self.first - first:self.first - first + have_width] = self.data
+        self.data, self.first = grown, first
+
+    def merge_pairs(self) -> None:
+        data = self.data
+        if data.shape[0] % 2:
+            data = np.vstack([data, np.zeros((1, data.shape[1]), np.int32)])
+        self.data = data[0::2] + data[1::2]
+
+
+class _OpAccumulator:
+    def __init__(self, block_ns: int, warmup_blocks: int) -> None:
+        self.block_ns = block_ns
+        self.gap_bin_ns = max(block_ns // GAP_BINS_PER_BLOCK, 1)
+        self.warmup_blocks = warmup_blocks
+        self.histogram = np.zeros(hist.N_BUCKETS, dtype=np.int64)
+        self.count = _Growing(np.int64, 0)
+        self.sum = _Growing(np.int64, 0)
+        self.min = _Growing(np.int64, _NO_MIN)
+        self.max = _Growing(np.int64, -1)
+        self.coarse = _BlockHistogram()
+        self.first_end = _Growing(np.int64, _NO_MIN)
+        self.last_end = _Growing(np.int64, -1)
+        self.blocks = 0
+        self.gap_bins = 0
+        self.workers: dict[int, list[int]] = {}
+        self.warmup_samples = 0
+        self.last_completion = 0
+
+    def coarsen(self) -> None:
+        """Double the block length (very long runs, or absurd start times in a foreign log)."""
+        self.count.merge_pairs(np.add)
+        self.sum.merge_pairs(np.add)
+        self.min.merge_pairs(np.minimum)
+        self.max.merge_pairs(np.maximum)
+        self.coarse.merge_pairs()
+        self.first_end.merge_pairs(np.minimum)
+        self.last_end.merge_pairs(np.maximum)
+        self.block_ns *= 2
+        self.gap_bin_ns *= 2
+        self.blocks = -(-self.blocks // 2)
+        self.gap_bins = -(-self.gap_bins // 2)
+
+    def add(self, worker: np.ndarray, start: np.ndarray, latency: np.ndarray) -> None:
+        if start.size == 0:
+            return
+        fine = hist.bucket_index(latency)
+        block = start // self.block_ns
+        blocks = int(block.max()) + 1
+        self.blocks = max(self.blocks, blocks)
+        counts = self.count.reserve(blocks)
+        sums = self.sum.reserve(blocks)
+        mins = self.min.reserve(blocks)
+        maxs = self.max.reserve(blocks)
+        low = int(block.min())
+        span = blocks - low
+        local = block - low
+        counts[low:blocks] += np.bincount(local, minlength=span)
+        # float64 sums of integers are exact below 2**53 ns (104 days) per block
+        sums[low:blocks] += np.rint(np.bincount(local, weights=latency.astype(np.float64),
+                                                minlength=span)).astype(np.int64)
+        if block.size < 2 or (np.diff(block) >= 0).all():
+            edges = np.flatnonzero(np.diff(block)) + 1
+            firsts = np.concatenate(([0], edges))
+            ids = block[firsts]
+            np.minimum.at(mins, ids, np.minimum.reduceat(latency, firsts))
+            np.maximum.at(maxs, ids, np.maximum.reduceat(latency, firsts))
+        else:
+            np.minimum.at(mins, block, latency)
+            np.maximum.at(maxs, block, latency)
+        self.coarse.add(local, low, blocks, fine >> COARSE_SHIFT)
+        after = block >= self.warmup_blocks
+        if not after.all():
+            self.warmup_samples += int((~after).sum())
+            fine, worker, latency_after = fine[after], worker[after], latency[after]
+        else:
+            latency_after = latency
+        self.histogram += np.bincount(fine, minlength=hist.N_BUCKETS)
+        if worker.size:
+            if worker.min() >= 0 and worker.max() < 1 << 16:   # worker indexes: bincount
+                n = np.bincount(worker, minlength=1)
+                s = np.bincount(worker, weights=latency_after.astype(np.float64))
+                ids = np.flatnonzero(n)
+                n, s = n[ids], np.rint(s[ids]).astype(np.int64)
+            else:
+                ids, inverse = np.unique(worker, return_inverse=True)
+                n = np.bincount(inverse, minlength=ids.size)
+                s = np.rint(np.bincount(inverse, weights=latency_after.astype(np.float64),
+                                        minlength=ids.size)).astype(np.int64)
+            for w, c, t in zip(ids.tolist(), n.tolist(), s.tolist(), strict=True):
+                entry = self.workers.setdefault(w, [0, 0])
+                entry[0] += c
+                entry[1] += t
+        end = start + latency
+        self.last_completion = max(self.last_completion, int(end.max()))
+        gap_bin = end // self.gap_bin_ns
+        bins = int(gap_bin.max()) + 1
+        self.gap_bins = max(self.gap_bins, bins)
+        np.minimum.at(self.first_end.reserve(bins), gap_bin, end)
+        np.maximum.at(self.last_end.reserve(bins), gap_bin, end)
+
+    def finish(self, blocks: int, duration_ns: int) -> OpSummary:
+        def cut(growing: _Growing) -> np.ndarray:
+            return growing.reserve(blocks)[:blocks].copy()
+
+        self.coarse._reserve(blocks, self.coarse.first, self.coarse.first
+                             + self.coarse.data.shape[1])
+        coarse = self.coarse.data[:blocks]
+        used = np.flatnonzero(coarse.sum(axis=0))
+        first = int(used[0]) if used.size else 0
+        last = int(used[-1]) + 1 if used.size else 0
+        workers = np.array(sorted(self.workers), dtype=np.int64)
+        gap_start, gap, exact = self._longest_gap(duration_ns)
+        return OpSummary(
+            histogram=self.histogram, block_count=cut(self.count), block_sum=cut(self.sum),
+            block_min=cut(self.min), block_max=cut(self.max),
+            block_hist=np.ascontiguousarray(coarse[:, first:last]).astype(np.int64),
+            coarse_first=self.coarse.first + first,
+            workers=workers,
+            worker_count=np.array([self.workers[w][0] for w in workers.tolist()], np.int64),
+            worker_sum=np.array([self.workers[w][1] for w in workers.tolist()], np.int64),
+            warmup_samples=self.warmup_samples, gap_start_ns=gap_start, gap_ns=gap,
+            gap_exact=exact)
+
+    def _longest_gap(self, duration_ns: int) -> tuple[int, int, bool]:
+        """Like stalls.longest_gap, from the per-bin first and last completions: exact when the
+        gap spans bins; a gap inside one bin is only known to be shorter than the bin."""
+        run_end = max(duration_ns, self.last_completion)
+        if self.gap_bins == 0:
+            return 0, int(run_end), True
+        first = self.first_end.data[:self.gap_bins]
+        last = self.last_end.data[:self.gap_bins]
+        busy = np.flatnonzero(last >= 0)
+        points_from = np.concatenate(([0], last[busy]))
+        points_to = np.concatenate((first[busy], [run_end]))
+        gaps = points_to - points_from
+        i = int(np.argmax(gaps))
+        return int(points_from[i]), int(gaps[i]), bool(gaps[i] >= self.gap_bin_ns)
+
+
+class SummaryBuilder:
+    """Accumulates a RunSummary from batches of ops; see the module docstring."""
+
+    def __init__(self, block_ns: int, warmup_ns: int = 0) -> None:
+        if block_ns <= 0:
+            raise ValueError("block_ns must be positive")
+        self.block_ns = int(block_ns)
+        self.warmup_ns = max(int(warmup_ns), 0)
+        self.warmup_blocks = -(-self.warmup_ns // self.block_ns)
+        self._ops: dict[str, _OpAccumulator] = {}
+
+    def _fit(self, latest_ns: int) -> None:
+        """Keep at most MAX_BLOCKS blocks: double the block length while a start lies beyond.
+        The warm-up then ends at the first block edge at or after it."""
+        while latest_ns // self.block_ns >= MAX_BLOCKS:
+            self.block_ns *= 2
+            for acc in self._ops.values():
+                acc.coarsen()
+        self.warmup_blocks = -(-self.warmup_ns // self.block_ns)
+        for acc in self._ops.values():
+            acc.warmup_blocks = self.warmup_blocks
+
+    def declare(self, names: list[str]) -> None:
+        """Ops that must appear in the summary even if none completed."""
+        for name in names:
+            self._op(name)
+
+    def _op(self, name: str) -> _OpAccumulator:
+        acc = self._ops.get(name)
+        if acc is None:
+            acc = self._ops[name] = _OpAccumulator(self.block_ns, self.warmup_blocks)
+        return acc
+
+    def add(self, names: list[str], codes: np.ndarray, worker: np.ndarray, start_ns: np.ndarray,
+            latency_ns: np.ndarray, intended_ns: np.ndarray | None = None) -> None:
+        """One batch: op codes index `names`; intended_ns < 0 means 'not paced'."""
+        codes = np.asarray(codes)
+        if codes.size == 0:
+            return
+        worker = np.broadcast_to(np.asarray(worker, dtype=np.int64), codes.shape)
+        start_ns = np.maximum(np.asarray(start_ns, dtype=np.int64), 0)
+        latency_ns = np.maximum(np.asarray(latency_ns, dtype=np.int64), 0)
+        latest = int(start_ns.max())
+        if intended_ns is not None:
+            latest = max(latest, int(np.asarray(intended_ns, dtype=np.int64).max()))
+        self._fit(latest)
+        first = int(codes[0])
+        if (codes == first).all():      # one op per batch (a reader's spool): no sort
+            groups = [(first, slice(None))]
+        else:
+            order = np.argsort(codes, kind="stable")
+            bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+            groups = [(code, order[bounds[code]:bounds[code + 1]])
+                      for code in range(len(names)) if bounds[code] < bounds[code + 1]]
+        for code, idx in groups:
+            name = names[code]
+            w, s, lat = worker[idx], start_ns[idx], latency_ns[idx]
+            self._op(name).add(w, s, lat)
+            if intended_ns is not None:
+                planned = np.asarray(intended_ns, dtype=np.int64)[idx]
+                paced = planned >= 0
+                if paced.any():
+                    p = np.maximum(planned[paced], 0)
+                    response = np.maximum(s[paced] + lat[paced] - p, 0)
+                    self._op(name + RESPONSE_SUFFIX).add(w[paced], p, response)
+
+    def finish(self, duration_ns: int | None = None) -> RunSummary:
+        ends = [acc.last_completion for acc in self._ops.values()]
+        duration = int(duration_ns) if duration_ns and duration_ns > 0 else max(ends, default=0)
+        blocks = max([acc.blocks for acc in self._ops.values()]
+                     + [-(-duration // self.block_ns)], default=0)
+        blocks = max(blocks, self.warmup_blocks, 1)
+        ops = {name: acc.finish(blocks, duration) for name, acc in self._ops.items()}
+        return RunSummary(self.block_ns, self.warmup_blocks, duration, ops)
+
+
+def summarize_arrays(ops: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None]],
+                     duration_ns: int, block_ns: int, warmup_ns: int = 0,
+                     worker: dict[str, np.ndarray] | None = None) -> RunSummary:
+    """A RunSummary of in-memory arrays: {op: (start_ns, latency_ns, intended_ns or None)}."""
+    builder = SummaryBuilder(block_ns, warmup_ns)
+    for name, (start, latency, intended) in ops.items():
+        w = (worker or {}).get(name, np.zeros(len(start), dtype=np.int64))
+        builder.add([name], np.zeros(len(start), dtype=np.int64), w, start, latency, intended)
+    return builder.finish(duration_ns)

@@ -1,0 +1,290 @@
+"""summary.parquet beside ops.parquet: the run's summary (analysis/summary.py) on disk.
+
+It is written in the same streaming pass that writes ops.parquet (runner, importers, `stallbench
+cleanup` for killed runs). A summary is trusted only when its schema version and its
+fingerprint of ops.parquet (size and the Parquet footer, which holds every row group's offsets
+and statistics) match; otherwise, and for runs that have none, it is rebuilt from ops.parquet in
+bounded memory (row-group batches) and written atomically. Results one may not write keep the
+rebuilt summary in memory.
+
+One long table, one row per fact, `kind` saying which:
+  0 histogram     op, key = fine bucket, count
+  1 block         op, block, count, sum_ns, min_ns, max_ns
+  2 block bucket  op, block, key = coarse bucket, count
+  3 worker        op, key = worker id, count, sum_ns
+  4 op            op, count = warm-up samples, sum_ns = longest gap start, min_ns = its length,
+                  max_ns = 1 if exact
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .analysis import histogram as hist
+from .analysis import summary as sm
+from .errors import RunDataError
+
+SUMMARY_FILE = "summary.parquet"
+SUMMARY_SCHEMA_VERSION = 1
+_KIND_HISTOGRAM, _KIND_BLOCK, _KIND_BLOCK_BUCKET, _KIND_WORKER, _KIND_OP = range(5)
+_BATCH_ROWS = 1 << 20
+
+SCHEMA = pa.schema([
+    ("kind", pa.int8()),
+    ("op", pa.dictionary(pa.int32(), pa.string())),
+    ("block", pa.int32()),
+    ("key", pa.int64()),
+    ("count", pa.int64()),
+    ("sum_ns", pa.int64()),
+    ("min_ns", pa.int64()),
+    ("max_ns", pa.int64()),
+])
+
+
+def fingerprint(ops_path: Path) -> str:
+    """Size and SHA-256 of the Parquet footer of ops.parquet."""
+    ops_path = Path(ops_path)
+    size = ops_path.stat().st_size
+    with open(ops_path, "rb") as f:
+        if size < 12:
+            return f"{size}:short"
+        f.seek(size - 8)
+        footer_len = int.from_bytes(f.read(4), "little")
+        start = max(size - 8 - footer_len, 0)
+        f.seek(start)
+        digest = hashlib.sha256(f.read(size - start)).hexdigest()
+    return f"{size}:{digest}"
+
+
+def builder_for(meta: dict[str, Any]) -> sm.SummaryBuilder:
+    """A builder with the block length and warm-up of the run that `meta` (run.json) describes."""
+    warmup_s = float(meta.get("warmup_s") or 0.0)
+    duration = meta.get("duration_s") or meta.get("duration_planned_s")
+    builder = sm.SummaryBuilder(sm.block_ns_for(duration, warmup_s), int(round(warmup_s * 1e9)))
+    builder.declare(list(meta.get("ops_declared") or []))
+    return builder
+
+
+def add_batch(builder: sm.SummaryBuilder, batch: pa.RecordBatch | pa.Table) -> None:
+    """Feed one ops batch (store.OPS_SCHEMA) to the builder."""
+    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+    if table.num_rows == 0:
+        return
+    column = table.column("op")
+    if not pa.types.is_dictionary(column.type):
+        column = column.dictionary_encode()
+    column = column.unify_dictionaries()
+    chunks = column.chunks
+    names = chunks[0].dictionary.to_pylist()
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
+    intended = None
+    if "intended_ns" in table.column_names:
+        col = table.column("intended_ns")
+        if col.null_count < len(col):
+            intended = col.fill_null(-1).to_numpy()
+    builder.add(names, codes, table.column("worker").to_numpy(),
+                table.column("start_ns").to_numpy(), table.column("latency_ns").to_numpy(),
+                intended)
+
+
+def write(run_dir: Path, summary: sm.RunSummary, ops_fingerprint: str) -> Path:
+    """Write summary.parquet atomically."""
+    run_dir = Path(run_dir)
+    target = run_dir / SUMMARY_FILE
+    tmp = run_dir / f".{SUMMARY_FILE}.tmp"
+    metadata = {
+        "summary_schema_version": str(SUMMARY_SCHEMA_VERSION),
+        "ops_fingerprint": ops_fingerprint,
+        "block_ns": str(summary.block_ns),
+        "warmup_blocks": str(summary.warmup_blocks),
+        "duration_ns": str(summary.duration_ns),
+        "sub_bits": str(hist.SUB_BITS),
+        "coarse_sub_bits": str(sm.COARSE_SUB_BITS),
+    }
+    try:
+        pq.write_table(_to_table(summary).replace_schema_metadata(metadata), tmp,
+                       compression="zstd")
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _to_table(summary: sm.RunSummary) -> pa.Table:
+    names = list(summary.ops)
+    parts: list[dict[str, np.ndarray]] = []
+
+    def part(kind: int, op: int, n: int, **columns: np.ndarray) -> None:
+        row = {"kind": np.full(n, kind, np.int8), "op": np.full(n, op, np.int32)}
+        row.update(columns)
+        parts.append(row)
+
+    for code, name in enumerate(names):
+        op = summary.ops[name]
+        used = np.flatnonzero(op.histogram)
+        part(_KIND_HISTOGRAM, code, used.size, key=used, count=op.histogram[used])
+        blocks = np.flatnonzero(op.block_count)
+        part(_KIND_BLOCK, code, blocks.size, block=blocks, count=op.block_count[blocks],
+             sum_ns=op.block_sum[blocks], min_ns=op.block_min[blocks],
+             max_ns=op.block_max[blocks])
+        block, bucket = np.nonzero(op.block_hist)
+        part(_KIND_BLOCK_BUCKET, code, block.size, block=block, key=bucket + op.coarse_first,
+             count=op.block_hist[block, bucket])
+        part(_KIND_WORKER, code, op.workers.size, key=op.workers, count=op.worker_count,
+             sum_ns=op.worker_sum)
+        part(_KIND_OP, code, 1, count=np.array([op.warmup_samples]),
+             sum_ns=np.array([op.gap_start_ns]), min_ns=np.array([op.gap_ns]),
+             max_ns=np.array([int(op.gap_exact)]))
+    columns = {}
+    for field in SCHEMA:
+        if field.name == "op":
+            continue
+        values = [p.get(field.name) for p in parts]
+        if all(v is None for v in values):
+            columns[field.name] = pa.nulls(sum(len(p["kind"]) for p in parts), field.type)
+            continue
+        arrays = []
+        for p, v in zip(parts, values, strict=True):
+            n = len(p["kind"])
+            arrays.append(pa.array(np.asarray(v), type=field.type) if v is not None
+                          else pa.nulls(n, field.type))
+        columns[field.name] = pa.concat_arrays(arrays) if arrays else pa.array([], field.type)
+    codes = np.concatenate([p["op"] for p in parts]) if parts else np.empty(0, np.int32)
+    columns["op"] = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()),
+                                                   pa.array(names, pa.string()))
+    return pa.table({f.name: columns[f.name] for f in SCHEMA}, schema=SCHEMA)
+
+
+def read(run_dir: Path, ops_fingerprint: str | None) -> sm.RunSummary | None:
+    """The summary on disk, or None when it is missing, damaged, of another schema, or does
+    not match ops.parquet (`ops_fingerprint`)."""
+    path = Path(run_dir) / SUMMARY_FILE
+    if not path.exists():
+        return None
+    try:
+        table = pq.read_table(path)
+        meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+        if meta.get("summary_schema_version") != str(SUMMARY_SCHEMA_VERSION) \
+                or meta.get("sub_bits") != str(hist.SUB_BITS) \
+                or meta.get("coarse_sub_bits") != str(sm.COARSE_SUB_BITS) \
+                or meta.get("ops_fingerprint") != ops_fingerprint:
+            return None
+        return _from_table(table, int(meta["block_ns"]), int(meta["warmup_blocks"]),
+                           int(meta["duration_ns"]))
+    except (pa.ArrowException, OSError, KeyError, ValueError, IndexError):
+        return None
+
+
+def _from_table(table: pa.Table, block_ns: int, warmup_blocks: int,
+                duration_ns: int) -> sm.RunSummary:
+    op_col = table.column("op").combine_chunks()
+    if isinstance(op_col, pa.ChunkedArray):
+        op_col = op_col.chunk(0)
+    names = op_col.dictionary.to_pylist()
+    codes = op_col.indices.to_numpy(zero_copy_only=False)
+    kind = table.column("kind").to_numpy()
+    cols = {name: table.column(name).fill_null(0).to_numpy()
+            for name in ("block", "key", "count", "sum_ns", "min_ns", "max_ns")}
+    block_rows = cols["block"][kind == _KIND_BLOCK]
+    blocks = max(int(block_rows.max()) + 1 if block_rows.size else 0,
+                 -(-duration_ns // block_ns), warmup_blocks, 1)
+    ops = {}
+    for code, name in enumerate(names):
+        mine = codes == code
+
+        def rows(k: int, mine=mine) -> np.ndarray:
+            return mine & (kind == k)
+
+        r = rows(_KIND_HISTOGRAM)
+        histogram = np.zeros(hist.N_BUCKETS, np.int64)
+        histogram[cols["key"][r]] = cols["count"][r]
+        r = rows(_KIND_BLOCK)
+        b = cols["block"][r]
+        count = np.zeros(blocks, np.int64)
+        total = np.zeros(blocks, np.int64)
+        low = np.full(blocks, np.iinfo(np.int64).max)
+        high = np.full(blocks, -1, np.int64)
+        count[b], total[b] = cols["count"][r], cols["sum_ns"][r]
+        low[b], high[b] = cols["min_ns"][r], cols["max_ns"][r]
+        r = rows(_KIND_BLOCK_BUCKET)
+        bucket = cols["key"][r]
+        first = int(bucket.min()) if bucket.size else 0
+        width = int(bucket.max()) - first + 1 if bucket.size else 0
+        block_hist = np.zeros((blocks, width), np.int64)
+        block_hist[cols["block"][r], bucket - first] = cols["count"][r]
+        r = rows(_KIND_WORKER)
+        order = np.argsort(cols["key"][r], kind="stable")
+        r_op = np.flatnonzero(rows(_KIND_OP))
+        if r_op.size != 1:
+            raise ValueError(f"summary of {name!r}: no op row")
+        i = int(r_op[0])
+        ops[name] = sm.OpSummary(
+            histogram=histogram, block_count=count, block_sum=total, block_min=low,
+            block_max=high, block_hist=block_hist, coarse_first=first,
+            workers=cols["key"][r][order], worker_count=cols["count"][r][order],
+            worker_sum=cols["sum_ns"][r][order], warmup_samples=int(cols["count"][i]),
+            gap_start_ns=int(cols["sum_ns"][i]), gap_ns=int(cols["min_ns"][i]),
+            gap_exact=bool(cols["max_ns"][i]))
+    return sm.RunSummary(block_ns, warmup_blocks, duration_ns, ops)
+
+
+def build_from_ops(ops_path: Path, meta: dict[str, Any]) -> sm.RunSummary:
+    """Stream ops.parquet in row-group batches into a summary (bounded memory)."""
+    builder = builder_for(meta)
+    try:
+        for batch in pq.ParquetFile(ops_path).iter_batches(batch_size=_BATCH_ROWS):
+            add_batch(builder, batch)
+    except (pa.ArrowException, OSError) as exc:
+        raise RunDataError(f"{ops_path}: damaged ({exc})") from exc
+    return builder.finish(_duration_ns(meta))
+
+
+def _duration_ns(meta: dict[str, Any]) -> int | None:
+    duration = meta.get("duration_s")
+    return int(float(duration) * 1e9) if duration else None
+
+
+def load_or_build(run_dir: Path, meta: dict[str, Any]) -> sm.RunSummary:
+    """The run's summary: read when it matches ops.parquet, else rebuilt (and written back
+    when the directory is writable)."""
+    run_dir = Path(run_dir)
+    ops_path = run_dir / "ops.parquet"
+    if not ops_path.exists():
+        raise RunDataError(f"{run_dir}: no ops.parquet")
+    mark = fingerprint(ops_path)
+    summary = read(run_dir, mark)
+    if summary is not None:
+        return summary
+    summary = build_from_ops(ops_path, meta)
+    try:
+        write(run_dir, summary, mark)
+    except OSError:
+        pass    # read-only results: the summary lives in memory for this command
+    return summary
+
+
+def write_with_ops(run_dir: Path, meta: dict[str, Any],
+                   batches: Iterable[pa.RecordBatch | pa.Table], write_ops) -> dict[str, int]:
+    """Write ops.parquet with `write_ops(path, batches)` and, in the same pass, its summary."""
+    builder = builder_for(meta)
+
+    def tee():
+        for batch in batches:
+            add_batch(builder, batch)
+            yield batch
+
+    ops_path = Path(run_dir) / "ops.parquet"
+    counts = write_ops(ops_path, tee())
+    write(run_dir, builder.finish(_duration_ns(meta)), fingerprint(ops_path))
+    return counts
