@@ -102,7 +102,10 @@ def html_sections(comparison) -> list[str]:
     """The differential flame graph of each candidate against the baseline, inline SVG."""
     views = getattr(comparison, "views", None)
     out = []
-    for a, b in (views.flames if views is not None else []):
+    pairs = views.flames if views is not None else []
+    if pairs:   # as wide as the page, but never so narrow that the frames' names vanish
+        out.append("<style>.flame svg{width:100%;height:auto;min-width:640px}</style>")
+    for a, b in pairs:
         out.append(f"<h2>Where tasks blocked: {_e(b.label)} vs {_e(a.label)} "
                    "(differential flame graph)</h2>")
         out.append('<div class="scroll flame">' + render_differential(a, b) + "</div>")
