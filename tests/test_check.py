@@ -37,7 +37,10 @@ def check(capsys, results: Path, baseline: str, candidate: str, *metrics: str,
 
 
 def test_no_regression_is_exit_0(results, capsys):
-    code, out, _ = check(capsys, results, "good", "same", "read:p50", "read:p99", "read:rate")
+    # three runs each: p99 is known within about ±12% here (the run-to-run spread is only
+    # partly measured by three runs), so the bound that can be certified is wider than 10%
+    code, out, _ = check(capsys, results, "good", "same", "read:p50", "read:p99", "read:rate",
+                         bound="25%")
     assert code == 0, out
     assert out.count("ok: within the bound") == 3
 

@@ -52,6 +52,7 @@ def test_pgioperf_records_all_op_types_with_pacing(results, workdir):
     run_stallbench("run", "pgioperf", "--variant", "pg", "--results", str(results),
                    "--dir", str(workdir), "--data-size", "64M", "--wal-size", "16M",
                    "--readers", "2", "--checkpoint-fsync-every", "500", "--duration", "5",
+                   "--warmup", "0",
                    "--monitors", "none", "--no-progress", check=True)
     run = stallbench.load_run(_only_run(results, "pg", "pgioperf"))
     assert run.complete

@@ -118,7 +118,9 @@ def test_compare_names_each_damaged_run_and_uses_the_intact_ones(damaged):
     read = report["ops"]["read"]["variants"]
     assert read["mixed"]["samples"] == len(mixed)
     assert read["mixed"]["max_ns"] == mixed.max()
-    assert read["mixed"]["p50_ns"] == pytest.approx(np.percentile(mixed, 50))
+    assert read["mixed"]["p50_ns"] == pytest.approx(
+        np.percentile(mixed, 50, method="inverted_cdf"),
+        rel=report["accuracy"]["quantile_relative_error"])
     assert read["good"]["samples"] == sum(len(x) for x in damaged["good"])
     assert [r["iteration"] for r in report["variants"][1]["runs"]] == [1, 2]
 

@@ -80,6 +80,7 @@ class OpStats:
     iteration_samples: list[int]
     iteration_p99_ns: list[float | None]
     iteration_p99_spread: float | None  # (max - min) / median of the per-iteration p99
+    warmup_samples: int = 0  # recorded during the warm-up, not in the statistics
 
 
 @dataclass
@@ -255,9 +256,10 @@ def _side(name: str, variant: _VariantRuns) -> _OpSide:
         iteration_p99.append(_quantiles(op.histogram, [0.99])[0]
                              if t[0] and resolvable(t[0], 0.99) else None)
     iteration_samples = [int(t[0]) for t in totals]
+    warmup = int(sum(op.warmup_samples for op in ops))
     if n == 0:
         stats = OpStats(0, rate, {s: None for s in LATENCY_STATS}, {}, iteration_samples,
-                        iteration_p99, None)
+                        iteration_p99, None, warmup)
         return _OpSide(ops, variant.summaries, variant.durations, histogram, stats)
     values: dict[str, float | None] = {
         "min": float(min(t[2] for t in totals if t[0])),
@@ -272,7 +274,7 @@ def _side(name: str, variant: _VariantRuns) -> _OpSide:
             unresolved[stat] = tail_samples(n, p)
     values = {stat: values[stat] for stat in LATENCY_STATS}
     stats = OpStats(n, rate, values, unresolved, iteration_samples, iteration_p99,
-                    spread(iteration_p99))
+                    spread(iteration_p99), warmup)
     return _OpSide(ops, variant.summaries, variant.durations, histogram, stats)
 
 
@@ -443,18 +445,29 @@ def _level_shifts(variants: list[_VariantRuns], names: list[str]) -> list[dict[s
 def _distrust_regime_mixes(ops: list[OpComparison], level_shifts: list[dict[str, Any]],
                            baseline: str) -> None:
     """An op whose runs mix two regimes (a cold then a warm cache) pools them in proportions
-    that vary from run to run: its better/worse verdicts become 'unclear' (the report says
-    when the regime changed and what to do)."""
-    shifted = {(s["variant"], s["op"]) for s in level_shifts}
+    that vary from run to run, which can move its statistics by up to the ratio of the two
+    regimes: verdicts on changes no larger than that become 'unclear' (the report says when
+    the regime changed and what to do). A change beyond any regime ratio still stands."""
+    ratio: dict[tuple[str, str], float] = {}
+    for s in level_shifts:
+        key = (s["variant"], s["op"])
+        size = abs(float(np.log(max(s["after_ns"], 1.0) / max(s["before_ns"], 1.0))))
+        ratio[key] = max(ratio.get(key, 0.0), size)
     for op in ops:
         name = op.op.removesuffix(RESPONSE_SUFFIX)
         for label, changes in op.changes.items():
-            if (baseline, name) not in shifted and (label, name) not in shifted:
+            bound = max(ratio.get((baseline, name), 0.0), ratio.get((label, name), 0.0))
+            if bound == 0.0:
                 continue
             for change in changes.values():
-                if change.verdict in ("better", "worse", "same"):
-                    change.verdict = "unclear"
-                    change.note = NOT_STATIONARY
+                if change.verdict not in ("better", "worse", "same"):
+                    continue
+                if change.change is not None and change.low is not None and min(
+                        abs(np.log1p(change.low)), abs(np.log1p(change.high))) > bound \
+                        and change.verdict != "same":
+                    continue
+                change.verdict = "unclear"
+                change.note = NOT_STATIONARY
 
 
 def _cpu_rows(variants: list[_VariantRuns], candidates: list[str]) -> list[CpuRow]:

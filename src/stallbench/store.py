@@ -331,6 +331,8 @@ class Run:
         if self._summary is None:
             from . import summaryfile
 
+            if not (self.path / OPS_FILE).exists():
+                raise RunDataError(f"{self.path}: no {OPS_FILE} ({self.describe_status()})")
             self._summary = summaryfile.load_or_build(self.path, self.meta)
         return self._summary
 

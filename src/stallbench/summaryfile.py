@@ -246,7 +246,7 @@ def build_from_ops(ops_path: Path, meta: dict[str, Any]) -> sm.RunSummary:
         for batch in pq.ParquetFile(ops_path).iter_batches(batch_size=_BATCH_ROWS):
             add_batch(builder, batch)
     except (pa.ArrowException, OSError) as exc:
-        raise RunDataError(f"{ops_path}: damaged ({exc})") from exc
+        raise RunDataError(f"{ops_path}: damaged ({' '.join(str(exc).split())})") from exc
     return builder.finish(_duration_ns(meta))
 
 

@@ -13,7 +13,8 @@ The model, on the log scale of each statistic (p50 ... p99.9, mean, rate), for r
     y_ji = log θ_j + u_ji + e_ji
 
 - e_ji, the run's own error, has a variance w_ji estimated from the run itself over *groups of
-  contiguous time*: the run's (post-warm-up) time blocks are split into G groups (4 <= G <= 16;
+  contiguous time*: the run's (post-warm-up) time blocks are split into G groups (4 <= G <= 32,
+  at least two blocks each;
   for a quantile the run must hold at least MIN_TAIL_PER_GROUP ops beyond it per group). For a
   quantile, w is the grouped (delete-one-group) jackknife variance of the log quantile,
   (G-1)/G Σ_g (θ_(-g) - θ̄)², each θ_(-g) read from the run's histogram less group g's: unlike
@@ -59,8 +60,9 @@ from . import summary as sm
 
 CONFIDENCE = 0.95
 MIN_GROUPS = 4
-MAX_GROUPS = 16
-MIN_TAIL_PER_GROUP = 8
+MAX_GROUPS = 32
+MIN_BLOCKS_PER_GROUP = 2
+MIN_TAIL_PER_GROUP = 5
 MAX_ITERATIONS_ADVICE = 30
 PRIOR_DOF = 4.0
 # Run-to-run standard deviation of the log statistic, assumed where runs cannot show it:
@@ -151,6 +153,8 @@ class RunStatistic:
 
 
 def _groups(blocks: int, wanted: int) -> list[np.ndarray]:
+    if blocks <= 0 or wanted <= 0:
+        return []
     return [g for g in np.array_split(np.arange(blocks), min(wanted, blocks)) if g.size]
 
 
@@ -168,7 +172,8 @@ def quantile_statistics(op: sm.OpSummary, warmup_blocks: int,
     cumulative_blocks = blocks.shape[0]
     for p, estimate in zip(probabilities, estimates, strict=True):
         log_value = float(np.log(max(estimate, 1.0)))
-        wanted = min(MAX_GROUPS, int(n * (1.0 - p) // MIN_TAIL_PER_GROUP), cumulative_blocks)
+        wanted = min(MAX_GROUPS, int(round(n * (1.0 - p))) // MIN_TAIL_PER_GROUP,
+                     cumulative_blocks // MIN_BLOCKS_PER_GROUP)
         if wanted < MIN_GROUPS:
             out.append(RunStatistic(log_value, None))
             continue
@@ -204,7 +209,7 @@ def _ratio_statistic(numerator: np.ndarray, denominator: np.ndarray) -> RunStati
     if denominator.sum() <= 0 or numerator.sum() <= 0:
         return RunStatistic(None, None)
     ratio = numerator.sum() / denominator.sum()
-    groups = _groups(numerator.size, MAX_GROUPS)
+    groups = _groups(numerator.size, min(MAX_GROUPS, numerator.size // MIN_BLOCKS_PER_GROUP))
     if len(groups) < MIN_GROUPS:
         return RunStatistic(float(np.log(ratio)), None)
     num = np.array([numerator[g].sum() for g in groups])
@@ -238,7 +243,7 @@ def two_level_change(estimate: float | None, baseline: list[RunStatistic],
     if any(not side or any(r.log_value is None for r in side) for side in sides):
         return Change(estimate, note="no samples in a run")
     if any(r.within_var is None for side in sides for r in side):
-        return Change(estimate, note="too few samples per time block for an interval")
+        return Change(estimate, note="too few for an interval")
     k = [len(side) for side in sides]
     w = [float(np.mean([r.within_var for r in side])) for side in sides]
     groups = [min(r.groups for r in side) for side in sides]

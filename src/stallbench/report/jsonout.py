@@ -32,7 +32,8 @@ def change_dict(change: Change) -> dict[str, Any]:
 
 
 def stats_dict(stats: OpStats) -> dict[str, Any]:
-    out: dict[str, Any] = {"samples": stats.samples, "rate": json_number(stats.rate)}
+    out: dict[str, Any] = {"samples": stats.samples, "warmup_samples": stats.warmup_samples,
+                           "rate": json_number(stats.rate)}
     for stat, key in JSON_KEYS.items():
         if stat == "rate":
             continue
