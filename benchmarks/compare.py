@@ -122,8 +122,8 @@ def parse_count(text: str) -> int:
 
 
 def scale(data: Path, sizes: list[int], rounds: int) -> None:
-    print(f"{'ops/run':>12} {'write 1 run':>12} {'writer RSS':>11} {'with summaries':>15} "
-          f"{'RSS':>9} {'from ops alone':>15} {'RSS':>9}")
+    print(f"{'ops/run':>12} {'write 1 run':>12} {'writer RSS':>11} {'with summaries':>24} "
+          f"{'RSS':>9} {'from ops alone':>24} {'RSS':>9}")
     for size in sizes:
         results = data / f"scale-{size}"
         written = {}
@@ -141,12 +141,15 @@ def scale(data: Path, sizes: list[int], rounds: int) -> None:
                     (results / variant / "scale-sim" / "1" / "summary.parquet").unlink()
                 from_ops.append(run_once(results, Path(tmp), "base", "cand"))
         w = written.get("base")
-        with_s = min(r[0] for r in summaries), max(r[1] for r in summaries) / 2**20
-        alone = min(r[0] for r in from_ops), max(r[1] for r in from_ops) / 2**20
+        def cell(rows):
+            best = min(rows, key=lambda r: r[0])
+            return (f"{best[0]:8.2f} s ({best[2]:6.2f} s CPU)",
+                    f"{max(r[1] for r in rows) / 2**20:5.0f} MiB")
+
         print(f"{size:>12,} {(f'{w[0]:.1f} s' if w else 'reused'):>12} "
               f"{(f'{w[1] / 2**20:.0f} MiB' if w else '-'):>11} "
-              f"{with_s[0]:>13.2f} s {with_s[1]:>5.0f} MiB {alone[0]:>13.1f} s "
-              f"{alone[1]:>5.0f} MiB", flush=True)
+              f"{cell(summaries)[0]:>24} {cell(summaries)[1]:>9} "
+              f"{cell(from_ops)[0]:>24} {cell(from_ops)[1]:>9}", flush=True)
 
 
 def main() -> None:

@@ -138,10 +138,11 @@ def test_sign_convention_and_words(reports):
     # the candidate's reads are slower in the tail and fewer: + and worse for p99, - for rate
     assert read["change"]["p99_ns"]["change"] > 0 and read["change"]["p99_ns"]["verdict"] == "worse"
     assert read["change"]["rate"]["change"] < 0 and read["change"]["rate"]["verdict"] == "worse"
-    assert read["starved"] is True  # 30% fewer reads
+    # 30% fewer reads, but none stopped while others went on: fewer, not starved
+    assert read["rate_fell"] is True and read["starved"] is False
     block = section(reports["text"], "read — latency")
     rate = next(line for line in block if line.split()[0] == "rate/s")
-    assert "STARVED" in rate and "-30" in rate
+    assert "FEWER OPS" in rate and "STARVED" not in rate and "-30" in rate
     assert "+ means the number got larger" in reports["text"]
     sentence = data["ops"]["read"]["variants"]["memcg"]["shift"]["sentence"]
     # 8% of the candidate's reads were drawn around 30 ms; part of the loss is outside the
@@ -211,7 +212,7 @@ def test_text_layout_snapshot(reports):
 
 def test_markdown_has_the_tables(reports):
     md = reports["markdown"]
-    assert "| p99 |" in md and "**STARVED**" in md and "## read — latency in" in md
+    assert "| p99 |" in md and "**FEWER OPS**" in md and "## read — latency in" in md
 
 
 def test_incomplete_run_is_left_out_with_one_line(results, tmp_path, capsys):
@@ -299,3 +300,23 @@ def test_several_candidates_mixed_iterations_and_imported_maxima(tmp_path, capsy
     # one run of ext3, several of xfs: the intervals say how many runs are behind them
     assert p50["runs"][1] == 1 and xfs["runs"][1] > 1 and xfs["run_sd_measured"]
     assert p50["verdict"] == "worse" and p50["low"] < 0.2 < p50["high"]  # true change +20%
+
+
+def test_an_op_that_stops_while_others_go_on_is_starved(tmp_path, capsys):
+    rng = np.random.default_rng(21)
+    for variant, gap in (("steady", False), ("stuck", True)):
+        start = np.sort(rng.uniform(0, 10e9, 20_000)).astype(np.int64)
+        if gap:     # the reads stop for 3 s while the WAL writes go on
+            start = start[(start < 4e9) | (start > 7e9)]
+        write_run(tmp_path, variant, {"read": lognormal_ns(rng, start.size, 300e3),
+                                      "wal": lognormal_ns(rng, 2000, 40e3)},
+                  duration_s=10.0, starts={"read": start})
+    code, out, _ = run_cli(capsys, "compare", "steady", "stuck", "--results", str(tmp_path),
+                           "--format", "json")
+    read = json.loads(out)["ops"]["read"]["variants"]["stuck"]
+    assert read["starved"] is True and read["rate_fell"] is True
+    assert any(e["kind"] == "starved" and 3.5e9 <= e["start_ns"] <= 5e9
+               for e in read["stalls"]["episodes"])
+    code, out, _ = run_cli(capsys, "compare", "steady", "stuck", "--results", str(tmp_path))
+    rate = next(line for line in section(out, "read — latency") if line.split()[0] == "rate/s")
+    assert "STARVED" in rate

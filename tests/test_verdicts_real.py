@@ -61,3 +61,22 @@ def test_o_direct_against_the_page_cache_is_called_worse_with_one_run_each(recor
     assert check.returncode == 1, check.stdout + check.stderr
     text = run_stallbench("compare", "a1", "odirect", "--results", str(recorded), check=True)
     assert "one run of a1, odirect" in text.stdout
+    # O_DIRECT reads are slower and fewer, but they never stopped: not starved
+    rate = next(line for line in text.stdout.splitlines() if line.split()[:1] == ["rate/s"])
+    assert "FEWER OPS" in rate and "STARVED" not in rate
+
+
+def test_a_monitor_run_on_one_side_only_is_said_not_a_change(recorded, tmp_path):
+    results = tmp_path / "results"
+    work = tmp_path / "work"
+    work.mkdir()
+    for variant, monitors in (("with", "counters"), ("without", "none")):
+        run_stallbench("run", "randread", "--variant", variant, "--results", str(results),
+                       "--dir", str(work), "--duration", "2", "--monitors", monitors,
+                       "--no-progress", "--no-drop-caches", "--file-size", "16M", check=True)
+    out = run_stallbench("compare", "with", "without", "--results", str(results), check=True)
+    assert "counters not collected in without" in " ".join(out.stdout.split())
+    assert "-100%" not in out.stdout
+    report = json.loads(run_stallbench("compare", "with", "without", "--results", str(results),
+                                       "--format", "json", check=True).stdout)
+    assert report["where"]["counters"]["without"] == []

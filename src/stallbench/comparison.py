@@ -43,7 +43,7 @@ class CompareOptions:
     noise: float = 0.02  # changes smaller than this are never called better/worse
     interval_s: float = 1.0  # stalls-over-time interval
     stall_threshold_ns: int = 100_000_000  # an interval whose max exceeds this is a stall
-    starved_rate_drop: float = 0.10  # rate fell by more than this -> starved
+    rate_drop: float = 0.10  # rate fell by more than this -> flagged FEWER OPS
     explain: bool = True  # call stallbench.where (monitor sections); check does not need it
     run_to_run_sd: dict[str, float] | None = None  # prior τ0 per statistic; None: iv's table
 
@@ -110,13 +110,14 @@ class OpComparison:
     kind: str  # "service" (latency as recorded) or "response" (completion - planned start)
     stats: dict[str, OpStats]  # variant label -> stats
     changes: dict[str, dict[str, iv.Change]]  # candidate -> stat ("rate", "p99", ...) -> change
-    starved: dict[str, bool]  # candidate -> rate fell by more than the threshold
+    starved: dict[str, bool]  # candidate -> the op stopped completing while others went on
     slower_probability: dict[str, float | None]  # candidate -> P(candidate op slower)
     shift: dict[str, bands_mod.Shift | None]  # candidate -> distribution shift
     bands: dict[str, list[int]]  # variant -> count per log2 band
     shift_curve: dict[str, ShiftCurve]  # candidate -> shift function
     ccdf: dict[str, dict[str, list[float]]]  # variant -> {latency_ns, fraction_above}
     stalls: dict[str, StallSummary]
+    rate_fell: dict[str, bool] = field(default_factory=dict)  # rate fell beyond rate_drop
 
 
 @dataclass
@@ -584,8 +585,10 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
                 side, _others_active(act, name.removesuffix(RESPONSE_SUFFIX)),
                 [r.meta.get("iteration") for r in v.runs], workers_seen, options)
         for label, side in zip(cand_labels, sides[1:], strict=True):
-            result.changes[label], result.shift_curve[label], result.starved[label] = \
+            result.changes[label], result.shift_curve[label], result.rate_fell[label] = \
                 _compare_op(sides[0], side, probabilities, options)
+            result.starved[label] = starved(result.stalls[label], side.stats.samples,
+                                            sides[0].stats.samples)
             result.slower_probability[label] = hist.superiority(side.histogram,
                                                                 sides[0].histogram)
             result.shift[label] = bands_mod.distribution_shift(
@@ -648,15 +651,23 @@ def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
         changes["rate"] = iv.Change(rate_change, note="no samples")
         if nc == 0 and nb >= MIN_TAIL_SAMPLES:
             changes["rate"].verdict = "worse"
-        starved = nc == 0 and nb > 0
-        return changes, ShiftCurve([], [], [], []), starved
+        return changes, ShiftCurve([], [], [], []), nc == 0 and nb > 0
     changes, curve = _changes(base, cand, probabilities, options)
     for stat, _ in PERCENTILES:
         if stat in base.stats.unresolved or stat in cand.stats.unresolved:
             changes[stat] = iv.Change(None, note="not resolvable")
     rate = changes["rate"].change
-    starved = rate is not None and rate < -options.starved_rate_drop
-    return changes, curve, starved
+    return changes, curve, rate is not None and rate < -options.rate_drop
+
+
+def starved(stalls: StallSummary, samples: int, baseline_samples: int) -> bool:
+    """Starved: the op stopped completing while other ops went on (a 'starved' stall episode
+    or a worker far below the others), or it completed nothing where the baseline did. A
+    variant that is merely slower is not starved."""
+    if samples == 0:
+        return baseline_samples > 0
+    return any(e["kind"] == "starved" for e in stalls.episodes) or \
+        any(w["starved"] for w in stalls.workers)
 
 
 def _adjust(ops: list[OpComparison], cpu: list[CpuRow], options: CompareOptions) -> None:

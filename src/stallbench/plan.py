@@ -49,6 +49,7 @@ class Plan:
     duration_s: float = 10.0
     iterations: int = 1
     warmup_s: float | None = None      # None: the workload's default_warmup_s
+    until_decided: list[str] | None = None  # iterations = "auto": these OP:STAT metrics decide
     monitors: list[str] | None = None  # None: the default set
     results: Path = Path("results")
     source: Path | None = None         # the plan file, for messages
@@ -63,7 +64,7 @@ MAX_ITERATIONS = 10_000
 MAX_VARIANTS = 100
 
 _TOP_KEYS = {"workload", "workload_options", "options", "duration", "iterations", "monitors",
-             "results", "variants", "warmup"}
+             "results", "variants", "warmup", "max_iterations", "metrics"}
 _VARIANT_KEYS = {"name", "dir", "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir",
                  "keep_image", "memory", "system_memory", "sysctls", "scheduler", "drop_caches",
                  "workload_options"}
@@ -235,7 +236,24 @@ class _PlanReader:
         if "warmup" in data:
             warmup = self.wrap(("warmup",), _warmup, data["warmup"], "warmup")
         iterations = 1
-        if "iterations" in data:
+        until_decided = None
+        if data.get("iterations") == "auto":
+            iterations = data.get("max_iterations", 10)
+            metrics = data.get("metrics")
+            if not isinstance(metrics, list) or not metrics or \
+                    not all(isinstance(m, str) for m in metrics):
+                raise self.error(("metrics",) if "metrics" in data else ("iterations",),
+                                 'iterations = "auto" needs metrics = ["OP:STAT", ...] '
+                                 '(e.g. ["read:p99"])')
+            until_decided = metrics
+            if isinstance(iterations, bool) or not isinstance(iterations, int) \
+                    or not 1 <= iterations <= MAX_ITERATIONS:
+                raise self.error(("max_iterations",),
+                                 f"expected a whole number from 1 to {MAX_ITERATIONS}")
+        elif "max_iterations" in data or "metrics" in data:
+            key = "max_iterations" if "max_iterations" in data else "metrics"
+            raise self.error((key,), 'only with iterations = "auto"')
+        elif "iterations" in data:
             iterations = data["iterations"]
             if isinstance(iterations, bool) or not isinstance(iterations, int):
                 raise self.error(("iterations",), f"expected a whole number, got {iterations!r}")
@@ -278,6 +296,7 @@ class _PlanReader:
             seen.add(variant.name)
         return Plan(workload=workload, workload_options=options, variants=variants,
                     duration_s=duration, iterations=iterations, warmup_s=warmup,
+                    until_decided=until_decided,
                     monitors=monitors,
                     results=results, source=self.path)
 

@@ -94,6 +94,13 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
         workload_cls.from_options({**plan.workload_options, **variant.workload_options})
     monitor_names = plan.monitors if plan.monitors is not None else default_monitor_names()
     outcomes: list[RunOutcome] = []
+    metrics = None
+    if plan.until_decided is not None:
+        from . import untildecided
+
+        metrics = untildecided.parse_metrics(plan.until_decided)
+        if len(plan.variants) < 2:
+            raise UsageError("iterations auto compares variants: the plan needs two or more")
     with _Interrupt() as interrupt:
         for iteration in range(plan.iterations):
             for variant in plan.variants:
@@ -107,6 +114,13 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
                     + (f" ({outcome.reason})" if outcome.reason else "") + f" -> {outcome.path}")
                 if outcome.status == STATUS_INTERRUPTED or interrupt.signalled:
                     return outcomes
+            if metrics is not None:
+                paths = {v.name: [o.path for o in outcomes if o.variant == v.name]
+                         for v in plan.variants}
+                decision = untildecided.decide(paths, metrics, iteration + 1)
+                if decision.decided or iteration + 1 == plan.iterations:
+                    log(decision.sentence(plan.iterations))
+                    break
     return outcomes
 
 

@@ -286,5 +286,9 @@ def write_with_ops(run_dir: Path, meta: dict[str, Any],
 
     ops_path = Path(run_dir) / "ops.parquet"
     counts = write_ops(ops_path, tee())
-    write(run_dir, builder.finish(_duration_ns(meta)), fingerprint(ops_path))
+    try:
+        write(run_dir, builder.finish(_duration_ns(meta)), fingerprint(ops_path))
+    except OSError as exc:      # the ops are safe; the summary is rebuilt on first use
+        meta.setdefault("notes", []).append(
+            f"summary.parquet not written ({exc.strerror or exc}); rebuilt when first read")
     return counts

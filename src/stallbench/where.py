@@ -52,8 +52,16 @@ def explain(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Ru
         section["histograms"][label] = variant.histograms()
         section["slow_ops"][label] = variant.slow_ops()
         if label != baseline_label:
-            section["counters"][label] = am.counters_comparison(
-                base.counter_deltas(), variant.counter_deltas(), base.seconds, variant.seconds,
+            base_deltas, cand_deltas = base.counter_deltas(), variant.counter_deltas()
+            missing = [name for name, deltas in ((baseline_label, base_deltas),
+                                                 (label, cand_deltas)) if not deltas]
+            if missing and (base_deltas or cand_deltas):
+                # one side without the counters monitor would read as every counter -> 0
+                section["warnings"].append(
+                    f"counters not collected in {', '.join(missing)}: {baseline_label} and "
+                    f"{label} are not compared on kernel counters")
+            section["counters"][label] = [] if missing else am.counters_comparison(
+                base_deltas, cand_deltas, base.seconds, variant.seconds,
                 base.op_count, variant.op_count)
             delay_by_role = {row["role"]: row["delays"] for row in section["delay"][label]}
             roles_of_op = variant.roles_of_ops()

@@ -35,6 +35,10 @@ The model, on the log scale of each statistic (p50 ... p99.9, mean, rate), for r
 
   With one run per variant τ̃ = τ0: the interval says how much runs of this kind usually differ,
   and the report says that this was assumed, not measured. With 3+ runs the data dominate.
+  τ0 is raised to the run's own wandering where that is larger: the variance of the statistic
+  over the run's four quarters beyond what sampling explains (each quarter alone has ~4x the
+  whole run's variance), averaged over the runs compared. On a machine whose load comes and
+  goes, separate runs land at different levels just as quarters of one run do.
 - The variant's estimate is the statistic of its pooled histogram; its variance is
   (τ̃² + w̄_j) / k_j. The change's interval is log(1 + change) ± t · sqrt(Σ_j (τ̃² + w̄_j) / k_j),
   with t at the Welch-Satterthwaite degrees of freedom of the three variance terms (τ̃² with
@@ -64,6 +68,7 @@ MAX_GROUPS = 32
 MIN_BLOCKS_PER_GROUP = 2
 MIN_TAIL_PER_GROUP = 5
 MAX_ITERATIONS_ADVICE = 30
+QUARTERS = 4
 PRIOR_DOF = 4.0
 # Run-to-run standard deviation of the log statistic, assumed where runs cannot show it:
 # measured on A/A runs of this machine kind (benchmarks/aa.py, BENCHMARKS.md "A/A calibration").
@@ -72,8 +77,8 @@ RUN_TO_RUN_SD = {"p50": 0.03, "p90": 0.04, "p95": 0.05, "p99": 0.08, "p999": 0.2
                  "p9999": 0.50, "mean": 0.08, "rate": 0.05}
 _QUANTILE_PRIOR = ((0.50, "p50"), (0.90, "p90"), (0.95, "p95"), (0.99, "p99"), (0.999, "p999"),
                    (0.9999, "p9999"))
-METHOD = ("two-level: runs, and contiguous time blocks within each run (batch statistics); "
-          "run-to-run spread pooled over the two variants with an A/A-calibrated prior")
+METHOD = ("two-level: time blocks within each run, and the spread between runs (measured from "
+          "the runs, or with one run each assumed from A/A runs)")
 
 
 @functools.cache
@@ -150,6 +155,7 @@ class RunStatistic:
     log_value: float | None
     within_var: float | None    # None: too few blocks or tail samples to estimate it
     groups: int = 0
+    drift_var: float = 0.0      # how much the run's quarters differ beyond within_var says
 
 
 def _groups(blocks: int, wanted: int) -> list[np.ndarray]:
@@ -187,8 +193,20 @@ def quantile_statistics(op: sm.OpSummary, warmup_blocks: int,
         logs = np.log(np.maximum(values, 1.0))
         g = logs.size
         jackknife = (g - 1) / g * float(np.sum((logs - logs.mean()) ** 2))
-        out.append(RunStatistic(log_value, jackknife, g))
+        quarters = np.stack([blocks[q].sum(axis=0) for q in _groups(cumulative_blocks, QUARTERS)])
+        drift = 0.0
+        if quarters.shape[0] == QUARTERS and (quarters.sum(axis=1) * (1 - p)
+                                              >= MIN_TAIL_PER_GROUP).all():
+            level = hist.quantiles_from_counts(quarters, np.array([p]), coarse_edges)[:, 0]
+            drift = _excess(np.log(np.maximum(level, 1.0)), jackknife)
+        out.append(RunStatistic(log_value, jackknife, g, drift))
     return out
+
+
+def _excess(quarter_logs: np.ndarray, whole_var: float) -> float:
+    """Variance of the quarters' levels beyond sampling: each quarter alone has about
+    QUARTERS times the whole run's variance."""
+    return max(0.0, float(np.var(quarter_logs, ddof=1)) - QUARTERS * whole_var)
 
 
 def mean_statistic(op: sm.OpSummary, warmup_blocks: int) -> RunStatistic:
@@ -216,8 +234,14 @@ def _ratio_statistic(numerator: np.ndarray, denominator: np.ndarray) -> RunStati
     den = np.array([denominator[g].sum() for g in groups])
     k = len(groups)
     residual = num - ratio * den
-    variance = k / (k - 1) * np.sum(residual ** 2) / den.sum() ** 2
-    return RunStatistic(float(np.log(ratio)), float(variance / ratio ** 2), k)
+    variance = float(k / (k - 1) * np.sum(residual ** 2) / den.sum() ** 2 / ratio ** 2)
+    quarters = _groups(numerator.size, QUARTERS)
+    q_num = np.array([numerator[q].sum() for q in quarters])
+    q_den = np.array([denominator[q].sum() for q in quarters])
+    drift = 0.0
+    if len(quarters) == QUARTERS and (q_num > 0).all() and (q_den > 0).all():
+        drift = _excess(np.log(q_num / q_den), variance)
+    return RunStatistic(float(np.log(ratio)), variance, k, drift)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -248,6 +272,10 @@ def two_level_change(estimate: float | None, baseline: list[RunStatistic],
     w = [float(np.mean([r.within_var for r in side])) for side in sides]
     groups = [min(r.groups for r in side) for side in sides]
     dof_data = sum(kk - 1 for kk in k)
+    # a run whose quarters wander (the machine's load came and went) shows that the next run
+    # may land elsewhere too: the prior is at least that wandering
+    drift = float(np.mean([r.drift_var for side in sides for r in side]))
+    run_sd_prior = max(run_sd_prior, float(np.sqrt(drift)))
     run_var, measured = run_sd_prior ** 2, False
     if dof_data > 0:
         ss = sum(float(np.sum((np.array([r.log_value for r in side])

@@ -26,6 +26,13 @@ def register(subparsers) -> None:
     parser.add_argument("--plan", type=Path, help="a TOML plan with several variants")
     add_results_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+    parser.add_argument("--iterations", dest="plan_iterations", metavar="auto",
+                        help="with --plan: 'auto' adds interleaved rounds until --metric is "
+                             "decided (better, worse or same) for every candidate")
+    parser.add_argument("--max-iterations", type=int, metavar="N",
+                        help="with --iterations auto: at most N rounds (10)")
+    parser.add_argument("--metric", action="append", metavar="OP:STAT",
+                        help="with --iterations auto: a metric that decides (repeatable)")
     workloads = parser.add_subparsers(dest="workload", metavar="WORKLOAD",
                                       parser_class=type(parser))
     for name in available_workloads():
@@ -74,6 +81,7 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 _RUN_KEYS = {"variant", "results", "duration", "iterations", "warmup", "monitors",
+             "plan_iterations", "max_iterations", "metric",
              "no_progress", "dir",
              "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir", "keep_image", "memory",
              "system_memory", "sysctl", "scheduler", "no_drop_caches", "plan", "workload",
@@ -114,6 +122,29 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     )
 
 
+def _until_decided(args: argparse.Namespace, plan: Plan) -> None:
+    """--iterations auto [--max-iterations N] [--metric OP:STAT] over a plan's own keys."""
+    if args.plan_iterations is not None and args.plan_iterations != "auto":
+        raise UsageError(f"--iterations {args.plan_iterations!r} with --plan: only 'auto' "
+                         "(the plan file sets a number)")
+    auto = args.plan_iterations == "auto" or plan.until_decided is not None
+    if not auto:
+        if args.max_iterations or args.metric:
+            raise UsageError("--max-iterations and --metric go with --iterations auto")
+        return
+    if args.metric:
+        plan.until_decided = args.metric
+    elif plan.until_decided is None:
+        raise UsageError("--iterations auto needs --metric OP:STAT (e.g. --metric read:p99)")
+    if args.max_iterations is not None:
+        if not 1 <= args.max_iterations <= 10_000:
+            raise UsageError("--max-iterations must be between 1 and 10000")
+        plan.iterations = args.max_iterations
+    elif plan.until_decided is not None and args.plan_iterations == "auto" \
+            and plan.iterations == 1:
+        plan.iterations = 10
+
+
 def run(args: argparse.Namespace) -> int:
     if args.plan:
         if args.workload:
@@ -123,7 +154,11 @@ def run(args: argparse.Namespace) -> int:
         plan = load_plan(args.plan)
         if args.results:
             plan.results = args.results
+        _until_decided(args, plan)
     elif args.workload:
+        if args.plan_iterations or args.max_iterations or args.metric:
+            raise UsageError("--iterations auto compares variants: use it with --plan "
+                             "(stallbench run --plan PLAN --iterations auto --metric OP:STAT)")
         plan = plan_from_args(args)
     else:
         raise UsageError("name a workload (" + ", ".join(available_workloads())

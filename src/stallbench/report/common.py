@@ -85,6 +85,16 @@ def change_cell(change: Change | None, stats_base: OpStats, stats_cand: OpStats,
     return format_percent(change.change), format_interval(change), word
 
 
+def rate_flag(op: OpComparison, candidate: str) -> str:
+    """The flag after the rate row's verdict: STARVED (it stopped completing while other ops
+    went on) or FEWER OPS (the rate fell by more than the threshold, nothing starved)."""
+    if op.starved.get(candidate):
+        return "STARVED"
+    if op.rate_fell.get(candidate):
+        return "FEWER OPS"
+    return ""
+
+
 def json_number(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None

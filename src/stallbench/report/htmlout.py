@@ -16,6 +16,7 @@ from .common import (
     format_percent,
     format_seconds,
     op_unit,
+    rate_flag,
     stat_cell,
 )
 from .text import distribution, header, stalls
@@ -85,8 +86,8 @@ def _op_tables(op: OpComparison, comparison: Comparison) -> list[str]:
         for stat in ROW_STATS:
             change, interval, word = change_cell(op.changes[cand_label].get(stat), base, cand,
                                                  stat)
-            flag = ' <span class="starved">STARVED</span>' \
-                if stat == "rate" and op.starved[cand_label] else ""
+            flag = f' <span class="starved">{rate_flag(op, cand_label)}</span>' \
+                if stat == "rate" and rate_flag(op, cand_label) else ""
             rows.append(f"<tr><td>{STAT_LABELS[stat]}</td><td>{_e(stat_cell(base, stat, unit))}"
                         f"</td><td>{_e(stat_cell(cand, stat, unit))}</td><td>{_e(change)}</td>"
                         f"<td>{_e(interval)}</td><td class=\"{_e(word)}\">{_e(word)}{flag}</td>"

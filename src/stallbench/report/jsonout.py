@@ -59,6 +59,7 @@ def op_dict(op: OpComparison, comparison: Comparison) -> dict[str, Any]:
         if label != comparison.baseline:
             entry["change"] = {JSON_KEYS[s]: change_dict(c) for s, c in op.changes[label].items()}
             entry["starved"] = op.starved[label]
+            entry["rate_fell"] = op.rate_fell[label]
             entry["slower_probability"] = json_number(op.slower_probability[label])
             shift = op.shift[label]
             entry["shift"] = None if shift is None else {

@@ -11,6 +11,7 @@ from .common import (
     format_percent,
     format_seconds,
     op_unit,
+    rate_flag,
     stat_cell,
 )
 from .text import distribution, header, stalls
@@ -52,8 +53,8 @@ def op_tables(op: OpComparison, comparison: Comparison) -> list[str]:
         for stat in ROW_STATS:
             change, interval, word = change_cell(op.changes[cand_label].get(stat), base, cand,
                                                  stat)
-            if stat == "rate" and op.starved[cand_label]:
-                word += " **STARVED**"
+            if stat == "rate" and rate_flag(op, cand_label):
+                word += f" **{rate_flag(op, cand_label)}**"
             if word in ("worse", "better"):
                 word = f"**{word}**"
             lines.append(f"| {STAT_LABELS[stat]} | {stat_cell(base, stat, unit)} | "

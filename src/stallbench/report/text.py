@@ -20,6 +20,7 @@ from .common import (
     level_shift_notes,
     method_line,
     op_unit,
+    rate_flag,
     run_count_notes,
     stat_cell,
 )
@@ -90,8 +91,8 @@ def op_tables(op: OpComparison, comparison: Comparison, width: int = 100) -> lis
         for stat in ROW_STATS:
             change, interval, word = change_cell(op.changes[cand_label].get(stat), base, cand,
                                                  stat)
-            if stat == "rate" and op.starved[cand_label]:
-                word += "  STARVED"
+            if stat == "rate" and rate_flag(op, cand_label):
+                word += "  " + rate_flag(op, cand_label)
             lines.append(f"  {STAT_LABELS[stat]:<8} {stat_cell(base, stat, unit):>14} "
                          f"{stat_cell(cand, stat, unit):>14} {change:>8}  {interval:<18} "
                          f"{word}")
