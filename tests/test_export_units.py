@@ -195,6 +195,10 @@ def test_perfetto_block_requests_are_async_pairs_with_numeric_times(tmp_path) ->
     rows.append({"t_ns": 5_000, "duration_ns": 40_000, "pid": 7, "tid": 7, "comm": "w",
                  "category": "dstate", "kind": "D", "stack": "a;b;io_schedule", "device": "",
                  "detail": ""})
+    for t in (100_000_000, 100_287_000):    # jiffy-rounded delays: the second overlaps partly
+        rows.append({"t_ns": t, "duration_ns": 8_000_000, "pid": 7, "tid": 7, "comm": "w",
+                     "category": "throttle", "kind": "vmscan throttled (writeback)", "stack": "",
+                     "device": "", "detail": ""})
     (path / store.MONITOR_DIR).mkdir()
     pq.write_table(rows_to_table(rows), path / store.MONITOR_DIR / "trace_full.parquet")
     out = tmp_path / "t.json"
@@ -210,3 +214,8 @@ def test_perfetto_block_requests_are_async_pairs_with_numeric_times(tmp_path) ->
     (d_slice,) = [e for e in events if e.get("cat") == "dstate"]
     assert d_slice["name"] == "D: io_schedule" and d_slice["args"]["stack"] == "a;b;io_schedule"
     assert d_slice["ts"] == 5.0 and d_slice["dur"] == 40.0
+    first, second = sorted((e for e in events if e.get("cat") == "throttle"),
+                           key=lambda e: e["ts"])
+    assert first["ts"] + first["dur"] == second["ts"] == 108_000.0   # starts where it ended
+    assert second["ts"] + second["dur"] == 108_287.0
+    assert second["args"]["start_clipped_from_ns"] == 100_287_000

@@ -228,9 +228,10 @@ def _ops_tid(worker: int) -> int:
 
 def _write_trace(w: _Writer, pid: int, trace: pa.Table, worker_pids: dict[int, int],
                  summary: ExportSummary) -> None:
-    rows = trace.to_pydict()
+    rows = trace.sort_by("t_ns").to_pydict()
     worker_of = {p: k for k, p in worker_pids.items()}
     tracks: dict[tuple[int, str], int] = {}
+    ends: dict[int, int] = {}
     block_id = 0
     for k in range(trace.num_rows):
         category = rows["category"][k]
@@ -260,6 +261,13 @@ def _write_trace(w: _Writer, pid: int, trace: pa.Table, worker_pids: dict[int, i
             w.event(ph="M", pid=pid, tid=track, name="thread_sort_index",
                     args={"sort_index": order})
         args = {"duration_ns": duration, "tid": tid_real}
+        # mm_vmscan_throttled reports its delay in jiffies, so intervals rebuilt from it may
+        # overlap the one before partly; viewers drop such slices: start it where that ended
+        last = ends.get(track, 0)
+        if t < last < t + duration:
+            args["start_clipped_from_ns"] = t
+            t, duration = last, t + duration - last
+        ends[track] = max(last, t + duration)
         name = kind
         if category == "dstate":
             stack = rows["stack"][k] or ""
