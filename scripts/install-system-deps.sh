@@ -12,6 +12,7 @@ declare -A need=(
   [/usr/lib/postgresql]=postgresql
   [chromium]=chromium
   [chromedriver]=chromium-driver
+  [/usr/include/asm-generic/unistd.h]=linux-libc-dev
   [zsh]=zsh
   [groff]=groff-base
 )

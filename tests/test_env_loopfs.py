@@ -9,6 +9,7 @@ import pytest
 from test_env_support import MIB, TinyWorkload, loop_listing, mount_line, needs_root, nothing_left
 
 from stallbench.env import environment
+from stallbench.env.loopfs import default_size
 from stallbench.env.tools import find_tool
 from stallbench.errors import UsageError
 from stallbench.journal import Journal
@@ -103,7 +104,7 @@ def test_default_size_follows_the_workload(tmp_path, journal):
         device = mount_line(state.workdir)[0]
         blockdev = int(subprocess.run(["blockdev", "--getsize64", device], capture_output=True,
                                       text=True, check=True).stdout)
-    assert size == 100 * MIB == blockdev
+    assert size == default_size("ext2", 80 * MIB) == blockdev
 
 
 def test_mkfs_failure_is_reported_and_undone(tmp_path, journal):

@@ -10,6 +10,13 @@ Public API for notebooks and scripts::
 
 __version__ = "0.1.0"
 
-from .store import Run, load_run, resolve_runs  # noqa: E402
-
 __all__ = ["Run", "load_run", "resolve_runs", "__version__"]
+
+
+def __getattr__(name: str):
+    # store imports numpy and pyarrow: only when asked for, so that the command line starts fast
+    if name in ("Run", "load_run", "resolve_runs"):
+        from . import store
+
+        return getattr(store, name)
+    raise AttributeError(f"module 'stallbench' has no attribute {name!r}")

@@ -706,10 +706,7 @@ def _notes(comparison: Comparison) -> list[str]:
 
 
 def _where(comparison: Comparison, variants: list[_VariantRuns]) -> dict[str, Any] | None:
-    try:
-        from . import where  # provided by the monitors engineer
-    except ImportError:
-        return None
+    from . import where
     tail_changes = {
         label: {op.op: op.changes[label]["p99"].change for op in comparison.ops
                 if op.kind == "service"}

@@ -7,6 +7,7 @@ Layers stay independent: a workload sees only its directory, its duration, a rec
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -93,6 +94,8 @@ class RunContext:
     t0_ns: int = 0        # CLOCK_MONOTONIC at run start; every t_ns/start_ns is relative to it
     stop: threading.Event = field(default_factory=threading.Event)
     notes: list[str] = field(default_factory=list)
+    log: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr,
+                                                                  flush=True))
 
     @property
     def workdir(self) -> Path:

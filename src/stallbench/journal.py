@@ -30,8 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .store import write_json_atomic
-
 UndoFn = Callable[[dict[str, Any]], None]
 UNDO_ACTIONS: dict[str, UndoFn] = {}
 
@@ -137,6 +135,8 @@ class Journal:
         self.close()
 
     def _save(self) -> None:
+        from .store import write_json_atomic
+
         write_json_atomic(self.path, {"pid": os.getpid(),
                                       "entries": [{"id": e.id, **e.action} for e in self.entries]})
 
@@ -155,9 +155,11 @@ _PACKAGES_WITH_UNDO = ("stallbench.env", "stallbench.monitors", "stallbench.work
                        "stallbench.recovery", "stallbench.tracefs")
 
 
+_undo_kinds_imported = False
+
+
 def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = print) -> int:
     """Undo the journals of stallbench processes that died; returns the number of errors."""
-    _import_undo_kinds()
     directory = Path(directory) if directory else state_dir()
     errors = 0
     for path in sorted(directory.glob("journal-*.json")):
@@ -179,6 +181,8 @@ def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = pr
                 lock_path.unlink(missing_ok=True)
                 continue
             entries = data.get("entries", [])
+            if entries:
+                _import_undo_kinds()   # only now: they import most of stallbench
             for action in reversed(entries):
                 try:
                     run_undo(action)
@@ -195,6 +199,10 @@ def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = pr
 
 def _import_undo_kinds() -> None:
     """Import every module that may register undo kinds (packages and their submodules)."""
+    global _undo_kinds_imported
+    if _undo_kinds_imported:
+        return
+    _undo_kinds_imported = True
     for name in _PACKAGES_WITH_UNDO:
         try:
             module = importlib.import_module(name)

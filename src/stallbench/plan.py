@@ -16,7 +16,6 @@ from typing import Any
 
 from .errors import UsageError
 from .monitors import parse_monitor_list
-from .store import check_name, default_results_dir
 from .units import parse_duration, parse_size
 from .workloads import available_workloads, get_workload
 
@@ -28,7 +27,7 @@ class VariantSettings:
     name: str
     dir: Path | None = None            # an existing directory: only used, never formatted
     fs: str | None = None              # ext2|ext3|ext4|xfs|btrfs on a loop device
-    fs_size: int | None = None         # bytes; default: what the workload needs x 1.25
+    fs_size: int | None = None         # bytes; default: loopfs.default_size (need + overhead)
     mkfs_opts: str = ""
     mount_opts: str = ""
     work_dir: Path | None = None       # where images live; default under the results directory
@@ -59,6 +58,7 @@ class Plan:
 # plan files (TOML)
 
 FILESYSTEMS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
+SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")   # blk-mq's; a device offers a subset
 MAX_PLAN_BYTES = 1 << 20
 MAX_ITERATIONS = 10_000
 MAX_VARIANTS = 100
@@ -202,6 +202,8 @@ class _PlanReader:
 
     # -- reading --------------------------------------------------------------------------------
     def read(self, data: dict[str, Any]) -> Plan:
+        from .store import default_results_dir
+
         for key in data:
             if key not in _TOP_KEYS:
                 raise self.error((key,), f"unknown key; known keys: {', '.join(sorted(_TOP_KEYS))}")
@@ -319,6 +321,9 @@ class _PlanReader:
             for name, original in written.items():
                 if f"--{name.replace('_', '-')}" in message or f"{name!r}" in message:
                     location = (*path, original)
+                    dashed = (*path, original.replace("_", "-"))
+                    if location not in self.lines and dashed in self.lines:
+                        location = dashed
                     break
             raise UsageError(f"{self.where(location)}: {_dotted(path)}: {message}") from None
 
@@ -340,6 +345,8 @@ class _PlanReader:
         name = table["name"]
         if not isinstance(name, str):
             raise self.error(key_path("name"), f"expected a string, got {name!r}")
+        from .store import check_name
+
         self.wrap(key_path("name"), check_name, name, f"{what('name')}: variant name")
         settings = VariantSettings(name=name)
 

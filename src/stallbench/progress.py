@@ -1,7 +1,9 @@
 """Live progress while a workload runs: per op ops/s, max latency of the last second, and ops
 that stopped completing while others go on (starvation, visible while it happens).
 
-On a terminal it is a rich Live table on stderr; otherwise one plain line every few seconds.
+On a terminal it is a rich Live table on stderr, its title one line above it (a table title
+wraps to the table's width); otherwise one plain line every few seconds and one at the end, so
+that a run shorter than the period still leaves a line in a log.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from .units import format_ns
 
@@ -41,6 +44,7 @@ class Progress:
         self._start = time.monotonic()
         self._last_update = self._start
         self._last_plain = self._start
+        self._plain_lines = 0
 
     def __enter__(self) -> Progress:
         self._start = self._last_update = self._last_plain = time.monotonic()
@@ -55,6 +59,8 @@ class Progress:
             self._live.update(self._render())
             self._live.__exit__(*exc)
             self._live = None
+        elif self.enabled and not self.interactive and self._plain_lines == 0:
+            self._print_plain()
 
     def update(self, counts: dict[str, tuple[int, int]]) -> None:
         now = time.monotonic()
@@ -73,7 +79,11 @@ class Progress:
             self._live.update(self._render())
         elif self.enabled and now - self._last_plain >= PLAIN_PERIOD_S:
             self._last_plain = now
-            print(self._plain_line(), file=sys.stderr, flush=True)
+            self._print_plain()
+
+    def _print_plain(self) -> None:
+        self._plain_lines += 1
+        print(self._plain_line(), file=sys.stderr, flush=True)
 
     def starving(self) -> list[str]:
         """Ops that completed before but nothing for a while, although some other op did.
@@ -90,9 +100,10 @@ class Progress:
         remaining = max(0.0, self.duration_s - elapsed)
         return f"{elapsed:5.1f} s elapsed, {remaining:5.1f} s left"
 
-    def _render(self) -> Table:
-        table = Table(title=f"{self.title} — {self._times()}", title_justify="left",
-                      expand=False)
+    def _render(self) -> Group:
+        title = Text(f"{self.title} — {self._times()}", style="bold", no_wrap=True,
+                     overflow="ellipsis")
+        table = Table(expand=False)
         for column in ("op", "ops", "ops/s", "max (last s)", ""):
             table.add_column(column, justify="left" if column in ("op", "") else "right")
         starving = set(self.starving())
@@ -103,7 +114,7 @@ class Progress:
                 flag = f"[bold red]STARVED: nothing completed for {now - s.last_change_s:.1f} s"
             table.add_row(op, f"{s.total:,}", f"{s.rate:,.0f}",
                           format_ns(s.recent_max_ns) if s.recent_max_ns else "-", flag)
-        return table
+        return Group(title, table)
 
     def _plain_line(self) -> str:
         parts = []

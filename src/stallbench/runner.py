@@ -146,7 +146,7 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                                  duration_s=plan.duration_s + warmup, journal=journal)
                 workload.prepare(ctx)
                 if variant.drop_caches:
-                    note = env.drop_caches()
+                    note = env.drop_caches(log)
                     if note:
                         writer.note(note)
                 _execute(ctx, workload, writer, monitor_names, interrupt, label, show_progress,
@@ -156,6 +156,8 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
             errors = list(journal.undo_all())
             if errors:
                 writer.note("cleanup problems: " + "; ".join(errors))
+                for error in errors:
+                    log(f"stallbench: cleanup: {error}")
             if writer.meta["status"] == "running":
                 writer.meta["status"] = "complete"
             writer.finalize(writer.meta["status"], writer.meta.get("reason"))

@@ -344,8 +344,8 @@ class Run:
 
         path = self.path / OPS_FILE
         try:
-            for batch in pq.ParquetFile(path).iter_batches(batch_size=OPS_ROW_GROUP,
-                                                           columns=columns):
+            for batch in pq.ParquetFile(path, pre_buffer=False).iter_batches(
+                    batch_size=OPS_ROW_GROUP, columns=columns):
                 table = pa.Table.from_batches([batch])
                 if min_latency_ns is not None:
                     table = table.filter(pc.greater(table.column("latency_ns"),

@@ -172,6 +172,15 @@ class TracefsInstance:
         """Add threads to set_event_pid (with event-fork, their children follow)."""
         self.write("set_event_pid", " ".join(map(str, pids)), append=True)
 
+    def event_pids(self) -> set[int]:
+        """The pids the kernel filters on now: those added and, with event-fork, their
+        children (an exited task leaves the list)."""
+        try:
+            with open(os.path.join(self.path, "set_event_pid")) as f:
+                return {int(word) for word in f.read().split() if word.isdigit()}
+        except OSError:
+            return set()
+
     # -- recording ------------------------------------------------------------------------------
     def open_pipe(self) -> None:
         if self._fd is None:

@@ -15,7 +15,7 @@ from .analysis import histogram as hist
 from .analysis import monitors as am
 from .analysis.summary import RESPONSE_SUFFIX, op_totals
 from .errors import RunDataError
-from .monitors.counters import is_cumulative
+from .monitors.counters import counter_unit, is_cumulative
 from .store import Run
 
 SLOW_FACTOR = 10.0
@@ -60,9 +60,11 @@ def explain(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Ru
                 section["warnings"].append(
                     f"counters not collected in {', '.join(missing)}: {baseline_label} and "
                     f"{label} are not compared on kernel counters")
-            section["counters"][label] = [] if missing else am.counters_comparison(
-                base_deltas, cand_deltas, base.seconds, variant.seconds,
-                base.op_count, variant.op_count)
+            section["counters"][label] = [] if missing else [
+                {**row, "unit": counter_unit(row["counter"])}
+                for row in am.counters_comparison(base_deltas, cand_deltas, base.seconds,
+                                                  variant.seconds, base.op_count,
+                                                  variant.op_count)]
             delay_by_role = {row["role"]: row["delays"] for row in section["delay"][label]}
             roles_of_op = variant.roles_of_ops()
             for op, change in sorted(tail_changes.get(label, {}).items()):

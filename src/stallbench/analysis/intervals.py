@@ -35,10 +35,11 @@ The model, on the log scale of each statistic (p50 ... p99.9, mean, rate), for r
 
   With one run per variant τ̃ = τ0: the interval says how much runs of this kind usually differ,
   and the report says that this was assumed, not measured. With 3+ runs the data dominate.
-  τ0 is raised to the run's own wandering where that is larger: the variance of the statistic
-  over the run's four quarters beyond what sampling explains (each quarter alone has ~4x the
-  whole run's variance), averaged over the runs compared. On a machine whose load comes and
-  goes, separate runs land at different levels just as quarters of one run do.
+  τ0 is raised to the runs' own wandering where that is larger: the variance of the statistic
+  over each run's four quarters beyond what sampling explains (each quarter alone has ~4x the
+  whole run's variance), averaged over the runs compared, when a χ² test says the quarters
+  differ more than sampling at the 0.1% level (so a stationary run adds nothing). On a machine
+  whose load comes and goes, separate runs land at different levels just as quarters do.
 - The variant's estimate is the statistic of its pooled histogram; its variance is
   (τ̃² + w̄_j) / k_j. The change's interval is log(1 + change) ± t · sqrt(Σ_j (τ̃² + w̄_j) / k_j),
   with t at the Welch-Satterthwaite degrees of freedom of the three variance terms (τ̃² with
@@ -69,6 +70,7 @@ MIN_BLOCKS_PER_GROUP = 2
 MIN_TAIL_PER_GROUP = 5
 MAX_ITERATIONS_ADVICE = 30
 QUARTERS = 4
+WANDERING_ALPHA = 0.001
 PRIOR_DOF = 4.0
 # Run-to-run standard deviation of the log statistic, assumed where runs cannot show it:
 # measured on A/A runs of this machine kind (benchmarks/aa.py, BENCHMARKS.md "A/A calibration").
@@ -155,7 +157,7 @@ class RunStatistic:
     log_value: float | None
     within_var: float | None    # None: too few blocks or tail samples to estimate it
     groups: int = 0
-    drift_var: float = 0.0      # how much the run's quarters differ beyond within_var says
+    quarter_var: float | None = None   # variance of the statistic over the run's quarters
 
 
 def _groups(blocks: int, wanted: int) -> list[np.ndarray]:
@@ -194,19 +196,27 @@ def quantile_statistics(op: sm.OpSummary, warmup_blocks: int,
         g = logs.size
         jackknife = (g - 1) / g * float(np.sum((logs - logs.mean()) ** 2))
         quarters = np.stack([blocks[q].sum(axis=0) for q in _groups(cumulative_blocks, QUARTERS)])
-        drift = 0.0
+        drift = None
         if quarters.shape[0] == QUARTERS and (quarters.sum(axis=1) * (1 - p)
                                               >= MIN_TAIL_PER_GROUP).all():
             level = hist.quantiles_from_counts(quarters, np.array([p]), coarse_edges)[:, 0]
-            drift = _excess(np.log(np.maximum(level, 1.0)), jackknife)
+            drift = float(np.var(np.log(np.maximum(level, 1.0)), ddof=1))
         out.append(RunStatistic(log_value, jackknife, g, drift))
     return out
 
 
-def _excess(quarter_logs: np.ndarray, whole_var: float) -> float:
-    """Variance of the quarters' levels beyond sampling: each quarter alone has about
-    QUARTERS times the whole run's variance."""
-    return max(0.0, float(np.var(quarter_logs, ddof=1)) - QUARTERS * whole_var)
+def wandering(runs: list[RunStatistic]) -> float:
+    """Variance of the runs' quarter levels beyond sampling (each quarter alone has about
+    QUARTERS times the whole run's variance), counted only when the quarters differ
+    significantly more than sampling explains (χ² test at 1%): 0 for a stationary run."""
+    usable = [r for r in runs if r.quarter_var is not None and r.within_var]
+    if not usable:
+        return 0.0
+    statistic = sum((QUARTERS - 1) * r.quarter_var / (QUARTERS * r.within_var) for r in usable)
+    dof = (QUARTERS - 1) * len(usable)
+    if float(_special().chdtrc(dof, statistic)) >= WANDERING_ALPHA:
+        return 0.0
+    return max(0.0, float(np.mean([r.quarter_var - QUARTERS * r.within_var for r in usable])))
 
 
 def mean_statistic(op: sm.OpSummary, warmup_blocks: int) -> RunStatistic:
@@ -238,9 +248,9 @@ def _ratio_statistic(numerator: np.ndarray, denominator: np.ndarray) -> RunStati
     quarters = _groups(numerator.size, QUARTERS)
     q_num = np.array([numerator[q].sum() for q in quarters])
     q_den = np.array([denominator[q].sum() for q in quarters])
-    drift = 0.0
+    drift = None
     if len(quarters) == QUARTERS and (q_num > 0).all() and (q_den > 0).all():
-        drift = _excess(np.log(q_num / q_den), variance)
+        drift = float(np.var(np.log(q_num / q_den), ddof=1))
     return RunStatistic(float(np.log(ratio)), variance, k, drift)
 
 
@@ -274,8 +284,7 @@ def two_level_change(estimate: float | None, baseline: list[RunStatistic],
     dof_data = sum(kk - 1 for kk in k)
     # a run whose quarters wander (the machine's load came and went) shows that the next run
     # may land elsewhere too: the prior is at least that wandering
-    drift = float(np.mean([r.drift_var for side in sides for r in side]))
-    run_sd_prior = max(run_sd_prior, float(np.sqrt(drift)))
+    run_sd_prior = max(run_sd_prior, float(np.sqrt(wandering([r for s in sides for r in s]))))
     run_var, measured = run_sd_prior ** 2, False
     if dof_data > 0:
         ss = sum(float(np.sum((np.array([r.log_value for r in side])

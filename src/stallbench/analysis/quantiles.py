@@ -1,12 +1,10 @@
 """Summary statistics of a latency sample (int64 ns).
 
-Percentiles use numpy's default (linear interpolation, `np.quantile(..., method="linear")`) so a
-reader can reproduce every number from ops.parquet with numpy alone.
+The comparison reads percentiles from per-run log-linear histograms (histogram.py: within
+QUANTILE_RELATIVE_ERROR of numpy's `np.quantile(..., method="inverted_cdf")` on the raw ops).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,34 +30,6 @@ def tail_samples(n: int, probability: float) -> int:
 
 def resolvable(n: int, probability: float) -> bool:
     return tail_samples(n, probability) >= MIN_TAIL_SAMPLES
-
-
-@dataclass
-class LatencySummary:
-    """min, percentiles, max and mean of one sample; None where there are no samples."""
-
-    samples: int
-    values: dict[str, float | None]  # stat name -> ns (float: interpolated percentiles, mean)
-    unresolved: dict[str, int]  # percentile stat -> samples at or beyond it (< MIN_TAIL_SAMPLES)
-
-
-def summarize(latency_ns: np.ndarray) -> LatencySummary:
-    """The statistics of LATENCY_STATS for one sample of latencies."""
-    latency_ns = np.asarray(latency_ns)
-    n = int(latency_ns.size)
-    if n == 0:
-        return LatencySummary(0, {stat: None for stat in LATENCY_STATS}, {})
-    probabilities = [p for _, p in PERCENTILES]
-    quantiles = np.quantile(latency_ns, probabilities)
-    values: dict[str, float | None] = {"min": float(latency_ns.min())}
-    unresolved: dict[str, int] = {}
-    for (stat, probability), value in zip(PERCENTILES, quantiles, strict=True):
-        values[stat] = float(value)
-        if not resolvable(n, probability):
-            unresolved[stat] = tail_samples(n, probability)
-    values["max"] = float(latency_ns.max())
-    values["mean"] = float(latency_ns.mean(dtype=np.float64))
-    return LatencySummary(n, values, unresolved)
 
 
 def spread(values: list[float | None]) -> float | None:

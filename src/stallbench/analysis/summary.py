@@ -358,6 +358,9 @@ class SummaryBuilder:
         first = int(codes[0])
         if (codes == first).all():      # one op per batch (a reader's spool): no sort
             groups = [(first, slice(None))]
+        elif len(names) <= 8:           # a few ops: one mask each is cheaper than a sort
+            groups = [(code, np.flatnonzero(codes == code)) for code in range(len(names))]
+            groups = [(code, idx) for code, idx in groups if idx.size]
         else:
             order = np.argsort(codes, kind="stable")
             bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))

@@ -1,4 +1,9 @@
-"""Command line: one module per command, each with `register(subparsers)`; no logic here."""
+"""Command line: one module per command, each with `register(subparsers)`; no logic here.
+
+Only the module of the command given is imported (some import numpy, pyarrow and scipy): the
+listing of `stallbench --help` comes from COMMANDS, so help, usage errors and `cleanup` start
+fast.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,20 @@ import traceback
 from .. import __version__, verbosity
 from ..errors import UndecidedError, UsageError
 
-COMMANDS = ("run", "compare", "check", "importcmd", "show", "export", "cleanup", "demo")
+# command name -> (module, one-line help for the listing)
+COMMANDS = {
+    "run": ("run", "run a workload under one variant, or a plan"),
+    "compare": ("compare", "compare variants: percentiles with intervals, shift, stalls"),
+    "check": ("check", "exit 0/1/125: did a metric regress beyond a bound?"),
+    "import": ("importcmd",
+               "import a foreign log (mmtests-pgioperf, strace, fio, pgbench) as a run"),
+    "show": ("show", "metadata and per-op table of a run or variant"),
+    "export": ("export", "export a run or variant: Perfetto trace, CSV, folded stacks, "
+                         "HdrHistogram"),
+    "cleanup": ("cleanup",
+                "undo what killed runs left behind (mounts, loop devices, cgroups, ...)"),
+    "demo": ("demo", "run a short A/B comparison and show it"),
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -20,17 +38,38 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Commands(argparse._SubParsersAction):
+    """The listing's help line of each command comes from COMMANDS (one place)."""
+
+    def add_parser(self, name: str, **kwargs):  # type: ignore[override]
+        if name in COMMANDS:
+            kwargs["help"] = COMMANDS[name][1]
+        return super().add_parser(name, **kwargs)
+
+
+def _command_in(argv: list[str]) -> str | None:
+    """The command word: the first argument not an option (the top level has only flags)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with `argv`, only the command it names is built in full (the others are
+    names in the listing), so that heavy modules load only for the command that needs them."""
     parser = _Parser(prog="stallbench",
                      description="Find I/O latency regressions and explain them.")
     parser.add_argument("--version", action="version", version=f"stallbench {__version__}")
     _verbosity_flags(parser, 0)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMANDS:
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser,
+                                action=_Commands)
+    wanted = None if argv is None else _command_in(argv)
+    for name, (module_name, _) in COMMANDS.items():
+        if argv is not None and name != wanted:
+            sub.add_parser(name)
+            continue
         try:
-            module = importlib.import_module(f".{name}", __name__)
+            module = importlib.import_module(f".{module_name}", __name__)
         except ModuleNotFoundError as exc:
-            if exc.name and exc.name.endswith(f".{name}"):
+            if exc.name and exc.name.endswith(f".{module_name}"):
                 continue  # command not built yet
             raise
         module.register(sub)
@@ -58,7 +97,8 @@ def _verbosity_flags(parser: argparse.ArgumentParser, default) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        parser = build_parser()
+        argv = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(argv)
         args = parser.parse_args(argv)
         verbosity.set_level(args.quiet, args.verbose)
         if args.quiet and hasattr(args, "no_progress"):

@@ -5,23 +5,14 @@ from __future__ import annotations
 
 import argparse
 
-from ..comparison import (
-    CompareOptions,
-    build_comparison,
-    gate,
-    gate_exit_code,
-    parse_metric,
-    parse_percent,
-)
 from ..errors import UndecidedError
-from ..report.common import format_interval, format_percent
 from .compare import add_common, resolve_all
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "check", help="exit 0/1/125: did a metric regress beyond a bound?",
-        description="Exit 0 when no metric regressed beyond the bound (its whole 95%% interval "
+        description="Exit 0 when no metric regressed beyond the bound (its whole 95% interval "
                     "lies within it), 1 when one did (its whole interval lies beyond it), 125 "
                     "when that cannot be decided (too few samples, an incomplete run, an "
                     "interval that straddles the bound).")
@@ -37,6 +28,16 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..comparison import (
+        CompareOptions,
+        build_comparison,
+        gate,
+        gate_exit_code,
+        parse_metric,
+        parse_percent,
+    )
+    from ..report.common import format_interval, format_percent
+
     metrics = [parse_metric(m) for m in args.metric]
     bound = parse_percent(args.max_regression, "--max-regression")
     args.candidates = [args.candidate]

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..env.leftovers import cleanup_orphans
-from ..journal import cleanup_stale
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "cleanup", help="undo what killed runs left behind (mounts, loop devices, cgroups, ...)",
+        "cleanup",
         description="Undo the changes of stallbench runs that died (e.g. kill -9): mounts, loop "
                     "devices, images, cgroups, sysctls, huge pages, I/O schedulers. Runs still "
                     "in progress are left alone.")
@@ -18,6 +15,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..env.leftovers import cleanup_orphans
+    from ..journal import cleanup_stale
+
     lines: list[str] = []
 
     def log(line: str) -> None:

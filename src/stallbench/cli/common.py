@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..store import default_results_dir
-
 
 def add_results_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", type=Path, default=None,
@@ -14,6 +12,8 @@ def add_results_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def results_dir(args: argparse.Namespace) -> Path:
+    from ..store import default_results_dir
+
     return args.results if getattr(args, "results", None) else default_results_dir()
 
 

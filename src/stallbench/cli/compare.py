@@ -6,19 +6,18 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..comparison import CompareOptions, build_comparison, parse_percent
 from ..errors import UsageError
-from ..report import FORMATS, render
-from ..store import resolve_runs
+from ..report import FORMATS
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "compare", help="compare variants: percentiles with intervals, shift, stalls",
         description="Compare a baseline with one or more candidates (variant names under "
-                    "RESULTS, or paths to variant or run directories).")
+                    "RESULTS, or paths to variant or run directories). With only a baseline: "
+                    "its summary, as `stallbench show` prints it.")
     parser.add_argument("baseline", metavar="BASELINE")
-    parser.add_argument("candidates", metavar="CANDIDATE", nargs="+")
+    parser.add_argument("candidates", metavar="CANDIDATE", nargs="*")
     add_common(parser)
     parser.add_argument("--format", choices=FORMATS, default="text")
     parser.add_argument("--output", type=Path, help="write the report here instead of stdout")
@@ -38,7 +37,11 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_all(args: argparse.Namespace, allow_incomplete: bool):
+    from .. import summaryfile
+    from ..store import resolve_runs
+
     specs = [args.baseline, *args.candidates]
+    summaryfile.prepare_specs(specs, args.results)
     resolved = [resolve_runs(spec, args.results, args.workload, allow_incomplete)
                 for spec in specs]
     for item in resolved:
@@ -48,6 +51,16 @@ def resolve_all(args: argparse.Namespace, allow_incomplete: bool):
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.candidates:
+        from .show import print_summary
+
+        print_summary(args.baseline, args.results, args.workload)
+        print(f"stallbench: a comparison needs two variants; this is {args.baseline} alone "
+              "(give a CANDIDATE to compare it with)", file=sys.stderr)
+        return 0
+    from ..comparison import CompareOptions, build_comparison, parse_percent
+    from ..report import render
+
     options = CompareOptions(noise=parse_percent(args.noise, "--noise"))
     baseline, candidates = resolve_all(args, args.allow_incomplete)
     comparison = build_comparison(baseline, candidates, options)

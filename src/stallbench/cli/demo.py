@@ -6,19 +6,26 @@ import argparse
 import sys
 
 from .. import verbosity
-from ..demo import demo_plan
-from ..runner import run_plan
+from ..demo import DEMO_DATA_SIZE, DEMO_DURATION_S, DEMO_MEMORY_LIMIT, demo_plan
 from .common import add_results_argument, print_comparison, results_dir
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("demo", help="run a short A/B comparison and show it")
+    parser = subparsers.add_parser(
+        "demo",
+        description=f"Run a short A/B comparison on this machine and print it. As root: "
+                    f"pgioperf ({DEMO_DATA_SIZE} data file) as is against the same in a "
+                    f"{DEMO_MEMORY_LIMIT >> 20} MiB memory cgroup; otherwise pgioperf with 2 "
+                    f"against 8 random readers. {DEMO_DURATION_S:.0f} s per variant; the runs "
+                    "stay under RESULTS/demo-<time>/ for compare and show.")
     add_results_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..runner import run_plan
+
     plan, story = demo_plan(results_dir(args))
     print(f"stallbench demo: {story}; {plan.duration_s:.0f} s each; results in {plan.results}",
           file=sys.stderr)

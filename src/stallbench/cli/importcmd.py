@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..importers import IMPORTERS, import_log
-from ..store import default_results_dir, load_run
+from ..importers import IMPORTERS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "import", help="import a foreign log (mmtests-pgioperf, strace, fio, pgbench) as a run",
+        "import",
         description="Read a log written by another tool into RESULTS/<variant>/<workload>/<n>/ "
                     "so that compare, check and show treat it like a stallbench run.")
     parser.add_argument("kind", choices=list(IMPORTERS), metavar="KIND",
@@ -28,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..importers import import_log
+    from ..store import default_results_dir, load_run
+
     results = args.results or default_results_dir()
     run_dir = import_log(args.kind, args.path, args.variant, results, args.workload)
     meta = load_run(run_dir).meta

@@ -9,10 +9,8 @@ from pathlib import Path
 
 from .. import verbosity
 from ..errors import UsageError
-from ..monitors import parse_monitor_list
-from ..plan import Plan, VariantSettings, parse_sysctl_assignment, parse_warmup
-from ..runner import run_plan
-from ..store import check_name
+from ..monitors import monitors_help, parse_monitor_list
+from ..plan import SCHEDULERS, Plan, VariantSettings, parse_sysctl_assignment, parse_warmup
 from ..units import parse_duration, parse_size
 from ..workloads import available_workloads, get_workload
 from .common import add_results_argument, print_comparison, results_dir
@@ -21,8 +19,7 @@ DEFAULT_DURATION = "30s"
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("run", help="run a workload under one variant, or a plan",
-                                   description="Run a workload and record every operation.")
+    parser = subparsers.add_parser("run", description="Run a workload and record every operation.")
     parser.add_argument("--plan", type=Path, help="a TOML plan with several variants")
     add_results_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
@@ -52,20 +49,22 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
     # SUPPRESS: given before the workload name, the run parser's value must survive
     group.add_argument("--results", type=Path, default=argparse.SUPPRESS,
                        help="results directory (default: $STALLBENCH_RESULTS or ./results)")
-    group.add_argument("--duration", default=DEFAULT_DURATION, help="seconds per run (30s)")
+    group.add_argument("--duration", default=DEFAULT_DURATION,
+                       help=f"length of each run with a unit: 500ms, 30s, 2m, 1h; a bare number "
+                            f"is seconds ({DEFAULT_DURATION})")
     group.add_argument("--iterations", type=int, default=1, help="runs of the variant (1)")
     group.add_argument("--warmup", default=None, metavar="DURATION",
                        help="run this long first, recorded but left out of the statistics "
                             "(default: the workload's, e.g. pgioperf 1s; randread 0)")
-    group.add_argument("--monitors", default=None,
-                       help="default (counters,psi,diskstats,delay), all, none or a list")
+    group.add_argument("--monitors", default=None, help=monitors_help())
     group.add_argument("--no-progress", action="store_true", default=argparse.SUPPRESS,
                        help="no live progress display")
     where = group.add_mutually_exclusive_group()
     where.add_argument("--dir", type=Path, help="existing directory for the workload's files")
     where.add_argument("--fs", choices=["ext2", "ext3", "ext4", "xfs", "btrfs"],
                        help="make this filesystem on a loop device for the run (root)")
-    group.add_argument("--fs-size", help="loop filesystem size (default: needed x 1.25)")
+    group.add_argument("--fs-size", help="loop filesystem size (default: what the workload "
+                                         "needs plus the filesystem's own overhead)")
     group.add_argument("--mkfs-opts", default="", help="options for mkfs")
     group.add_argument("--mount-opts", default="", help="options for mount -o")
     group.add_argument("--work-dir", type=Path, help="where loop images live")
@@ -75,9 +74,12 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
                        help="leave only about this much memory available system-wide (root)")
     group.add_argument("--sysctl", action="append", default=[], metavar="KEY=VALUE",
                        help="set a sysctl for the run (repeatable; root)")
-    group.add_argument("--scheduler", help="I/O scheduler for the device under the dir (root)")
+    group.add_argument("--scheduler", metavar="NAME",
+                       help=f"I/O scheduler for the device under the dir: one of "
+                            f"{', '.join(SCHEDULERS)} that the device offers (root)")
     group.add_argument("--no-drop-caches", action="store_true",
-                       help="keep the page cache (default: drop it before each run as root)")
+                       help="keep the page cache (default as root: sync and drop the page "
+                            "cache, dentries and inodes machine-wide before each run)")
 
 
 _RUN_KEYS = {"variant", "results", "duration", "iterations", "warmup", "monitors",
@@ -90,6 +92,8 @@ _RUN_KEYS = {"variant", "results", "duration", "iterations", "warmup", "monitors
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
     """Flags of `stallbench run WORKLOAD ...` -> a one-variant Plan."""
+    from ..store import check_name
+
     sysctls = dict(parse_sysctl_assignment(item) for item in args.sysctl)
     if args.iterations < 1:
         raise UsageError("--iterations must be at least 1")
@@ -164,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("name a workload (" + ", ".join(available_workloads())
                          + ") or give --plan FILE")
     get_workload(plan.workload).from_options(plan.workload_options)
+    from ..runner import run_plan
+
     outcomes = run_plan(plan, progress=not args.no_progress, log=verbosity.info)
     names = list(dict.fromkeys(v.name for v in plan.variants))
     if len(names) > 1 and any(o.status == "complete" for o in outcomes):

@@ -4,27 +4,34 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from ..comparison import summarize_runs
-from ..report.show import render_json, render_text
-from ..store import resolve_runs
+from .common import add_results_argument, results_dir
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("show", help="metadata and per-op table of a run or variant")
+    parser = subparsers.add_parser(
+        "show", description="Metadata and per-op latency table of a run or a variant.")
     parser.add_argument("target", metavar="RUN_OR_VARIANT",
                         help="a variant name under RESULTS, or a variant or run directory")
-    parser.add_argument("--results", type=Path, help="results directory (default ./results)")
+    add_results_argument(parser)
     parser.add_argument("--workload", help="pick one workload when a variant holds several")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    resolved = resolve_runs(args.target, args.results, args.workload, allow_incomplete=True)
+    print_summary(args.target, results_dir(args), args.workload, args.format)
+    return 0
+
+
+def print_summary(target: str, results, workload: str | None, fmt: str = "text") -> None:
+    """The summary of one run or variant (also `compare X` with one variant)."""
+    from ..comparison import summarize_runs
+    from ..report.show import render_json, render_text
+    from ..store import resolve_runs
+
+    resolved = resolve_runs(target, results, workload, allow_incomplete=True)
     for problem in resolved.problems:
         print(f"stallbench: {problem}", file=sys.stderr)
     summary = summarize_runs(resolved)
-    sys.stdout.write(render_json(summary) if args.format == "json" else render_text(summary))
-    return 0
+    sys.stdout.write(render_json(summary) if fmt == "json" else render_text(summary))

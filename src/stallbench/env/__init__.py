@@ -73,6 +73,7 @@ def environment(settings: VariantSettings, journal: Journal, workload: Workload,
         workload.resolve(memory_available)
         needed = int(workload.space_needed(memory_available) or 0)
         metadata["space_needed"] = needed
+        _check_default_size(settings, workload, needed, memory_available, results)
 
         if settings.fs is not None:
             size = settings.fs_size or default_size(settings.fs, needed)
@@ -80,7 +81,8 @@ def environment(settings: VariantSettings, journal: Journal, workload: Workload,
             loop = stack.enter_context(loop_filesystem(
                 settings.fs, size, settings.mkfs_opts, settings.mount_opts, work_dir,
                 settings.keep_image, settings.name, journal,
-                metadata.setdefault("filesystem", {})))
+                metadata.setdefault("filesystem", {}),
+                cgroup=str(cgroup.path) if cgroup is not None else None))
             workdir, devices = loop.mount_point, [loop.device]
             where = f"the {settings.fs} filesystem of {format_size(size)}"
             fix = "give a larger --fs-size (fs_size in a plan)"
@@ -97,7 +99,8 @@ def environment(settings: VariantSettings, journal: Journal, workload: Workload,
             info = mount_of(workdir)
             metadata["filesystem"] = {"dir": str(workdir)} if info is None else {
                 "dir": str(workdir), "type": info.fstype, "source": info.source,
-                "mount_point": info.mount_point, "mounted_options": info.options}
+                "mount_point": info.mount_point, "mount_options": info.mount_options,
+                "superblock_options": info.super_options}
         _check_space(workdir, needed, where, fix, workload.name)
 
         if cgroup is not None:
@@ -136,6 +139,36 @@ def _check_space(workdir: Path, needed: int, where: str, fix: str, workload_name
     if free + reusable < needed:
         raise UsageError(f"{where} has {format_size(free)} free but the {workload_name} workload "
                          f"needs {format_size(needed)}; {fix}")
+
+
+SAFE_SHARE = 0.5   # a file sized by default may take at most this share of the free space
+
+
+def _check_default_size(settings: VariantSettings, workload: Workload, needed: int,
+                        memory_available: int, results: Path) -> None:
+    """A data file the user did not size (2x the memory available) may not fill the disk:
+    refuse, naming the flag, when it would take more than SAFE_SHARE of the free space."""
+    flag = workload.default_size_flag()
+    if flag is None or not needed:
+        return
+    if settings.fs is not None:
+        host = Path(settings.work_dir) if settings.work_dir else results / ".work"
+        reusable = 0                       # a fresh filesystem: everything is written
+    else:
+        host = Path(settings.dir) if settings.dir is not None else \
+            results / ".work" / workload.name
+        reusable = _bytes_under(host) if host.is_dir() else 0
+    existing = host
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    st = os.statvfs(existing)
+    free = st.f_bavail * st.f_frsize
+    if needed - reusable > SAFE_SHARE * (free + reusable):
+        raise UsageError(
+            f"without {flag} the {workload.name} files take {format_size(needed)} (the data "
+            f"file is 2x the {format_size(memory_available)} of memory available), more than "
+            f"{SAFE_SHARE:.0%} of the {format_size(free)} free in {existing}; give {flag} SIZE "
+            f"(e.g. {flag} {max(1, int(SAFE_SHARE * free / 4)) >> 20}M) or --memory SIZE")
 
 
 def _bytes_under(path: Path, limit: int = 10_000) -> int:

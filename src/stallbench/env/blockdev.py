@@ -13,7 +13,13 @@ class MountInfo:
     major_minor: str
     fstype: str
     source: str
-    options: str         # per-mount options and superblock options, as the kernel shows them
+    mount_options: str   # this mount's own (mountinfo field 6: rw,relatime,...)
+    super_options: str   # the filesystem's, shared by every mount of it (rw,discard,...)
+
+    @property
+    def options(self) -> str:
+        """Both lists as one, for membership tests ("memory" in a cgroup v1 mount)."""
+        return f"{self.mount_options},{self.super_options}"
 
 
 def _unescape(field: str) -> str:
@@ -40,7 +46,7 @@ def mounts() -> list[MountInfo]:
                 continue
             result.append(MountInfo(mount_point=_unescape(fields[4]), major_minor=fields[2],
                                     fstype=rest[0], source=_unescape(rest[1]),
-                                    options=f"{fields[5]},{rest[2]}"))
+                                    mount_options=fields[5], super_options=rest[2]))
     return result
 
 

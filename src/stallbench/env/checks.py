@@ -14,7 +14,6 @@ from ..plan import (
     check_plain_path,
     check_scheduler_name,
 )
-from ..store import check_name
 from ..units import format_size
 from .loopfs import MIN_SIZE
 from .memcg import find_memory_controller
@@ -53,6 +52,8 @@ def check_dir_safe(path: Path | str, what: str) -> Path:
 
 def check_settings(settings: VariantSettings) -> None:
     """Every check that needs no change to the machine; UsageError (one line) when wrong."""
+    from ..store import check_name
+
     check_name(settings.name)
     opt = f"variant {settings.name}: "
     if settings.fs is not None:

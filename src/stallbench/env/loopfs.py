@@ -15,15 +15,16 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..context import ProcessSet
 from ..errors import UsageError
-from ..journal import Journal, register_undo
+from ..journal import Journal, process_start_time, register_undo
 from ..units import format_size
-from .blockdev import proc_mounts_entry
+from .blockdev import mount_of, proc_mounts_entry
 from .tools import tool
 
 MIB = 1 << 20
@@ -43,10 +44,58 @@ class LoopFilesystem:
     image: Path
 
 
+# Free space (statvfs f_bavail) of a fresh filesystem as a share of its size, measured with
+# the mkfs defaults of e2fsprogs 1.47.0, xfsprogs 6.1.0 and btrfs-progs 6.2 (BENCHMARKS.md,
+# "loop filesystem sizes"); (size in MiB, share). Inode tables, journal or log, reserved blocks and
+# metadata chunks take the rest: small ext* use 1 KiB blocks and an inode per 4 KiB, btrfs keeps
+# two copies of its metadata. Between two sizes the lower share counts.
+FREE_SHARE = {
+    "ext2": ((16, .878), (24, .878), (64, .867), (80, .868), (128, .875), (256, .879),
+             (320, .881), (400, .881), (512, .933), (768, .933), (1024, .933), (2048, .932),
+             (4096, .932), (8192, .932), (16384, .931), (65536, .933)),
+    "ext3": ((16, .815), (24, .836), (64, .804), (80, .818), (128, .844), (256, .847),
+             (320, .855), (400, .861), (512, .902), (768, .912), (1024, .901), (2048, .901),
+             (4096, .916), (8192, .924), (16384, .923), (65536, .925)),
+    "ext4": ((16, .788), (24, .809), (64, .784), (80, .798), (128, .824), (256, .832),
+             (320, .843), (400, .851), (512, .881), (768, .891), (1024, .885), (2048, .892),
+             (4096, .91), (8192, .92), (16384, .922), (65536, .925)),
+    "xfs": ((320, .743), (400, .783), (512, .818), (768, .868), (1024, .899), (2048, .946),
+            (4096, .969), (16384, .987), (65536, .991)),
+    "btrfs": ((128, .367), (160, .493), (192, .578), (256, .683), (320, .746), (400, .797),
+              (512, .841), (768, .877), (1024, .883), (2048, .891), (4096, .87), (8192, .935),
+              (16384, .967), (65536, .968)),
+}
+SIZE_MARGIN = 0.95        # other mkfs versions and options differ a little
+HEADROOM = 1.05           # room beyond the workload's files (markers, its own small files)
+
+
+def free_share(fs: str, size: int) -> float:
+    """The share of a fresh `fs` of `size` bytes that is free (conservative, see FREE_SHARE)."""
+    points = FREE_SHARE[fs]
+    mib = size / MIB
+    below = [share for at, share in points if at <= mib]
+    above = [share for at, share in points if at >= mib]
+    if not below:
+        return points[0][1]
+    if not above:
+        return points[-1][1]
+    return min(below[-1], above[0])
+
+
 def default_size(fs: str, needed: int) -> int:
-    """The workload's need x 1.25, rounded up to MiB, at least what the filesystem can hold."""
-    size = -(-int(needed * 1.25) // MIB) * MIB
-    return max(size, MIN_SIZE[fs])
+    """The smallest image (whole MiB, at least MIN_SIZE) whose fresh filesystem has room for
+    `needed` bytes plus headroom, once the filesystem's own overhead is taken off."""
+    want = needed * HEADROOM + MIB
+
+    def whole_mib(n: float) -> int:
+        return max(MIN_SIZE[fs], -(-int(n) // MIB) * MIB)
+
+    size = whole_mib(want)
+    for _ in range(64):   # the share depends on the size: settle, then only ever grow
+        if free_share(fs, size) * SIZE_MARGIN * size >= want:
+            break
+        size = max(whole_mib(want / (free_share(fs, size) * SIZE_MARGIN)), size + MIB)
+    return size
 
 
 def backing_file(device: str) -> str | None:
@@ -89,8 +138,9 @@ def _run(argv: list[str], what: str, timeout: float = 300) -> str:
 
 @contextlib.contextmanager
 def loop_filesystem(fs: str, size: int, mkfs_opts: str, mount_opts: str, work_dir: Path,
-                    keep_image: bool, label: str, journal: Journal, metadata: dict[str, Any]
-                    ) -> Iterator[LoopFilesystem]:
+                    keep_image: bool, label: str, journal: Journal, metadata: dict[str, Any],
+                    cgroup: str | None = None) -> Iterator[LoopFilesystem]:
+    """`cgroup`: the run's memory cgroup, whose processes may be stopped to unmount."""
     work_dir.mkdir(parents=True, exist_ok=True)
     st = os.statvfs(work_dir)
     free = st.f_bavail * st.f_frsize
@@ -138,7 +188,9 @@ def loop_filesystem(fs: str, size: int, mkfs_opts: str, mount_opts: str, work_di
         entry = journal.push("rmdir", path=str(mount_point))
         stack.callback(journal.undo, entry)
         mount_point.mkdir()
-        entry = journal.push("loop_umount", target=str(mount_point), device=device)
+        entry = journal.push("loop_umount", target=str(mount_point), device=device,
+                             owner=os.getpid(), owner_start=process_start_time(os.getpid()),
+                             cgroup=cgroup)
         stack.callback(journal.undo, entry)
         argv = [tool("mount"), "-t", fs]
         if mount_opts:
@@ -151,6 +203,10 @@ def loop_filesystem(fs: str, size: int, mkfs_opts: str, mount_opts: str, work_di
                              "/proc/mounts")
         metadata["proc_mounts_type"] = shown[1]
         metadata["mounted_options"] = shown[2]
+        info = mount_of(mount_point)
+        if info is not None and info.mount_point == str(mount_point):
+            metadata["mount_options"] = info.mount_options
+            metadata["superblock_options"] = info.super_options
         metadata["mount_point"] = str(mount_point)
         yield LoopFilesystem(mount_point=mount_point, device=device, image=image)
 
@@ -201,13 +257,31 @@ def _undo_detach(action: dict[str, Any]) -> None:
 
 @register_undo("loop_umount")
 def _undo_loop_umount(action: dict[str, Any]) -> None:
-    unmount(Path(action["target"]))
+    unmount(Path(action["target"]), lambda: run_processes(action))
 
 
-def unmount(mount_point: Path) -> None:
-    """Unmount; if busy, stop the processes still using the filesystem (leftovers of the run that
-    made it) and try again; as a last resort detach it lazily."""
+def run_processes(action: dict[str, Any]) -> set[int]:
+    """The processes of the run that made a filesystem: those in its cgroup, and the
+    descendants of its stallbench process while that is still the same process."""
+    own: set[int] = set()
+    if action.get("cgroup"):
+        with contextlib.suppress(OSError, ValueError):
+            own.update(int(pid) for pid in
+                       Path(action["cgroup"], "cgroup.procs").read_text().split())
+    owner = action.get("owner")
+    if owner and process_start_time(int(owner)) == action.get("owner_start"):
+        tree = ProcessSet()
+        tree.add(int(owner))
+        own.update(pid for pid in tree.pids() if pid != int(owner))
+    return own
+
+
+def unmount(mount_point: Path, own: Callable[[], set[int]] = set) -> None:
+    """Unmount. If busy, stop the processes using the filesystem that belong to the run (`own`)
+    and try again. Anyone else's (an engineer's shell that cd'd in) are left running: OSError
+    naming them, the filesystem stays mounted for `stallbench cleanup` to retry later."""
     umount = tool("umount")
+    others: list[int] = []
     for attempt in range(3):
         if proc_mounts_entry(mount_point) is None:
             return
@@ -216,14 +290,36 @@ def unmount(mount_point: Path) -> None:
         if proc.returncode == 0:
             continue
         users = processes_using(mount_point)
+        ours = own() if users else set()
+        others = [pid for pid in users if pid not in ours]
         for pid in users:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            if pid in ours:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         time.sleep(0.2 * (attempt + 1))
+    if proc_mounts_entry(mount_point) is None:
+        return
+    others = [pid for pid in others if os.path.exists(f"/proc/{pid}")]
+    if others:
+        raise OSError(f"{mount_point} is still in use by {describe_processes(others)}, which "
+                      "this run did not start: left running and the filesystem left mounted; "
+                      "when they are gone (cd out of it), run `stallbench cleanup`")
+    subprocess.run([umount, "--lazy", str(mount_point)], capture_output=True, timeout=60)
     if proc_mounts_entry(mount_point) is not None:
-        subprocess.run([umount, "--lazy", str(mount_point)], capture_output=True, timeout=60)
-        if proc_mounts_entry(mount_point) is not None:
-            raise OSError(f"cannot unmount {mount_point}")
+        raise OSError(f"cannot unmount {mount_point}")
+
+
+def describe_processes(pids: list[int]) -> str:
+    """'pid 123 (bash), pid 456 (less)'."""
+    names = []
+    for pid in pids[:5]:
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            comm = "?"
+        names.append(f"pid {pid} ({comm})")
+    more = f" and {len(pids) - 5} more" if len(pids) > 5 else ""
+    return ", ".join(names) + more
 
 
 def processes_using(path: Path) -> list[int]:

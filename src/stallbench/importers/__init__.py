@@ -6,21 +6,29 @@ directory through store.RunWriter.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import UsageError
 from .common import Imported, LogError, write_run
-from .fio import parse_fio
-from .mmtests import parse_pgioperf
-from .pgbench import parse_pgbench
-from .strace import parse_strace
+
+
+def _lazy(module: str, function: str) -> Callable[[Path], Imported]:
+    """The parser, imported when first called (workloads import this package; some parsers
+    import numpy and pyarrow)."""
+    def parse(path: Path) -> Imported:
+        return getattr(importlib.import_module(f".{module}", __name__), function)(path)
+
+    parse.__name__ = function
+    return parse
+
 
 IMPORTERS: dict[str, Callable[[Path], Imported]] = {
-    "mmtests-pgioperf": parse_pgioperf,
-    "strace": parse_strace,
-    "fio": parse_fio,
-    "pgbench": parse_pgbench,
+    "mmtests-pgioperf": _lazy("mmtests", "parse_pgioperf"),
+    "strace": _lazy("strace", "parse_strace"),
+    "fio": _lazy("fio", "parse_fio"),
+    "pgbench": _lazy("pgbench", "parse_pgbench"),
 }
 
 

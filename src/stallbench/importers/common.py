@@ -9,17 +9,18 @@ times onto the run's CLOCK_MONOTONIC instead.
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..store import STATUS_COMPLETE, RunWriter, ops_batch
+
+if TYPE_CHECKING:   # numpy, pyarrow and store load on first use: workloads import this module
+    import numpy as np
+    import pyarrow as pa
 
 MAX_LINE_SHOWN = 80
 # A sane upper bound for one operation's latency: anything larger is a parse error, not data.
@@ -57,7 +58,7 @@ def parse_number(text: str, path: Path | str, lineno: int, line: str, what: str)
         value = float(text)
     except ValueError:
         raise line_error(path, lineno, f"{what} {text!r} is not a number", line) from None
-    if not np.isfinite(value) or value < 0:
+    if not math.isfinite(value) or value < 0:
         raise line_error(path, lineno, f"{what} {text!r} is out of range", line)
     return value
 
@@ -98,6 +99,8 @@ class Samples:
         return len(self.latency_ns)
 
     def extend(self, other: Samples) -> None:
+        import numpy as np
+
         remap = np.array([self._code_for(name) for name in other.op_names] or [0], dtype=np.int32)
         codes = np.frombuffer(other.op_codes, dtype=np.int32) if len(other) else np.empty(0, int)
         self.op_codes.extend(remap[codes].tolist())
@@ -113,6 +116,8 @@ class Samples:
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(op_codes, worker, start_ns, latency_ns) sorted by start time."""
+        import numpy as np
+
         codes = np.frombuffer(self.op_codes, dtype=np.int32).copy()
         worker = np.frombuffer(self.worker, dtype=np.int32).copy()
         start = np.frombuffer(self.start_ns, dtype=np.int64).copy()
@@ -121,6 +126,8 @@ class Samples:
         return codes[order], worker[order], start[order], latency[order]
 
     def counts(self) -> dict[str, int]:
+        import numpy as np
+
         codes = np.frombuffer(self.op_codes, dtype=np.int32)
         if not len(codes):
             return {}
@@ -129,6 +136,10 @@ class Samples:
 
     def batches(self, offset_ns: int = 0, chunk: int = 1 << 20) -> Iterator[pa.RecordBatch]:
         """Ops record batches with start_ns shifted by -offset_ns (negative starts become 0)."""
+        import numpy as np
+
+        from ..store import ops_batch
+
         codes, worker, start, latency = self.arrays()
         start = np.maximum(start - offset_ns, 0)
         for i in range(0, len(start), chunk):
@@ -137,6 +148,8 @@ class Samples:
 
     def span_ns(self) -> tuple[int, int]:
         """(first start, last end) on the log's clock; (0, 0) when empty."""
+        import numpy as np
+
         if not len(self):
             return 0, 0
         start = np.frombuffer(self.start_ns, dtype=np.int64)
@@ -164,6 +177,8 @@ class Imported:
 def write_run(imported: Imported, results: Path, variant: str,
               workload: str | None = None) -> Path:
     """Write an imported log as RESULTS/<variant>/<workload>/<n>/ and return that directory."""
+    from ..store import STATUS_COMPLETE, RunWriter
+
     samples = imported.samples
     if not len(samples):
         raise UsageError("no operations found in the log: nothing to import")

@@ -23,6 +23,19 @@ def monitor_class(name: str) -> type[Monitor]:
     return module.MONITORS[name]
 
 
+def monitor_names() -> list[str]:
+    """Every monitor name --monitors accepts."""
+    return list(_MODULES)
+
+
+def monitors_help() -> str:
+    """The --monitors help text, from the registry."""
+    default = default_monitor_names()
+    added = [n for n in parse_monitor_list("all") if n not in default]
+    return (f"default ({','.join(default)}), all (adds {', '.join(added)}), none, or a comma "
+            f"list of: {', '.join(_MODULES)}")
+
+
 def default_monitor_names() -> list[str]:
     return ["counters", "psi", "diskstats", "delay"]
 
@@ -49,4 +62,4 @@ def parse_monitor_list(text: str | list[str] | None) -> list[str]:
 
 
 __all__ = ["Monitor", "MonitorResult", "monitor_class", "parse_monitor_list",
-           "default_monitor_names"]
+           "default_monitor_names", "monitor_names", "monitors_help"]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
-from ..context import RunContext
+    from ..context import RunContext
 
 
 @dataclass

@@ -33,6 +33,23 @@ def is_cumulative(column: str) -> bool:
     return False
 
 
+# units of the event counters (Documentation/admin-guide/mm, mm/vmstat.c): vmstat's
+# pgpgin/pgpgout count KiB; page scans, steals, frees, allocations and (de)activations count
+# pages; memcg's pgpgin/pgpgout count charge events of one page; the rest count events
+_KIB_COUNTERS = ("vmstat.pgpgin", "vmstat.pgpgout")
+_PAGE_COUNTER_PREFIXES = ("pgscan", "pgsteal", "pgfree", "pgalloc", "pgactivate",
+                          "pgdeactivate", "pgrefill", "pglazyfree", "pgpromote", "pgdemote",
+                          "pgmigrate", "pgrotated", "pswp", "pgpg", "total_pgpg")
+
+
+def counter_unit(column: str) -> str:
+    """'KiB', 'pages' or 'events' for a cumulative counter column."""
+    if column in _KIB_COUNTERS:
+        return "KiB"
+    _, _, key = column.partition(".")
+    return "pages" if key.startswith(_PAGE_COUNTER_PREFIXES) else "events"
+
+
 def parse_vmstat(text: str) -> dict[str, int]:
     values = {}
     for line in text.splitlines():

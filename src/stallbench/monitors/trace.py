@@ -13,9 +13,16 @@ set_event_pid (kept up to date as threads appear; event-fork follows children):
   recorded; on this kernel idle->task switches are not reported under set_event_pid, wake-ups
   are).
 
-trace-full adds raw_syscalls sys_enter/sys_exit of the workload and, in a second instance that
+trace-full adds raw_syscalls sys_enter/sys_exit of the workload (named from the kernel's
+syscall table for this architecture, syscalls.py) and, in a second instance that
 is not filtered by pid (completions run in interrupt context), block_rq_issue/complete of the
 workload's devices. It perturbs the run: the report says so.
+
+set_event_pid keeps a sched_switch when either side is traced, so the task switched away from
+(and its D state) may be anyone's: at parse time only rows of the workload's tasks (the tids
+added, the children the kernel followed, by tid or tgid) are kept, for every event of the main
+instance. Block requests (trace-full) are per device: they are issued and completed by whoever
+runs at the time, so they are kept for the workload's devices whatever the task.
 
 The buffer is drained from trace_pipe during the run (raw bytes kept, parsed at stop so that the
 run is not slowed by parsing). Table `trace` (or `trace_full`) is a list of intervals:
@@ -35,6 +42,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..context import RunContext
+from ..syscalls import header_for, names_unavailable, syscall_names
 from ..tracefs import TracefsInstance, find_tracefs, mount_tracefs, tracefs_supported
 from ._sampling import read_text
 from .base import Monitor, MonitorResult
@@ -67,7 +75,8 @@ class TraceMonitor(Monitor):
         self._block: TracefsInstance | None = None
         self._main_chunks: list[bytes] = []
         self._block_chunks: list[bytes] = []
-        self._pids: set[int] = set()
+        self._pids: set[int] = set()          # tids added to set_event_pid
+        self._tasks: set[int] = set()         # ... and every task the kernel followed
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._errors: list[str] = []
@@ -133,6 +142,8 @@ class TraceMonitor(Monitor):
                 if not self._pids:
                     self._main.on()  # only now: an empty set_event_pid would trace everyone
                 self._pids.update(fresh)
+            if self._pids:
+                self._tasks |= self._pids | self._main.event_pids()
             self._drain()
         except Exception as exc:  # noqa: BLE001 - never crash the run
             if len(self._errors) < 5:
@@ -175,7 +186,9 @@ class TraceMonitor(Monitor):
         main_text = b"".join(self._main_chunks).decode(errors="replace")
         block_text = b"".join(self._block_chunks).decode(errors="replace")
         t0 = self._ctx.t0_ns if self._ctx else 0
-        rows = parse_trace(main_text, t0, set(self._pids))
+        workload = self._tasks | set(self._ctx.processes.roots() if self._ctx else [])
+        names = syscall_names() if self.full else {}
+        rows = parse_trace(main_text, t0, workload, names)
         if block_text:
             names = {n: d for d, n in self._devices.items()}
             rows += parse_block_trace(block_text, t0, names)
@@ -190,6 +203,8 @@ class TraceMonitor(Monitor):
                                    "workload_pids": self._ctx.processes.roots() if self._ctx
                                    else [],
                                    "perturbs_run": self.full}
+        if self.full:
+            summary["syscall_names"] = names_unavailable() or f"{len(names)} from {header_for()}"
         if self._errors:
             summary["errors"] = self._errors
         return MonitorResult(tables={self.table_name: table}, summary=summary)
@@ -224,12 +239,15 @@ def _ts(match: re.Match[str]) -> int:
     return int(match["sec"]) * 1_000_000_000 + int(usec) * 10 ** (9 - len(usec))
 
 
-def parse_trace(text: str, t0_ns: int, tids: set[int] | None = None) -> list[dict[str, Any]]:
+def parse_trace(text: str, t0_ns: int, workload: set[int] | None = None,
+                syscall_names: dict[int, str] | None = None) -> list[dict[str, Any]]:
     """trace_pipe text of the main instance -> interval rows (see the module docstring).
 
-    With `tids` (the threads in set_event_pid), a D-state switch counts only when the thread
-    going to sleep is one of them: the pid filter also passes every switch *to* a workload
-    thread, whose previous task is some other process of the machine."""
+    With `workload` (its pids and tids), only rows of those tasks are kept: set_event_pid
+    records a sched_switch when either side is traced, so the task switched *away from* may be
+    anyone's (a kworker, stallbench itself); its D-state sleep is not the workload's.
+    `syscall_names` ({number: name}, see syscalls.py) names the syscall rows; a number not in
+    it stays `syscall N`."""
     rows: list[dict[str, Any]] = []
     reclaim_open: dict[tuple[int, str], int] = {}
     sys_open: dict[int, tuple[int, int]] = {}
@@ -267,7 +285,7 @@ def parse_trace(text: str, t0_ns: int, tids: set[int] | None = None) -> list[dic
             fields = dict(_FIELD.findall(body.split(" ==> ")[0]))
             after = dict(_FIELD.findall(body.split(" ==> ")[-1]))
             prev, nxt = int(fields.get("prev_pid", -1)), int(after.get("next_pid", -1))
-            if fields.get("prev_state", "").startswith("D") and (tids is None or prev in tids):
+            if fields.get("prev_state", "").startswith("D"):
                 row = {"t_ns": ts, "duration_ns": -1, "tid": prev, "comm": fields.get("prev_comm",
                        comm), "category": "dstate", "kind": "D", "stack": "", "device": "",
                        "detail": ""}
@@ -317,11 +335,14 @@ def parse_trace(text: str, t0_ns: int, tids: set[int] | None = None) -> list[dic
         if event == "sys_exit" and tid in sys_open:
             begin, nr = sys_open.pop(tid)
             rows.append({"t_ns": begin, "duration_ns": ts - begin, "tid": tid, "comm": comm,
-                         "category": "syscall", "kind": f"syscall {nr}", "stack": "",
+                         "category": "syscall",
+                         "kind": f"syscall {(syscall_names or {}).get(nr, nr)}", "stack": "",
                          "device": "", "detail": str(nr)})
     close_stack()
     for row in rows:
         row["pid"] = tgids.get(row["tid"], row["tid"])
+    if workload is not None:
+        rows = [row for row in rows if row["tid"] in workload or row["pid"] in workload]
     return rows
 
 

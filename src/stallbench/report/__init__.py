@@ -5,7 +5,10 @@ Renderers only format numbers that the Comparison already holds; they compute no
 
 from __future__ import annotations
 
-from ..comparison import Comparison
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:       # the CLI imports FORMATS for --help: keep numpy out of that
+    from ..comparison import Comparison
 
 FORMATS = ("text", "markdown", "json", "html")
 

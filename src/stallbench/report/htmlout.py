@@ -130,8 +130,5 @@ def _where(comparison: Comparison) -> list[str]:
         return []
     if "error" in section and len(section) == 1:
         return [f"<p>{_e(section['error'])}</p>"]
-    try:
-        from . import where
-    except ImportError:
-        return []
+    from . import where
     return [where.render_html(section)]

@@ -100,8 +100,5 @@ def where_section(comparison: Comparison) -> list[str]:
         return []
     if "error" in section and len(section) == 1:
         return [section["error"], ""]
-    try:
-        from . import where
-    except ImportError:
-        return []
+    from . import where
     return [where.render_markdown(section), ""]

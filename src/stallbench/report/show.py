@@ -3,15 +3,43 @@
 from __future__ import annotations
 
 import json
+import textwrap
+from typing import Any
 
 from ..comparison import RunsSummary
-from ..units import choose_time_unit
-from .common import JSON_KEYS, format_count, format_rate, format_seconds, stat_cell
+from ..units import choose_time_unit, format_size
+from .common import JSON_KEYS, format_count, format_rate, format_seconds
 from .jsonout import stats_dict
 
 _STATS = ("min", "p50", "p90", "p95", "p99", "p999", "max", "mean")
 _HEAD = ("min", "p50", "p90", "p95", "p99", "p99.9", "max", "mean")
+WIDTH = 100
+# environment values in bytes (run.json keeps bytes; shown in KiB/MiB/GiB)
+_SIZE_KEYS = {"limit", "limit_requested", "peak", "size", "memory_limit", "memory_available",
+              "space_needed", "reserved", "requested", "available_after", "hugepage_size"}
 
+
+def _value(key: str, value: Any) -> str:
+    if isinstance(value, bool) or value is None or value == "":
+        return str(value).lower() if isinstance(value, bool) else "-"
+    if key in _SIZE_KEYS and isinstance(value, int):
+        return format_size(value)
+    if isinstance(value, dict):
+        return "; ".join(f"{k}={_value(k, v)}" for k, v in value.items()) or "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_value(key, v) for v in value) or "none"
+    return str(value)
+
+
+def environment_lines(environment: dict[str, Any], indent: str = "    ") -> list[str]:
+    """The environment of a run as wrapped `key: value` lines (nested tables on one line each,
+    `name=value` pairs separated by `;`), nothing cut."""
+    lines = [f"{indent}environment"]
+    for key, value in environment.items():
+        lines += textwrap.wrap(f"{key}: {_value(key, value)}", WIDTH,
+                               initial_indent=indent + "  ", subsequent_indent=indent + "    ",
+                               break_long_words=False, break_on_hyphens=False)
+    return lines
 
 
 
@@ -34,8 +62,7 @@ def render_text(summary: RunsSummary) -> str:
             lines.append("    params " + ", ".join(f"{k}={v}" for k, v in params.items()))
         environment = meta.get("environment") or {}
         if environment:
-            lines.append("    environment " + json.dumps(environment, sort_keys=True,
-                                                         default=str)[:300])
+            lines += environment_lines(environment)
         if cpu:
             lines.append(f"    cpu {cpu}")
         monitors = meta.get("monitors") or {}
@@ -44,26 +71,58 @@ def render_text(summary: RunsSummary) -> str:
                 f"{name} ({(m or {}).get('status', '?')})" for name, m in monitors.items()))
         for note in meta.get("notes") or []:
             lines.append(f"    note: {note}")
-    values = [s.values[stat] for s in summary.ops.values() for stat in _STATS
-              if s.values.get(stat)]
-    unit = choose_time_unit(values)
     lines.append("")
-    lines.append(f"latency in {unit[0]}")
-    lines.append(f"{'op':<15} {'samples':>10} {'rate/s':>9} " +
-                 " ".join(f"{h:>7}" for h in _HEAD))
-    for name, stats in summary.ops.items():
+    lines.append("latency in each row's unit; a value far from the row's carries its own "
+                 "(3.19µs)")
+    ops = summary.ops
+    name_w = max([2, *(len(name) for name in ops)])
+    count_w = max([7, *(len(format_count(s.samples)) for s in ops.values())])
+    rate_w = max([6, *(len(format_rate(s.rate)) for s in ops.values())])
+    lines.append(f"{'op':<{name_w}} {'samples':>{count_w}} {'rate/s':>{rate_w}} unit " +
+                 " ".join(f"{h:>{_CELL}}" for h in _HEAD))
+    for name, stats in ops.items():
         if stats.samples == 0:
-            lines.append(f"{name[:15]:<15} {0:>10} {'0.0':>9}   no samples")
+            lines.append(f"{name:<{name_w}} {0:>{count_w}} {'0.0':>{rate_w}}      no samples")
             continue
+        unit = _row_unit([stats.values[s] for s in _STATS
+                          if s not in stats.unresolved and stats.values.get(s)])
         cells = []
         for stat in _STATS:
-            cell = stat_cell(stats, stat, unit)
-            cells.append(f"{'n/r' if cell.startswith('n/r') else cell:>7}")
-        lines.append(f"{name[:15]:<15} {format_count(stats.samples):>10} "
-                     f"{format_rate(stats.rate):>9} " + " ".join(cells))
+            if stat in stats.unresolved:
+                cells.append(f"{'n/r':>{_CELL}}")
+                continue
+            cells.append(f"{_cell(stats.values[stat], unit):>{_CELL}}")
+        lines.append(f"{name:<{name_w}} {format_count(stats.samples):>{count_w}} "
+                     f"{format_rate(stats.rate):>{rate_w}} {unit[0]:>4} " + " ".join(cells))
     if any(s.unresolved for s in summary.ops.values()):
         lines.append("n/r: fewer than 10 samples at or beyond the percentile")
     return "\n".join(lines) + "\n"
+
+
+_CELL = 6
+
+
+def _row_unit(values_ns: list[float]) -> tuple[str, int]:
+    """The unit in which the row's typical value reads 1..9999 (each row its own)."""
+    return choose_time_unit(values_ns)
+
+
+def _number(value: float) -> str:
+    if value >= 100:
+        return f"{value:.0f}"
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def _cell(value_ns: float | None, unit: tuple[str, int]) -> str:
+    """A value in the row's unit, with at least two significant digits; a value below 0.1 or
+    of six digits and more in it carries its own unit (3.19µs in a row of ms)."""
+    if value_ns is None:
+        return "-"
+    value = value_ns / unit[1]
+    if value == 0 or 0.1 <= value < 100_000:
+        return _number(value)
+    name, scale = choose_time_unit([value_ns])
+    return f"{_number(value_ns / scale)}{name}"
 
 
 def render_json(summary: RunsSummary) -> str:

@@ -145,10 +145,7 @@ def where_section(comparison: Comparison, width: int) -> list[str]:
         return []
     if "error" in section and len(section) == 1:
         return [section["error"], ""]
-    try:
-        from . import where
-    except ImportError:
-        return ["where did the time go: (no text renderer installed)", ""]
+    from . import where
     return [where.render_text(section, width), ""]
 
 

@@ -29,6 +29,24 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:+.0%}" if value < 10 else f"{value + 1:.0f}x"
 
 
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+NEAR_ZERO = 10     # a baseline below this many events per run gives no meaningful ratio
+
+
+def _counter_change(row: dict[str, Any]) -> str:
+    """'new' for a counter that did not move in the baseline, 'from ~0' for one that barely
+    did (a ratio against 2 events says nothing), else the change per op."""
+    if not row["baseline"]:
+        return "new"
+    if abs(row["baseline"]) < NEAR_ZERO <= abs(row["candidate"]):
+        return "from ~0"
+    change = row["change"]
+    return "-" if change is None else _pct(change) if abs(change) < 1000 else "≥1000x"
+
+
 def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
@@ -40,16 +58,23 @@ def _tables(section: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
     for label, rows in section.get("counters", {}).items():
         if not rows:
             continue
-        body = [[r["counter"], _num(r["baseline"]), _num(r["candidate"]), _num(r["delta"]),
-                 _num(r["baseline_per_s"]), _num(r["candidate_per_s"]),
-                 _num(r["baseline_per_op"], 3), _num(r["candidate_per_op"], 3), _pct(r["change"])]
-                for r in rows[:COUNTER_ROWS]]
-        more = len(rows) - COUNTER_ROWS
-        title = f"counters: {base} vs {label} (per run; sorted by change per op)"
+        names = {r["counter"] for r in rows}
+        # memcg's total_* repeat the cgroup's own counters for a cgroup without children
+        shown = [r for r in rows if not (r["counter"].startswith("memcg.total_") and
+                 "memcg." + r["counter"].removeprefix("memcg.total_") in names)]
+        body = [[_short(r["counter"].removeprefix("vmstat."), 32), r.get("unit", ""),
+                 _num(r["baseline"]),
+                 _num(r["candidate"]), _num(r["baseline_per_op"], 3),
+                 _num(r["candidate_per_op"], 3), _counter_change(r)]
+                for r in shown[:COUNTER_ROWS]]
+        more = len(shown) - COUNTER_ROWS
+        title = (f"kernel counters {base} vs {label}: per run and per op, sorted by the change "
+                 "per op (per second and the gauges in the JSON)")
         if more > 0:
-            title += f"; {more} more in the JSON"
-        out.append((title, ["counter", base, label, "delta", f"{base}/s", f"{label}/s",
-                            f"{base}/op", f"{label}/op", "change"], body))
+            title += f"; {more} more there"
+        b, c = _short(base, 10), _short(label, 10)
+        out.append((title, ["counter", "unit", b, c, f"{_short(base, 7)}/op",
+                            f"{_short(label, 7)}/op", "change"], body))
     psi_rows = []
     for label, values in section.get("psi", {}).items():
         for key, item in values.items():
@@ -142,7 +167,7 @@ def render_text(section: dict[str, Any], width: int = 100) -> str:
             lines += textwrap.wrap(note, width, initial_indent=f"{mark} ",
                                    subsequent_indent="  ")
     for title, header, rows in _tables(section):
-        lines += ["", title]
+        lines += ["", *textwrap.wrap(title, width, subsequent_indent="  ")]
         widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
         for row in [header, *rows]:
             text = "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import abc
 import argparse
+import difflib
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import pyarrow as pa
-
-from ..context import RunContext
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..context import RunContext
 
 # Called by the workload with live per-op progress: {op: (count_total, max_latency_ns_recent)}
 ProgressFn = Callable[[dict[str, tuple[int, int]]], None]
@@ -39,14 +43,47 @@ class Workload(abc.ABC):
     # seconds run first and left out of the statistics when the plan gives no warm-up
     default_warmup_s: ClassVar[float] = 0.0
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("from_options")
+        if isinstance(own, classmethod):
+            build = own.__func__
+
+            @functools.wraps(build)
+            def checked(klass: type[Workload], options: dict[str, Any]) -> Workload:
+                klass.check_option_names(options)
+                return build(klass, options)
+
+            cls.from_options = classmethod(checked)  # type: ignore[method-assign]
+
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         """Workload options for `stallbench run NAME`; dest names are the plan-file keys."""
 
     @classmethod
+    def option_names(cls) -> list[str]:
+        """The option keys this workload takes: the dest names of its add_arguments."""
+        parser = argparse.ArgumentParser(add_help=False)
+        cls.add_arguments(parser)
+        return [action.dest for action in parser._actions]
+
+    @classmethod
+    def check_option_names(cls, options: dict[str, Any]) -> None:
+        """UsageError naming the first key that is not one of this workload's options (a
+        misspelt option would otherwise run silently with its default)."""
+        known = cls.option_names()
+        for key in options:
+            if key not in known:
+                close = difflib.get_close_matches(str(key), known, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise UsageError(f"{key!r} is not a {cls.name} option{hint}; {cls.name} takes: "
+                                 f"{', '.join(known) or 'no options'}")
+
+    @classmethod
     @abc.abstractmethod
     def from_options(cls, options: dict[str, Any]) -> Workload:
-        """Validate options (from the command line or a plan file); UsageError when bad."""
+        """Validate options (from the command line, a plan file or the API); UsageError when
+        bad. Every subclass's from_options first refuses keys it does not know."""
 
     @abc.abstractmethod
     def params(self) -> dict[str, Any]:
@@ -58,6 +95,11 @@ class Workload(abc.ABC):
 
     def resolve(self, memory_available: int) -> None:
         """Fill defaults that depend on the memory available to the workload (limit or system)."""
+
+    def default_size_flag(self) -> str | None:
+        """The flag of a file size the user did not give, so that the workload chose it (from
+        the memory available): a default that big is checked against free space and time."""
+        return None
 
     @abc.abstractmethod
     def prepare(self, ctx: RunContext) -> None:

@@ -35,8 +35,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .. import journal as journal_mod
 from ..context import RunContext
 from ..errors import UsageError
@@ -184,6 +182,8 @@ def wait_child(proc: subprocess.Popen, stop: threading.Event, *, deadline_ns: in
 
 def progress_from_samples(samples: Samples, since: int) -> dict[str, tuple[int, int]]:
     """{op: (total count, max latency among samples[since:])} for the live display."""
+    import numpy as np
+
     counts = samples.counts()
     codes = np.frombuffer(samples.op_codes, dtype=np.int32)[since:]
     latency = np.frombuffer(samples.latency_ns, dtype=np.int64)[since:]

@@ -22,17 +22,17 @@ import argparse
 import mmap
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ..context import RunContext
 from ..errors import UsageError
 from ..units import parse_duration, parse_size
 from .base import ProgressFn, Workload, WorkloadResult, int_option
-from .files import check_space, ensure_file
+from .files import check_space, ensure_file, too_slow
 from .randread import read_loop
-from .workers import WorkerContext, WorkerSpec, run_workers
+
+if TYPE_CHECKING:
+    from ..context import RunContext
+    from .workers import WorkerContext
 
 BLOCK = 8192
 COMMIT_EVERY = 5
@@ -43,6 +43,8 @@ OFFSET_BATCH = 1 << 14
 
 
 def _block_buffer(seed: int) -> list[mmap.mmap]:
+    import numpy as np
+
     buffer = mmap.mmap(-1, BLOCK)
     buffer.write(np.random.default_rng(seed).bytes(BLOCK))
     return [buffer]
@@ -55,6 +57,8 @@ def paced_write_loop(wctx: WorkerContext, path: str, file_size: int, interval_ns
     with its planned start; after every `sync_every` writes an fdatasync (or fsync), op code 1,
     timed either together with the write before it (a WAL commit) or alone (a checkpoint's
     fsync). Offsets are sequential and wrapping (WAL) or random (data file), drawn in bulk."""
+    import numpy as np
+
     fd = os.open(path, os.O_WRONLY)
     buffers = _block_buffer(seed + (0 if sequential else 1))
     rng = np.random.default_rng([seed, wctx.index])
@@ -132,6 +136,7 @@ class PgIoPerf(Workload):
         self.checkpoint_interval_ns = checkpoint_interval_ns
         self.checkpoint_fsync_every = checkpoint_fsync_every
         self.seed = seed
+        self.sized_by_default = data_size is None
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -177,6 +182,9 @@ class PgIoPerf(Workload):
         self.resolve(memory_available)
         return self.data_size + self.wal_size
 
+    def default_size_flag(self) -> str | None:
+        return "--data-size" if self.sized_by_default else None
+
     def params(self) -> dict[str, Any]:
         return {"readers": self.readers, "data_size": self.data_size, "wal_size": self.wal_size,
                 "block_size": BLOCK, "commit_every": COMMIT_EVERY,
@@ -187,10 +195,12 @@ class PgIoPerf(Workload):
     def prepare(self, ctx: RunContext) -> None:
         data, wal = ctx.workdir / DATA_FILE, ctx.workdir / WAL_FILE
         check_space(ctx.workdir, self.data_size + self.wal_size, [data, wal])
-        ensure_file(data, self.data_size)
-        ensure_file(wal, self.wal_size)
+        ensure_file(data, self.data_size, ctx.log, *too_slow(self, ctx.duration_s))
+        ensure_file(wal, self.wal_size, ctx.log, *too_slow(self, ctx.duration_s))
 
     def run(self, ctx: RunContext, progress: ProgressFn) -> WorkloadResult:
+        from .workers import WorkerSpec, run_workers
+
         data, wal = str(ctx.workdir / DATA_FILE), str(ctx.workdir / WAL_FILE)
         specs = [
             WorkerSpec("wal", ["wal", "commit"], "osli", paced_write_loop,

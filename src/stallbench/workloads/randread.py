@@ -11,16 +11,16 @@ import argparse
 import mmap
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ..context import RunContext
 from ..errors import UsageError
 from ..units import parse_size
 from .base import ProgressFn, Workload, WorkloadResult, int_option
-from .files import check_space, ensure_file
-from .workers import WorkerContext, WorkerSpec, run_workers
+from .files import check_space, ensure_file, too_slow
+
+if TYPE_CHECKING:
+    from ..context import RunContext
+    from .workers import WorkerContext
 
 DATA_FILE = "randread.data"
 
@@ -30,6 +30,8 @@ def read_loop(wctx: WorkerContext, path: str, record_size: int, file_size: int, 
     """The hot loop. Per op: one preadv into a reused buffer, two clock reads, two stores into
     preallocated arrays, one comparison. Offsets come in batches of the buffer's capacity, so
     the buffer cannot overflow within a batch and needs no per-op check."""
+    import numpy as np
+
     flags = os.O_RDONLY | (os.O_DIRECT if direct else 0)
     fd = os.open(path, flags)
     buffers = [mmap.mmap(-1, record_size)]          # page aligned, as O_DIRECT needs
@@ -84,6 +86,7 @@ class RandRead(Workload):
         self.record_size = record_size
         self.direct = direct
         self.seed = seed
+        self.sized_by_default = file_size is None
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -116,6 +119,9 @@ class RandRead(Workload):
         self.resolve(memory_available)
         return self.file_size
 
+    def default_size_flag(self) -> str | None:
+        return "--file-size" if self.sized_by_default else None
+
     def params(self) -> dict[str, Any]:
         return {"threads": self.threads, "file_size": self.file_size,
                 "record_size": self.record_size, "direct": self.direct, "seed": self.seed}
@@ -123,9 +129,11 @@ class RandRead(Workload):
     def prepare(self, ctx: RunContext) -> None:
         path = ctx.workdir / DATA_FILE
         check_space(ctx.workdir, self.file_size, [path])
-        ensure_file(path, self.file_size)
+        ensure_file(path, self.file_size, ctx.log, *too_slow(self, ctx.duration_s))
 
     def run(self, ctx: RunContext, progress: ProgressFn) -> WorkloadResult:
+        from .workers import WorkerSpec, run_workers
+
         args = {"path": str(ctx.workdir / DATA_FILE), "record_size": self.record_size,
                 "file_size": self.file_size, "direct": self.direct, "seed": self.seed}
         specs = [WorkerSpec("reader", ["read"], "sl", read_loop, args)
