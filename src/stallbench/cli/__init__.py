@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         verbosity.set_level(args.quiet, args.verbose)
         if args.quiet and hasattr(args, "no_progress"):
             args.no_progress = True
+        del args.quiet, args.verbose    # not options of the command (run passes its rest on)
         if not getattr(args, "func", None):
             parser.print_help(sys.stderr)
             return 2
