@@ -4,7 +4,7 @@ VENV   ?= .venv
 PYTHON ?= python3
 PY      = $(VENV)/bin/python
 
-.PHONY: demo test lint deps clean
+.PHONY: demo test lint deps clean cli-docs
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,9 @@ test: $(VENV)/.installed deps
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests benchmarks
+
+cli-docs: $(VENV)/.installed
+	$(PY) scripts/gen-cli-docs.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -17,6 +17,8 @@ declare -A need=(
   [dpkg-deb]=dpkg
   [/usr/sbin/sshd]=openssh-server
   [rsync]=rsync
+  [zsh]=zsh
+  [groff]=groff-base
 )
 # Two guest kernels for the kernel-variant tests (tests/test_vm_*.py), kept between runs.
 fetch_test_kernels() {

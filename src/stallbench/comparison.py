@@ -147,6 +147,7 @@ class Comparison:
     level_shifts: list[dict[str, Any]] = field(default_factory=list)  # runs mixing regimes
     accuracy: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] | None = None   # fidelity: analysis/environment.py
+    views: Any = None  # views.Views: heatmaps and blocked-time profiles for the pictures
 
     @property
     def labels(self) -> list[str]:
@@ -625,6 +626,8 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     comparison.environment = environment_diff(   # fidelity: what else differed
         {v.label: [r.meta.get("environment") or {} for r in v.runs] for v in variants})
     comparison.where = _where(comparison, variants) if options.explain else None
+    from . import views  # heatmaps and blocked-time profiles, computed when a report draws
+    comparison.views = views.build(variants) if options.explain else None
     return comparison
 
 

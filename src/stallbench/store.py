@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import __version__
+from . import __version__, metadata
 from .errors import RunDataError, UsageError
 
 SCHEMA_VERSION = 1
@@ -163,7 +163,7 @@ class RunWriter:
         folder.mkdir(exist_ok=True)
         target = folder / f"{name}.parquet"
         tmp = folder / f".{name}.parquet.tmp"
-        pq.write_table(table, tmp)
+        pq.write_table(metadata.annotate(table, target), tmp)
         os.replace(tmp, target)
         return target
 
@@ -181,7 +181,8 @@ def write_ops_file(path: Path, batches: Iterable[pa.RecordBatch | pa.Table]) -> 
     counts: dict[str, int] = {}
     # dictionary encoding only where it pays (op names); tried on every int64 column it
     # costs more time than the compression
-    writer = pq.ParquetWriter(tmp, OPS_SCHEMA, compression="zstd", use_dictionary=["op"])
+    writer = pq.ParquetWriter(tmp, metadata.annotate_schema(OPS_SCHEMA, path), compression="zstd",
+                              use_dictionary=["op"])
     try:
         for batch in batches:
             table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])

@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 
-from .. import __version__
+from .. import __version__, verbosity
 from ..errors import UndecidedError, UsageError
 
 # command name -> (module, one-line help for the listing)
@@ -22,6 +23,8 @@ COMMANDS = {
     "import": ("importcmd",
                "import a foreign log (mmtests-pgioperf, strace, fio, pgbench) as a run"),
     "show": ("show", "metadata and per-op table of a run or variant"),
+    "export": ("export", "export a run or variant: Perfetto trace, CSV, folded stacks, "
+                         "HdrHistogram"),
     "cleanup": ("cleanup",
                 "undo what killed runs left behind (mounts, loop devices, cgroups, ...)"),
     "demo": ("demo", "run a short A/B comparison and show it"),
@@ -55,6 +58,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="stallbench",
                      description="Find I/O latency regressions and explain them.")
     parser.add_argument("--version", action="version", version=f"stallbench {__version__}")
+    _verbosity_flags(parser, 0)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser,
                                 action=_Commands)
     wanted = None if argv is None else _command_in(argv)
@@ -69,7 +73,26 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                 continue  # command not built yet
             raise
         module.register(sub)
+    for command in _nested(parser):
+        _verbosity_flags(command, argparse.SUPPRESS)  # also after the command's name
     return parser
+
+
+def _nested(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += [sub, *_nested(sub)]
+    return found
+
+
+def _verbosity_flags(parser: argparse.ArgumentParser, default) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="count", default=default,
+                       help="only warnings and errors on stderr (no progress display)")
+    group.add_argument("-v", "--verbose", action="count", default=default,
+                       help="say more on stderr, with a traceback on an unexpected error")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         argv = sys.argv[1:] if argv is None else list(argv)
         parser = build_parser(argv)
         args = parser.parse_args(argv)
+        verbosity.set_level(args.quiet, args.verbose)
+        if args.quiet and hasattr(args, "no_progress"):
+            args.no_progress = True
+        del args.quiet, args.verbose    # not options of the command (run passes its rest on)
         if not getattr(args, "func", None):
             parser.print_help(sys.stderr)
             return 2
@@ -93,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except OSError as exc:  # the machine, not the input: still one line, never a traceback
+        if verbosity.level >= verbosity.VERBOSE:
+            traceback.print_exc()
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
         print(f"stallbench: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2

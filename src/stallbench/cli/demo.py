@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import verbosity
 from ..demo import DEMO_DATA_SIZE, DEMO_DURATION_S, DEMO_MEMORY_LIMIT, demo_plan
 from .common import add_results_argument, print_comparison, results_dir
 
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     plan, story = demo_plan(results_dir(args))
     print(f"stallbench demo: {story}; {plan.duration_s:.0f} s each; results in {plan.results}",
           file=sys.stderr)
-    outcomes = run_plan(plan, progress=not args.no_progress)
+    outcomes = run_plan(plan, progress=not args.no_progress, log=verbosity.info)
     if any(o.status != "complete" for o in outcomes):
         return 130 if any(o.status == "interrupted" for o in outcomes) else 1
     names = [v.name for v in plan.variants]

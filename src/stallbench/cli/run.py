@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from .. import verbosity
 from ..errors import UsageError
 from ..monitors import monitors_help, parse_monitor_list
 from ..plan import (
@@ -229,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
     get_workload(plan.workload).from_options(plan.workload_options)
     from ..runner import run_plan
 
-    outcomes = run_plan(plan, progress=not args.no_progress)
+    outcomes = run_plan(plan, progress=not args.no_progress, log=verbosity.info)
     names = list(dict.fromkeys(v.name for v in plan.variants))
     # a variant without a complete run (its kernel did not boot, ...) was reported above
     names = [n for n in names if any(o.variant == n and o.status == "complete" for o in outcomes)]

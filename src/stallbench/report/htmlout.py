@@ -6,6 +6,7 @@ import base64
 import html
 
 from ..comparison import Comparison, OpComparison
+from . import flamegraph
 from . import plots as plots_mod
 from .common import (
     ROW_STATS,
@@ -51,6 +52,7 @@ def render(comparison: Comparison, plots: list[plots_mod.Plot] | None = None) ->
         body += _op_tables(op, comparison)
     body += _cpu(comparison)
     body += _where(comparison)
+    body += flamegraph.html_sections(comparison)
     for plot in plots:
         data = base64.b64encode(plot.png).decode("ascii")
         body.append(f"<h2>{_e(plot.title)}</h2>")

@@ -6,9 +6,12 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from .. import __version__
 from ..analysis.intervals import Change
 from ..comparison import Comparison, OpComparison, OpStats
 from .common import JSON_KEYS, PERCENTILE_STATS, json_number
+
+SCHEMA_VERSION = 1  # of this JSON document (schemas/comparison.schema.json)
 
 
 def change_dict(change: Change) -> dict[str, Any]:
@@ -81,6 +84,8 @@ def op_dict(op: OpComparison, comparison: Comparison) -> dict[str, Any]:
 
 def to_dict(comparison: Comparison) -> dict[str, Any]:
     return {
+        "schema_version": SCHEMA_VERSION,
+        "stallbench_version": __version__,
         "workload": comparison.workload,
         "baseline": comparison.baseline,
         "candidates": comparison.candidates,

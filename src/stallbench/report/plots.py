@@ -236,7 +236,14 @@ FIGURES = (
     ("timeline", "Stalls over time: per-interval p99/max and op count", timeline_figure),
     ("iterations", "p99 of each iteration", strip_figure),
     ("counters", "Kernel counters over time (first iteration)", counters_figure),
+    ("heatmap", "Latency over time: ops per latency and time, with PSI and reclaim/throttle",
+     lambda comparison: _heatmap_figure(comparison)),
 )
+
+
+def _heatmap_figure(comparison: Comparison) -> Figure | None:
+    from .heatmap import heatmap_figure
+    return heatmap_figure(comparison)
 
 
 def render_plots(comparison: Comparison, formats: tuple[str, ...] = ("png", "svg")) -> list[Plot]:

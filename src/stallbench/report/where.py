@@ -215,11 +215,11 @@ def render_html(section: dict[str, Any]) -> str:
     if explanations:
         parts.append("<ul>" + "".join(f"<li>{esc(e)}</li>" for e in explanations) + "</ul>")
     for title, header, rows in _tables(section):
-        parts.append(f"<h3>{esc(title)}</h3><table><thead><tr>"
+        parts.append(f'<h3>{esc(title)}</h3><div class="scroll"><table><thead><tr>'
                      + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr></thead><tbody>")
         parts += ["<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>"
                   for row in rows]
-        parts.append("</tbody></table>")
+        parts.append("</tbody></table></div>")
     for title, hist in _histograms(section):
         parts.append(f"<h3>{esc(title)}</h3><pre>{esc(chr(10).join(hist))}</pre>")
     if skipped:

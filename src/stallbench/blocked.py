@@ -1,0 +1,84 @@
+"""Where the workload's tasks blocked, per variant: time-weighted folded stacks from the trace
+monitor's D-state intervals, or sample counts from the stacks monitor where no run has them.
+Loads run directories and calls analysis/folded.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .analysis import folded
+from .analysis.monitors import parse_folded
+from .errors import RunDataError
+from .store import MONITOR_DIR, Run
+
+TRACE_TABLES = ("trace", "trace_full")
+UNITS = {"trace": "µs blocked (D state, trace monitor)",
+         "stacks": "samples of D-state tasks (stacks monitor)"}
+
+
+@dataclass
+class Profile:
+    label: str
+    source: str                  # "trace" or "stacks"
+    counts: dict[str, int]       # folded stack -> µs (trace) or samples (stacks)
+    runs: int
+
+    @property
+    def unit(self) -> str:
+        return UNITS[self.source]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def _trace_dstate(run: Run) -> dict[str, int] | None:
+    for name in TRACE_TABLES:
+        path = run.path / MONITOR_DIR / f"{name}.parquet"
+        if not path.exists():
+            continue
+        try:
+            table = pq.read_table(path, columns=["category", "comm", "stack", "duration_ns"])
+        except (pa.ArrowException, OSError) as exc:
+            raise RunDataError(f"{path}: damaged ({exc})") from exc
+        table = table.filter(pc.equal(table["category"], "dstate"))
+        grouped = table.group_by(["comm", "stack"]).aggregate([("duration_ns", "sum")])
+        rows = zip(grouped["comm"].to_pylist(), grouped["stack"].to_pylist(),
+                   grouped["duration_ns_sum"].to_pylist(), strict=True)
+        return folded.time_weighted((c or "?", s or "", d or 0) for c, s, d in rows)
+    return None
+
+
+def profile(label: str, runs: list[Run], source: str | None = None) -> Profile | None:
+    """The blocked profile of these runs from `source` ("trace", "stacks"), or the best one
+    every run has (trace first); None when the runs have neither."""
+    sources = [source] if source else ["trace", "stacks"]
+    for kind in sources:
+        parts = []
+        for run in runs:
+            if kind == "trace":
+                part = _trace_dstate(run)
+            else:
+                text = run.stacks_folded()
+                part = parse_folded(text) if text is not None else None
+            if part is None:
+                break
+            parts.append(part)
+        else:
+            return Profile(label, kind, folded.add(parts), len(runs))
+    return None
+
+
+def profile_pair(a_label: str, a_runs: list[Run], b_label: str,
+                 b_runs: list[Run]) -> tuple[Profile, Profile] | None:
+    """Profiles of two variants from the same source (trace where both have it)."""
+    for kind in ("trace", "stacks"):
+        a = profile(a_label, a_runs, kind)
+        b = profile(b_label, b_runs, kind)
+        if a is not None and b is not None:
+            return a, b
+    return None

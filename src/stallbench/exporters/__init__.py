@@ -1,0 +1,4 @@
+"""`stallbench export`: one module per format (perfetto, csvout, folded, hdr). Each takes the
+runs of a RUN_OR_VARIANT argument and writes to a binary or text stream."""
+
+FORMATS = ("perfetto", "csv", "folded", "hdr")

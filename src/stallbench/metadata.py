@@ -1,0 +1,101 @@
+"""Self-describing tables: Parquet key-value metadata on ops.parquet and every monitor table,
+so that a file copied out of its results tree still says what it is.
+
+Keys (all values are strings): stallbench.variant, stallbench.workload, stallbench.iteration,
+stallbench.version, stallbench.schema_version, stallbench.table (`ops` or the monitor table's
+name), stallbench.clock, and stallbench.units (JSON: column -> unit). The run's identity is read
+from run.json beside the file, which the run writes when it starts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+PREFIX = "stallbench."
+CLOCK = "ns since the run's start, CLOCK_MONOTONIC"
+
+
+def column_unit(table: str, column: str) -> str:
+    """The unit of a column, from the naming conventions of the run's tables."""
+    if column in ("t_ns", "start_ns", "intended_ns"):
+        return "ns since run start"
+    if column.endswith("_ns"):
+        return "ns"
+    if column.endswith("_ms") or column.endswith("_ticks_ms"):
+        return "ms"
+    if column.endswith("_s"):
+        return "s"
+    if column.endswith("_sectors"):
+        return "512-byte sectors"
+    if column == "avg10":
+        return "percent"
+    if column.startswith("meminfo."):
+        return "pages" if column.startswith("meminfo.HugePages_") else "bytes"
+    if column.startswith(("vmstat.", "memcg.")) or column.endswith("_count"):
+        return "count (cumulative or level as the kernel reports it)"
+    if column in ("worker", "pid", "tid"):
+        return "id"
+    if column in ("op", "comm", "category", "kind", "stack", "device", "detail", "scope",
+                  "resource", "wchan"):
+        return "text"
+    return "as recorded"
+
+
+def _run_meta(path: Path) -> dict[str, Any]:
+    from .store import RUN_FILE  # store imports this module
+
+    for folder in (path.parent, path.parent.parent):
+        candidate = folder / RUN_FILE
+        if candidate.exists():
+            try:
+                meta = json.loads(candidate.read_text())
+            except (OSError, ValueError):
+                return {}
+            return meta if isinstance(meta, dict) else {}
+    return {}
+
+
+def describe(schema: pa.Schema, path: Path, table: str | None = None) -> dict[str, str]:
+    """The key-value metadata for a table with this schema written to `path`."""
+    from . import __version__
+    from .store import SCHEMA_VERSION
+
+    path = Path(path)
+    table = table or path.name.removesuffix(".parquet")
+    meta = _run_meta(path)
+    return {
+        PREFIX + "table": table,
+        PREFIX + "variant": str(meta.get("variant", "")),
+        PREFIX + "workload": str(meta.get("workload", "")),
+        PREFIX + "iteration": str(meta.get("iteration", "")),
+        PREFIX + "version": __version__,
+        PREFIX + "schema_version": str(SCHEMA_VERSION),
+        PREFIX + "clock": CLOCK,
+        PREFIX + "units": json.dumps({name: column_unit(table, name) for name in schema.names},
+                                     sort_keys=True),
+    }
+
+
+def annotate_schema(schema: pa.Schema, path: Path, table: str | None = None) -> pa.Schema:
+    return schema.with_metadata({**(schema.metadata or {}), **{
+        k.encode(): v.encode() for k, v in describe(schema, path, table).items()}})
+
+
+def annotate(table: pa.Table, path: Path, name: str | None = None) -> pa.Table:
+    return table.replace_schema_metadata(annotate_schema(table.schema, path, name).metadata)
+
+
+def read(metadata: dict[bytes, bytes] | None) -> dict[str, Any]:
+    """Parquet key-value metadata -> {key without prefix: value} (units decoded)."""
+    out: dict[str, Any] = {}
+    for key, value in (metadata or {}).items():
+        text = key.decode(errors="replace")
+        if text.startswith(PREFIX):
+            out[text[len(PREFIX):]] = value.decode(errors="replace")
+    if "units" in out:
+        out["units"] = json.loads(out["units"])
+    return out
