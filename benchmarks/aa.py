@@ -158,8 +158,18 @@ def aa(runs: list[store.Run], workload: str, rng: np.random.Generator) -> dict:
     return out
 
 
+_COPIES: dict[tuple[str, float, str], store.Run] = {}
+
+
 def scaled_copy(run: store.Run, target: Path, delta: float, mode: str) -> store.Run:
-    """A copy of a real run with its latencies changed by a known factor."""
+    """A copy of a real run with its latencies changed by a known factor (made once)."""
+    key = (str(run.path), delta, mode)
+    if key not in _COPIES:
+        _COPIES[key] = _scaled_copy(run, target, delta, mode)
+    return _COPIES[key]
+
+
+def _scaled_copy(run: store.Run, target: Path, delta: float, mode: str) -> store.Run:
     table = pq.read_table(run.path / store.OPS_FILE)
     latency = table.column("latency_ns").to_numpy().astype(np.float64)
     if mode == "whole":
