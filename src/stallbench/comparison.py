@@ -34,6 +34,7 @@ from .errors import UsageError
 from .store import Resolved, Run
 
 NOT_STATIONARY = "not stationary"
+MEASURED_SPREAD_RUNS = 3
 COUNTER_POINTS = 400     # per counter timeline (a 30-minute run samples 1800 times)
 SHIFT_PROBABILITIES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999,
                        0.9995, 0.9999)
@@ -451,11 +452,13 @@ def _level_shifts(variants: list[_VariantRuns], names: list[str]) -> list[dict[s
 
 
 def _distrust_regime_mixes(ops: list[OpComparison], level_shifts: list[dict[str, Any]],
-                           baseline: str) -> None:
+                           baseline: str, runs: dict[str, int]) -> None:
     """An op whose runs mix two regimes (a cold then a warm cache) pools them in proportions
     that vary from run to run, which can move its statistics by up to the ratio of the two
     regimes: verdicts on changes no larger than that become 'unclear' (the report says when
-    the regime changed and what to do). A change beyond any regime ratio still stands."""
+    the regime changed and what to do). A change beyond any regime ratio still stands, and so
+    does every verdict with MEASURED_SPREAD_RUNS or more runs on each side: runs that mix the
+    regimes in different proportions then show it in their measured spread."""
     ratio: dict[tuple[str, str], float] = {}
     for s in level_shifts:
         key = (s["variant"], s["op"])
@@ -465,7 +468,8 @@ def _distrust_regime_mixes(ops: list[OpComparison], level_shifts: list[dict[str,
         name = op.op.removesuffix(RESPONSE_SUFFIX)
         for label, changes in op.changes.items():
             bound = max(ratio.get((baseline, name), 0.0), ratio.get((label, name), 0.0))
-            if bound == 0.0:
+            if bound == 0.0 or min(runs.get(baseline, 0), runs.get(label, 0)) \
+                    >= MEASURED_SPREAD_RUNS:
                 continue
             for change in changes.values():
                 if change.verdict not in ("better", "worse", "same"):
@@ -609,7 +613,8 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     cpu = _cpu_rows(variants, cand_labels)
     _adjust(ops, cpu, options)
     level_shifts = _level_shifts(variants, names)
-    _distrust_regime_mixes(ops, level_shifts, base.label)
+    _distrust_regime_mixes(ops, level_shifts, base.label,
+                           {v.label: len(v.runs) for v in variants})
     comparison = Comparison(
         workload=workloads[0], baseline=base.label, candidates=cand_labels, variants=infos,
         method=method, options=options, ops=ops, cpu=cpu,
