@@ -296,7 +296,8 @@ def _changes(base: _OpSide, cand: _OpSide, probabilities: list[float],
     bs, cs = base.stats, cand.stats
     table = options.run_to_run_sd
     if kind == "response":
-        table = {k: v * iv.RESPONSE_PRIOR_FACTOR
+        # (not the rate: a response op completes exactly as often as its service op)
+        table = {k: v * (iv.RESPONSE_PRIOR_FACTOR if k != "rate" else 1.0)
                  for k, v in {**iv.RUN_TO_RUN_SD, **(table or {})}.items()}
     changes["rate"] = iv.two_level_change(iv.ratio_change(cs.rate, bs.rate),
                                           base.rate_statistics(), cand.rate_statistics(),
@@ -602,7 +603,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
             result.changes[label], result.shift_curve[label], result.rate_fell[label] = \
                 _compare_op(sides[0], side, probabilities, options, kind)
             result.starved[label] = starved(result.stalls[label], side.stats.samples,
-                                            sides[0].stats.samples)
+                                            sides[0].stats.samples, sides[0].stats.rate)
             result.slower_probability[label] = hist.superiority(side.histogram,
                                                                 sides[0].histogram)
             result.shift[label] = bands_mod.distribution_shift(
@@ -677,12 +678,19 @@ def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
     return changes, curve, rate is not None and rate < -options.rate_drop
 
 
-def starved(stalls: StallSummary, samples: int, baseline_samples: int) -> bool:
+STARVED_MIN_PER_INTERVAL = 5   # an op rarer than this per interval has empty intervals anyway
+
+
+def starved(stalls: StallSummary, samples: int, baseline_samples: int,
+            baseline_rate: float | None) -> bool:
     """Starved: the op stopped completing while other ops went on (a 'starved' stall episode
-    or a worker far below the others), or it completed nothing where the baseline did. A
-    variant that is merely slower is not starved."""
+    or a worker far below the others) where the baseline completes it often enough that an
+    empty interval means something, or it completed nothing where the baseline did. A variant
+    that is merely slower is not starved."""
     if samples == 0:
         return baseline_samples > 0
+    if (baseline_rate or 0.0) * stalls.interval_ns / 1e9 < STARVED_MIN_PER_INTERVAL:
+        return False
     return any(e["kind"] == "starved" for e in stalls.episodes) or \
         any(w["starved"] for w in stalls.workers)
 
