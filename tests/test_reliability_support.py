@@ -83,8 +83,16 @@ def leftovers(pid: int, work_dir: Path) -> list[str]:
     mount points, tracefs instances."""
     found: list[str] = []
     work = str(work_dir.resolve())
-    losetup = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    found += [f"loop: {line}" for line in losetup.splitlines() if work in line]
+    # a loop device whose image is already deleted is detached by the kernel when its last
+    # opener closes it (autoclear): give that a moment before calling it a leak
+    deadline = time.monotonic() + 3.0
+    while True:
+        losetup = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+        loops = [line for line in losetup.splitlines() if work in line]
+        if not any("(deleted)" in line for line in loops) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    found += [f"loop: {line}" for line in loops]
     found += [f"mount: {line}" for line in Path("/proc/mounts").read_text().splitlines()
               if work in line]
     if CGROUP_V1_MEMORY.is_dir():
