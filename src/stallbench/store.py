@@ -120,7 +120,7 @@ class RunWriter:
         except OSError as exc:
             raise UsageError(f"cannot create results directory {base}: {exc.strerror}") from exc
         _refuse_symlinks(self.results, base)
-        self.path = _claim_iteration(base)
+        self.path = claim_iteration(base)
         self.meta: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "stallbench_version": __version__,
@@ -234,7 +234,8 @@ def ops_batch(op_names: list[str], op_codes, worker, start_ns, latency_ns,
     )
 
 
-def _claim_iteration(base: Path) -> Path:
+def claim_iteration(base: Path) -> Path:
+    """The next free iteration directory under base, created (mkdir is the atomic claim)."""
     existing = [int(p.name) for p in base.iterdir() if p.name.isdigit()]
     number = max(existing, default=0) + 1
     while True:

@@ -14,18 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..store import RUN_FILE, check_name, iter_run_dirs, write_json_atomic
-
-
-def _claim(base: Path) -> Path:
-    number = max((int(p.name) for p in base.iterdir() if p.name.isdigit()), default=0) + 1
-    while True:
-        candidate = base / str(number)
-        try:
-            candidate.mkdir()
-            return candidate
-        except FileExistsError:
-            number += 1
+from ..store import RUN_FILE, check_name, claim_iteration, iter_run_dirs, write_json_atomic
 
 
 def _link_or_copy(src: str, dst: str) -> None:
@@ -56,7 +45,7 @@ def import_runs(mirror: Path, results: Path, host: str, imported: set[str],
             continue
         base = Path(results) / variant / workload
         base.mkdir(parents=True, exist_ok=True)
-        target = _claim(base)
+        target = claim_iteration(base)
         shutil.copytree(run_dir, target, copy_function=_link_or_copy, dirs_exist_ok=True)
         meta["fleet"] = {**fleet, "hostname": meta.get("host"),
                          "remote_iteration": meta.get("iteration"),
