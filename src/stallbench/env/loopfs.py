@@ -23,6 +23,7 @@ from typing import Any
 from ..context import ProcessSet
 from ..errors import UsageError
 from ..journal import Journal, process_start_time, register_undo
+from ..signals import held_while_starting
 from ..units import format_size
 from .blockdev import mount_of, proc_mounts_entry
 from .tools import tool
@@ -117,15 +118,18 @@ def attached_loops() -> dict[str, str]:
 
 
 def _run(argv: list[str], what: str, timeout: float = 300) -> str:
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL)
+    proc = None
     try:
+        with held_while_starting():
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, stdin=subprocess.DEVNULL)
         stdout, stderr = proc.communicate(timeout=timeout)
     except BaseException as exc:
         # reap the tool before its change is undone: subprocess.run does not wait after
         # Ctrl-C, and a losetup killed in its ioctl attaches the device after the undo looked
-        proc.kill()
-        proc.wait()
+        if proc is not None:
+            proc.kill()
+            proc.wait()
         if isinstance(exc, subprocess.TimeoutExpired):
             raise UsageError(f"{what}: {argv[0]} did not finish in {timeout:.0f} s") from None
         raise
