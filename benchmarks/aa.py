@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 from stallbench import store
 from stallbench.analysis.quantiles import LATENCY_STATS
 from stallbench.comparison import (
+    MACHINE_BUSIER,
     CompareOptions,
     Metric,
     build_comparison,
@@ -130,11 +131,11 @@ def aa(runs: list[store.Run], workload: str, rng: np.random.Generator) -> dict:
         if len(runs) < 2 * k:
             continue
         rows = {s: [0, 0] for s in ROW_STATS}   # stat -> [called, with interval]
-        any_call = comparisons = check_fail = check_ok = 0
+        any_call = comparisons = check_fail = check_ok = busier = held_only = 0
         for a, b in splits(len(runs), k, rng):
             comparison = compare([runs[i] for i in a], [runs[i] for i in b])
             comparisons += 1
-            called = False
+            called = held = False
             for op in comparison.ops:
                 for stat, change in op.changes["B"].items():
                     if stat not in rows or change.low is None:
@@ -143,7 +144,10 @@ def aa(runs: list[store.Run], workload: str, rng: np.random.Generator) -> dict:
                     if change.verdict in ("better", "worse"):
                         rows[stat][0] += 1
                         called = True
+                    held |= change.note == MACHINE_BUSIER
             any_call += called
+            busier += any("MACHINE BUSIER" in note for note in comparison.notes)
+            held_only += held and not called    # a call only the machine-busier rule withheld
             metrics = [Metric(*m.rsplit(":", 1)) for m in CHECK_METRICS[workload]]
             code = gate_exit_code(gate(comparison, metrics, 0.10))
             check_fail += code == 1
@@ -153,7 +157,8 @@ def aa(runs: list[store.Run], workload: str, rng: np.random.Generator) -> dict:
         out[k] = {"comparisons": comparisons, "rows": total_rows, "called": total_called,
                   "row_rate": total_called / total_rows if total_rows else None,
                   "any_call_rate": any_call / comparisons, "check_exit_1": check_fail,
-                  "check_exit_0": check_ok,
+                  "check_exit_0": check_ok, "machine_busier": busier,
+                  "any_call_rate_without_busier_rule": (any_call + held_only) / comparisons,
                   "per_stat": {s: (c / n if n else None) for s, (c, n) in rows.items()}}
     return out
 
@@ -186,7 +191,8 @@ def _scaled_copy(run: store.Run, target: Path, delta: float, mode: str) -> store
                              pa.array(np.rint(latency).astype(np.int64)))
     writer = store.RunWriter(target, f"{run.variant}-{mode}{delta:g}", run.workload,
                              run.meta.get("params", {}))
-    for key in ("ops_declared", "duration_s", "duration_planned_s", "warmup_s", "rusage"):
+    for key in ("ops_declared", "duration_s", "duration_planned_s", "warmup_s", "rusage",
+                "machine_load"):
         if key in run.meta:
             writer.meta[key] = run.meta[key]
     writer.meta["samples"] = writer.write_ops([table])
@@ -257,7 +263,7 @@ def main() -> int:
     report: dict = {"aa": {}, "power": {}, "real": {}}
     print("\nA/A: share of rows called better/worse, comparisons with any call, check exit 1")
     print(f"{'set':<16} {'runs':>4} {'comparisons':>11} {'rows called':>12} {'any call':>9} "
-          f"{'check=1':>8} {'check=0':>8}")
+          f"{'check=1':>8} {'check=0':>8} {'busier':>7} {'any call w/o busier rule':>25}")
     for name in ([] if args.no_aa else sets):
         runs = runs_of(args.data, name)
         result = aa(runs, SETS[name][0], rng)
@@ -265,7 +271,8 @@ def main() -> int:
         for k, r in result.items():
             print(f"{name:<16} {k:>4} {r['comparisons']:>11} "
                   f"{r['called']:>4}/{r['rows']:<4} {r['row_rate']:>5.1%} "
-                  f"{r['any_call_rate']:>8.0%} {r['check_exit_1']:>8} {r['check_exit_0']:>8}")
+                  f"{r['any_call_rate']:>8.0%} {r['check_exit_1']:>8} {r['check_exit_0']:>8} "
+                  f"{r['machine_busier']:>7} {r['any_call_rate_without_busier_rule']:>25.0%}")
     if not args.no_power:
         print("\npower: injected change into other real runs (detected = called worse)")
         for name in ("randread-cached", "pgioperf"):

@@ -16,9 +16,9 @@ import pyarrow as pa
 
 from .analysis import bands as bands_mod
 from .analysis import histogram as hist
+from .analysis import interference, stationarity
 from .analysis import intervals as iv
 from .analysis import stalls as stalls_mod
-from .analysis import stationarity
 from .analysis import summary as sm
 from .analysis.environment import environment_diff  # fidelity
 from .analysis.quantiles import (
@@ -34,6 +34,8 @@ from .errors import UsageError
 from .store import Resolved, Run
 
 NOT_STATIONARY = "not stationary"
+MACHINE_BUSIER = "machine busier"
+MACHINE_SATURATED = "machine saturated"
 MEASURED_SPREAD_RUNS = 3
 COUNTER_POINTS = 400     # per counter timeline (a 30-minute run samples 1800 times)
 SHIFT_PROBABILITIES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999,
@@ -483,6 +485,51 @@ def _distrust_regime_mixes(ops: list[OpComparison], level_shifts: list[dict[str,
                 change.note = NOT_STATIONARY
 
 
+def _distrust_busier_machine(ops: list[OpComparison], cpu: list[CpuRow],
+                             variants: list[_VariantRuns]) -> list[str]:
+    """Verdicts that more outside load on one side could explain (analysis/interference.py):
+    'worse' when the candidate's runs were busier, 'better' when the baseline's were, become
+    'unclear (machine busier)'. Returns the notes that say so."""
+    loads = {v.label: interference.outside_load([r.meta.get("machine_load") for r in v.runs])
+             for v in variants}
+    base = variants[0].label
+    notes = []
+    for v in variants[1:]:
+        pair = [loads[base], loads[v.label]]
+        if any(load is not None and load.saturated for load in pair) and min(
+                len(variants[0].runs), len(v.runs)) < MEASURED_SPREAD_RUNS:
+            for op in ops:
+                for change in op.changes[v.label].values():
+                    if change.low is not None:
+                        change.verdict, change.note = "unclear", MACHINE_SATURATED
+                        change.iterations_needed = None
+            runs = sum(load.saturated for load in pair if load is not None)
+            notes.append(
+                f"MACHINE SATURATED: in {runs} of the runs of {base} and {v.label} every CPU was "
+                "busy, mostly with other processes: separate runs then differ far more than the "
+                "A/A spread the intervals assume, so no verdict for "
+                f"{v.label}; run {MEASURED_SPREAD_RUNS} or more iterations per variant (their "
+                "spread is then measured) or use a quieter machine")
+            continue
+        side = interference.busier_side(loads[base], loads[v.label])
+        if side == 0:
+            continue
+        distrusted = "worse" if side > 0 else "better"
+        changes = [c for op in ops for c in op.changes[v.label].values()]
+        changes += [row.changes[v.label] for row in cpu if v.label in row.changes]
+        for change in changes:
+            if change.verdict == distrusted:
+                change.verdict, change.note = "unclear", MACHINE_BUSIER
+        busier, quieter = (v.label, base) if side > 0 else (base, v.label)
+        notes.append(
+            f"MACHINE BUSIER: other processes and steal took {loads[busier].mean_cpus:.2f} of "
+            f"{loads[busier].cpus} CPUs during {busier}'s runs vs "
+            f"{loads[quieter].mean_cpus:.2f} during {quieter}'s: '{distrusted}' verdicts for "
+            f"{v.label} are left unclear; rerun on a quieter machine or interleave more "
+            "iterations")
+    return notes
+
+
 def _cpu_rows(variants: list[_VariantRuns], candidates: list[str]) -> list[CpuRow]:
     rows = []
     by_label = {v.label: v for v in variants}
@@ -616,6 +663,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     level_shifts = _level_shifts(variants, names)
     _distrust_regime_mixes(ops, level_shifts, base.label,
                            {v.label: len(v.runs) for v in variants})
+    busier_notes = _distrust_busier_machine(ops, cpu, variants)
     comparison = Comparison(
         workload=workloads[0], baseline=base.label, candidates=cand_labels, variants=infos,
         method=method, options=options, ops=ops, cpu=cpu,
@@ -628,7 +676,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
                   "run_to_run_prior_sd": dict(iv.RUN_TO_RUN_SD),
                   "prior_dof": iv.PRIOR_DOF},
     )
-    comparison.notes = _notes(comparison)
+    comparison.notes = _notes(comparison) + busier_notes
     comparison.environment = environment_diff(   # fidelity: what else differed
         {v.label: [r.meta.get("environment") or {} for r in v.runs] for v in variants})
     comparison.where = _where(comparison, variants) if options.explain else None
@@ -815,6 +863,12 @@ def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, compariso
     if change is not None and change.note == NOT_STATIONARY:
         return GateResult(metric, change, "undecided",
                           "the runs mix two regimes (see the comparison's NOT STATIONARY line)")
+    if change is not None and change.note == MACHINE_BUSIER:
+        return GateResult(metric, change, "undecided",
+                          "one side's runs had more outside load (see MACHINE BUSIER)")
+    if change is not None and change.note == MACHINE_SATURATED:
+        return GateResult(metric, change, "undecided",
+                          "the machine was saturated by other work (see MACHINE SATURATED)")
     if change is None or change.change is None:
         base, cand = op.stats[comparison.baseline], op.stats[candidate]
         if metric.stat == "rate" and change is not None and change.note == "no samples":

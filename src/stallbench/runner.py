@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import env, recovery
+from . import env, machineload, recovery
 from .context import RunContext
 from .errors import UsageError
 from .journal import Journal
@@ -195,11 +195,13 @@ def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_nam
     clock_started()
     monitors = _start_monitors(ctx, monitor_names, writer, log)
     result = None
+    load_at_start = machineload.snapshot()
     try:
         with interrupt.stoppable(ctx.stop):
             with Progress(label, ctx.duration_s, list(workload.ops),
                           enabled=show_progress) as display:
                 result = workload.run(ctx, display.update)
+        writer.meta["machine_load"] = machineload.between(load_at_start, machineload.snapshot())
     finally:
         with interrupt.deferred():
             _stop_monitors(monitors, writer, log)

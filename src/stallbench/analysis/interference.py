@@ -1,0 +1,66 @@
+"""Was one variant's machine busier with outside work than the other's?
+
+Runs of one configuration on a shared machine differ most when something else takes the CPUs:
+a schedule lag that goes from milliseconds to seconds, a commit that waits for its writer to be
+scheduled. Two runs per side cannot tell that from a change when it hits one side's runs only
+(benchmarks/aa.py: the pgioperf 2+2 A/A calls). run.json's `machine_load` (machineload.py) says
+how many CPUs' worth of time went to other processes and to the hypervisor (steal) during each
+run; when one side's mean exceeds the other's by BUSIER_SHARE of the machine, verdicts that the
+extra load could explain (worse on the busier side) are not given.
+
+On a saturated machine (every CPU busy, most of it with other work) that mean no longer
+measures the outside demand: it is what the workload left over. Separate runs there differ far
+beyond the A/A prior (benchmarks/aa.py on a machine with 1.5-1.8 of 2 CPUs taken by others:
+randread p90 25x between two single runs), so with fewer than MEASURED_SPREAD_RUNS runs per side
+no verdict is given; with more, the measured run-to-run spread carries it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+BUSIER_SHARE = 0.10     # of the machine's CPUs: 0.2 of 2 CPUs, measured outside load
+SATURATED_BUSY = 0.90   # a run whose machine was busy this share of its CPUs ...
+SATURATED_OTHERS = 0.50  # ... with at least this share taken by other processes and steal
+
+
+@dataclass(frozen=True)
+class OutsideLoad:
+    cpus: int
+    mean_cpus: float        # others + steal, mean over the runs that recorded it
+    runs: int
+    saturated: int = 0      # runs whose machine was saturated (see saturated())
+
+
+def saturated(load: dict[str, Any]) -> bool:
+    cpus = max(int(load.get("cpus") or 1), 1)
+    outside = float(load.get("others_cpus") or 0.0) + float(load.get("steal_cpus") or 0.0)
+    return (float(load.get("busy_cpus") or 0.0) + float(load.get("steal_cpus") or 0.0)
+            >= SATURATED_BUSY * cpus and outside >= SATURATED_OTHERS * cpus)
+
+
+def outside_load(loads: Sequence[dict[str, Any] | None]) -> OutsideLoad | None:
+    """Mean outside load (other processes + steal) over a variant's runs; None if none recorded."""
+    seen = [load for load in loads if isinstance(load, dict)
+            and isinstance(load.get("others_cpus"), (int, float))]
+    if not seen:
+        return None
+    values = [float(load["others_cpus"]) + float(load.get("steal_cpus") or 0.0) for load in seen]
+    return OutsideLoad(max(int(load.get("cpus") or 1) for load in seen),
+                       sum(values) / len(values), len(seen), sum(map(saturated, seen)))
+
+
+def busier_side(baseline: OutsideLoad | None, candidate: OutsideLoad | None) -> int:
+    """+1 if the candidate's runs had more outside load by BUSIER_SHARE of the machine, -1 if
+    the baseline's had, 0 otherwise or when either side did not record it."""
+    if baseline is None or candidate is None:
+        return 0
+    margin = BUSIER_SHARE * max(baseline.cpus, candidate.cpus)
+    difference = candidate.mean_cpus - baseline.mean_cpus
+    if difference > margin:
+        return 1
+    if difference < -margin:
+        return -1
+    return 0

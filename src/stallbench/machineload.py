@@ -1,0 +1,99 @@
+"""How busy the machine was with work that is not the run's: read at the start and the end of a
+run, stored in run.json as `machine_load`, so a comparison can tell when one variant's runs
+shared the CPUs with more outside work than the other's (analysis/interference.py).
+
+Kernel facts: /proc/stat's first line is the time all CPUs spent per state since boot, in
+USER_HZ ticks (proc(5)); user includes guest time. Busy is user + nice + system + irq + softirq;
+steal is time the hypervisor ran something else on this VM's CPUs. The run's own CPU time is
+this process (its threads: workers, recorder, monitors), its reaped children (RUSAGE_CHILDREN)
+and every live descendant's utime + stime + cutime + cstime from /proc/PID/stat (a PostgreSQL
+server and its backends, a fio still running); what is left of busy is everyone else's.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    monotonic: float
+    busy_s: float
+    steal_s: float
+    own_s: float
+    cpus: int
+
+
+def _proc_stat_cpu() -> tuple[float, float] | None:
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu" or len(fields) < 8:
+        return None
+    ticks = [int(x) for x in fields[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq = ticks[:7]
+    steal = ticks[7] if len(ticks) > 7 else 0
+    return (user + nice + system + irq + softirq) / _TICK, steal / _TICK
+
+
+def _descendants_cpu_s(root: int) -> float:
+    """utime + stime + cutime + cstime of every live descendant of `root`."""
+    parent: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rfind(")") + 2:].split()   # after "pid (comm) "
+        pid = int(entry.name)
+        parent[pid] = int(fields[1])
+        cpu[pid] = sum(int(x) for x in fields[11:15]) / _TICK
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parent.items():
+        children.setdefault(ppid, []).append(pid)
+    total, stack = 0.0, list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        total += cpu.get(pid, 0.0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def snapshot() -> Snapshot | None:
+    """None where /proc/stat cannot be read."""
+    machine = _proc_stat_cpu()
+    if machine is None:
+        return None
+    own = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        own += usage.ru_utime + usage.ru_stime
+    own += _descendants_cpu_s(os.getpid())
+    return Snapshot(time.monotonic(), machine[0], machine[1], own,
+                    os.sysconf("SC_NPROCESSORS_ONLN"))
+
+
+def between(start: Snapshot | None, end: Snapshot | None) -> dict[str, Any] | None:
+    """run.json's machine_load: CPUs' worth (CPU-seconds per second) of busy time, the run's own,
+    everyone else's and steal, over the interval between two snapshots."""
+    if start is None or end is None or end.monotonic - start.monotonic <= 0:
+        return None
+    seconds = end.monotonic - start.monotonic
+    busy = (end.busy_s - start.busy_s) / seconds
+    own = (end.own_s - start.own_s) / seconds
+    return {"interval_s": round(seconds, 3), "cpus": end.cpus,
+            "busy_cpus": round(busy, 3), "own_cpus": round(own, 3),
+            "others_cpus": round(max(0.0, busy - own), 3),
+            "steal_cpus": round(max(0.0, (end.steal_s - start.steal_s) / seconds), 3)}

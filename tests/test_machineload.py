@@ -1,0 +1,123 @@
+"""machine_load: the CPU time of outside work during a run, and what a comparison does with it.
+
+Oracles: a real CPU-burning process's own utime+stime from /proc/PID/stat; a real A/A pair where
+one run shares the machine with two such processes (it must not be called worse)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import run_stallbench
+from stallbench import machineload
+from stallbench.analysis.interference import OutsideLoad, busier_side, outside_load, saturated
+
+BURN = "import time\nend = time.time() + 60\nwhile time.time() < end: pass\n"
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int) -> float:
+    text = Path(f"/proc/{pid}/stat").read_text()
+    fields = text[text.rfind(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def _outside_burner(tmp_path: Path) -> int:
+    """A busy loop that is not our descendant: setsid -f forks it off and exits."""
+    pidfile = tmp_path / f"burner-{time.monotonic_ns()}.pid"
+    subprocess.run(["setsid", "-f", sys.executable, "-c",
+                    f"import os; open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n" + BURN],
+                   check=True)
+    for _ in range(500):
+        if pidfile.exists() and pidfile.read_text():
+            return int(pidfile.read_text())
+        time.sleep(0.01)
+    raise AssertionError("the burner did not start")
+
+
+def _stop(pid: int) -> None:
+    try:
+        os.kill(pid, 9)
+    except ProcessLookupError:
+        pass
+
+
+def test_outside_and_own_cpu_match_the_burners_own_accounting(tmp_path):
+    outside = _outside_burner(tmp_path)
+    own = subprocess.Popen([sys.executable, "-c", BURN])
+    try:
+        time.sleep(0.2)
+        before = (_cpu_s(outside), _cpu_s(own.pid))
+        start = machineload.snapshot()
+        time.sleep(1.5)
+        end = machineload.snapshot()
+        after = (_cpu_s(outside), _cpu_s(own.pid))
+    finally:
+        _stop(outside)
+        own.kill()
+        own.wait()
+    load = machineload.between(start, end)
+    seconds = load["interval_s"]
+    outside_cpus = (after[0] - before[0]) / seconds
+    own_cpus = (after[1] - before[1]) / seconds
+    assert outside_cpus > 0.1 and own_cpus > 0.1        # both ran (on a busy machine, a little)
+    # the live descendant is ours, the setsid one is someone else's (ticks are 10 ms)
+    assert load["own_cpus"] >= own_cpus - 0.05
+    assert load["others_cpus"] >= outside_cpus - 0.05
+    assert load["own_cpus"] <= own_cpus + 0.25          # plus this test process's own little
+    assert load["busy_cpus"] <= load["cpus"] + 0.05
+
+
+def test_saturated_needs_busy_cpus_mostly_taken_by_others():
+    assert saturated({"cpus": 2, "busy_cpus": 1.95, "others_cpus": 1.2, "steal_cpus": 0.0})
+    assert not saturated({"cpus": 2, "busy_cpus": 1.95, "others_cpus": 0.3})   # mostly ours
+    assert not saturated({"cpus": 2, "busy_cpus": 1.5, "others_cpus": 1.2})    # idle time left
+    assert saturated({"cpus": 2, "busy_cpus": 1.6, "others_cpus": 0.9, "steal_cpus": 0.3})
+
+
+def test_busier_side_uses_a_tenth_of_the_machine():
+    quiet, loaded = OutsideLoad(2, 0.10, 2), OutsideLoad(2, 0.35, 2)
+    assert busier_side(quiet, loaded) == 1 and busier_side(loaded, quiet) == -1
+    assert busier_side(quiet, OutsideLoad(2, 0.29, 2)) == 0          # 0.19 < 0.2 of 2 CPUs
+    assert busier_side(None, loaded) == 0
+    mean = outside_load([{"cpus": 2, "others_cpus": 0.5, "steal_cpus": 0.1}, None,
+                         {"cpus": 2, "others_cpus": 0.3}])
+    assert mean == OutsideLoad(2, (0.6 + 0.3) / 2, 2)
+
+
+def test_an_aa_run_next_to_a_cpu_hog_is_not_called_worse(tmp_path):
+    results, work = tmp_path / "results", tmp_path / "work"
+    work.mkdir()
+    run = ["--results", str(results), "--dir", str(work), "--duration", "3", "--threads", "2",
+           "--monitors", "none", "--no-progress", "--no-drop-caches", "--file-size", "32M"]
+    run_stallbench("run", "randread", "--variant", "quiet", *run, check=True)
+    hogs = [_outside_burner(tmp_path) for _ in range(2)]
+    try:
+        run_stallbench("run", "randread", "--variant", "hogged", *run, check=True)
+    finally:
+        for pid in hogs:
+            _stop(pid)
+    loads = {v: json.loads((results / v / "randread" / "1" / "run.json").read_text())
+             ["machine_load"] for v in ("quiet", "hogged")}
+    # the hogs really ran: more outside CPU, or a machine already saturated by other work
+    assert (loads["hogged"]["others_cpus"] - loads["quiet"]["others_cpus"] > 0.2
+            or any(map(saturated, loads.values()))), loads
+    out = run_stallbench("compare", "quiet", "hogged", "--results", str(results),
+                         "--format", "json", check=True)
+    report = json.loads(out.stdout)
+    verdicts = [c["verdict"] for op in report["ops"].values()
+                for c in op["variants"]["hogged"]["change"].values()]
+    assert "worse" not in verdicts
+    # two hogs on a 2-CPU machine saturate it; on a bigger one the hogged run is only busier
+    said = "MACHINE SATURATED" if any(map(saturated, loads.values())) else "MACHINE BUSIER"
+    assert any(said in note for note in report["notes"]), (report["notes"], loads)
+    text = run_stallbench("compare", "quiet", "hogged", "--results", str(results), check=True)
+    assert said in text.stdout
+    check = run_stallbench("check", "quiet", "hogged", "--results", str(results),
+                           "--metric", "read:p50", "--metric", "read:p99",
+                           "--max-regression", "10%")
+    assert check.returncode == 125, check.stdout + check.stderr
