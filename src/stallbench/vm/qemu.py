@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..journal import Journal, process_start_time
+from ..signals import held_while_starting
 from .initramfs import MARK
 from .kernel import Kernel
 
@@ -76,10 +77,11 @@ class Guest:
         self.on_line = on_line
         self._entry = journal.push("kill", pid=0, start_time=None, what="qemu")
         self._journal = journal
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, preexec_fn=_pdeathsig)
-        journal.update(self._entry, pid=self.proc.pid,
-                       start_time=process_start_time(self.proc.pid))
+        with held_while_starting():   # journaled before a Ctrl-C can unwind past it
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, preexec_fn=_pdeathsig)
+            journal.update(self._entry, pid=self.proc.pid,
+                           start_time=process_start_time(self.proc.pid))
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
