@@ -25,8 +25,9 @@ from stallbench.context import EnvState, RunContext
 from stallbench.errors import UsageError
 from stallbench.importers import import_log
 from stallbench.journal import Journal
+from stallbench.logformats.pgbench import parse_pgbench_output
 from stallbench.store import load_run
-from stallbench.workloads.pgbench import PgbenchWorkload, parse_pgbench_output
+from stallbench.workloads.pgbench import PgbenchWorkload
 
 pytestmark = [
     pytest.mark.skipif(not glob.glob("/usr/lib/postgresql/*/bin/postgres"),

@@ -18,8 +18,8 @@ from test_workload_pgbench import ROOT_ONLY, pg_place, pytestmark  # noqa: F401 
 from conftest import run_stallbench
 from stallbench.errors import UsageError
 from stallbench.importers import import_log
-from stallbench.importers.common import Samples
-from stallbench.importers.pgbench import PgbenchLogStats, parse_pgbench_line
+from stallbench.logformats.pgbench import PgbenchLogStats, parse_pgbench_line
+from stallbench.logformats.samples import Samples
 from stallbench.workloads.pgbench import PgbenchWorkload
 
 SCRIPT = """\\set aid random(1, 100000 * :scale)

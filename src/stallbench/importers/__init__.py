@@ -11,7 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import UsageError
-from .common import Imported, LogError, write_run
+from ..logformats.lines import LogError
+from .common import Imported, write_run
 
 
 def _lazy(module: str, function: str) -> Callable[[Path], Imported]:

@@ -27,13 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from .common import MAX_LATENCY_NS, LogError, Samples, line_error, parse_int, read_lines
+from ..logformats.fio import DDIR_OPS
+from ..logformats.lines import MAX_LATENCY_NS, LogError, line_error, parse_int, read_lines
+from ..logformats.samples import Samples
 
 PLAT_BITS = 6
 PLAT_VAL = 1 << PLAT_BITS
 PLAT_NR = 29 * PLAT_VAL
 BIN_ERROR = 1 / (2 * PLAT_VAL)           # half a bucket, relative to its lower edge (>= 128 ns)
-DDIR_OPS = {0: "read", 1: "write", 2: "trim"}
 JSON_DDIRS = ("read", "write", "trim", "sync")
 HIST_LOG_RE = re.compile(r"^(?P<prefix>.*)_clat_hist\.(?P<job>\d+)\.log$")
 _MS = 1_000_000

@@ -10,7 +10,7 @@ Recorded latency is fio's `lat` (submission + completion: what the application w
 worker = fio's job number (1-based, one per job clone). fio does not log sync
 (fsync/fdatasync) per IO: their latency is only in fio's JSON totals (workload_summary.jobs[].sync).
 fio's logs have ms timestamps: op start = completion - latency, to the ms.
-Each IO's offset and block size go to monitors/fio_io.parquet (see importers/fio.py). fio logs
+Each IO's offset and block size go to monitors/fio_io.parquet (see logformats/fio.py). fio logs
 no scheduled start for rate-limited jobs (rate=, rate_iops=): their ops are service times, and
 the run's notes say so.
 """
@@ -29,11 +29,11 @@ from typing import Any
 
 from ..context import RunContext
 from ..errors import UsageError
-from ..importers import fio as fio_logs
-from ..importers.common import Samples
+from ..logformats import fio as fio_logs
+from ..logformats.samples import Samples, clock_offset_ns
 from ..units import parse_size
+from . import supervisor
 from .base import ProgressFn, Workload, WorkloadResult
-from .command import clock_offset_ns, signal_group, start_child, wait_child
 
 LOG_PREFIX = "stallbench"
 _SECTION_RE = re.compile(r"^\s*\[(?P<name>[^\]]+)\]\s*$")
@@ -146,14 +146,16 @@ class FioWorkload(Workload):
         logdir = ctx.run_dir / ".fio-prepare"
         logdir.mkdir(exist_ok=True)
         job = self._job_file(ctx, logdir, 1)
-        result = subprocess.run(["fio", "--create_only=1", "--eta=never", str(job)],
-                                cwd=ctx.workdir, capture_output=True, text=True,
-                                preexec_fn=ctx.env.child_setup)
-        shutil.rmtree(logdir, ignore_errors=True)
-        if result.returncode != 0:
-            message = (result.stderr or result.stdout).strip().splitlines()
+        try:
+            result = supervisor.run_to_end(ctx, ["fio", "--create_only=1", "--eta=never",
+                                                 str(job)], "fio --create_only",
+                                           cwd=ctx.workdir, timeout_s=None)
+        finally:
+            shutil.rmtree(logdir, ignore_errors=True)
+        if result.code != 0:
+            message = supervisor.last_line(result.stderr or result.stdout)
             raise UsageError(f"fio: the job file {self.job} does not run: "
-                             + (message[-1] if message else f"exit {result.returncode}"))
+                             + (message or f"exit {result.code}"))
 
     def run(self, ctx: RunContext, progress: ProgressFn) -> WorkloadResult:
         logdir = ctx.run_dir / ".fio-logs"
@@ -162,26 +164,22 @@ class FioWorkload(Workload):
         offset = clock_offset_ns()
         stderr_path = ctx.run_dir / "fio.stderr"
         with open(stderr_path, "w") as stderr:
-            proc, entry = start_child(
+            program = supervisor.start(
                 ctx, ["fio", "--output-format=json", "--status-interval=1", "--eta=never",
                       str(job)],
                 cwd=ctx.workdir, stdout=subprocess.PIPE, stderr=stderr)
-        reader = _JsonStream(proc.stdout)
+        reader = _JsonStream(program.stdout)
         reader.start()
         try:
-            stopped, rusage = wait_child(
-                proc, ctx.stop,
-                deadline_ns=ctx.t0_ns + int((ctx.duration_s + 120) * 1e9),
+            outcome = program.wait(
+                ctx.stop, deadline_ns=ctx.t0_ns + int((ctx.duration_s + 120) * 1e9),
                 # fio on SIGINT stops its jobs and still writes logs and results
-                on_stop=lambda: signal_group(proc, signal.SIGINT), grace_s=30.0,
+                ladder=(supervisor.StopStep(signal.SIGINT, 30.0),),
                 tick=lambda: progress(reader.progress()))
         finally:
-            signal_group(proc, signal.SIGKILL)
-            if proc.returncode is None:
-                proc.wait()
+            program.signal(signal.SIGKILL)
             reader.join()
-            if entry is not None:
-                ctx.journal.forget(entry)
+            program.close()
         final = reader.last
         if final is not None:
             (ctx.run_dir / FIO_JSON).write_text(json.dumps(final, indent=1))
@@ -199,22 +197,16 @@ class FioWorkload(Workload):
             ctx.notes.append(fio_logs.RATE_NOTE)
         ctx.notes.extend([fio_logs.TIME_NOTE, fio_logs.SYNC_NOTE,
                           "latency is fio's 'lat' (submission + completion)"])
-        extra: dict[str, Any] = {"latency": "lat", "exit_code": proc.returncode}
+        extra: dict[str, Any] = {"latency": "lat", "exit_code": outcome.exit_code}
         if final is not None:
             extra.update(fio_logs.json_summary(final))
-        status, reason = "complete", None
-        if stopped == "stop":
-            status, reason = "interrupted", "stopped before fio finished"
-        elif stopped == "deadline":
-            status, reason = "failed", "fio ran far past its runtime and was stopped"
-        elif proc.returncode != 0:
-            detail = stderr_path.read_text(errors="replace").strip().splitlines()
-            status, reason = "failed", (f"fio exited with status {proc.returncode}"
-                                        + (f": {detail[-1]}" if detail else ""))
+        status, reason = outcome.run_status(
+            "fio", supervisor.last_line(stderr_path.read_text(errors="replace")))
         counted = _json_counts(final) if final is not None else samples.counts()
         # fio's log times are wall clock (ms): onto the run's monotonic clock
         return WorkloadResult(batches=samples.batches(offset + ctx.t0_ns), counted=counted,
-                              rusage=rusage, extra=extra, status=status, reason=reason)
+                              rusage=outcome.rusage, extra=extra, status=status,
+                              reason=reason)
 
 
 def _write_table(folder: Path, name: str, table) -> None:
@@ -248,25 +240,12 @@ class _JsonStream(threading.Thread):
         self._lock = threading.Lock()
 
     def run(self) -> None:
-        decoder = json.JSONDecoder()
-        buffer = ""
+        objects = fio_logs.JsonObjects()
         for chunk in iter(lambda: self.stream.read1(1 << 16), b""):
-            buffer += chunk.decode("utf-8", "replace")
-            while True:
-                start = buffer.find("{")
-                if start < 0:
-                    buffer = ""
-                    break
-                try:
-                    obj, end = decoder.raw_decode(buffer, start)
-                except json.JSONDecodeError:
-                    buffer = buffer[start:]
-                    break
-                buffer = buffer[end:]
-                if isinstance(obj, dict) and isinstance(obj.get("jobs"), list):
-                    with self._lock:
-                        self.last = obj
-        self.stream.close()
+            found = objects.feed(chunk)
+            if found:
+                with self._lock:
+                    self.last = found[-1]
 
     def progress(self) -> dict[str, tuple[int, int]]:
         with self._lock:

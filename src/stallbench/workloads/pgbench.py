@@ -1,10 +1,9 @@
 """Workload `pgbench`: a real PostgreSQL server in the variant's directory, driven by pgbench.
 
-prepare: initdb a cluster in <workdir>/pgdata as an unprivileged user (the `postgres` user when
-root, else `nobody`; the caller itself when not root), start the server listening only on a Unix
-socket in a private short directory under /tmp (listen_addresses='': no TCP port), with small
-shared_buffers by default so the kernel's page cache and writeback matter, and load it with
-`pgbench -i -s SCALE`. Server and pgbench run through ctx.env.child_setup (the variant's cgroup).
+prepare: a PostgreSQL cluster in <workdir>/pgdata, its server listening only on a Unix socket
+(pgserver.py), with small shared_buffers by default so the kernel's page cache and writeback
+matter, loaded with `pgbench -i -s SCALE`. Server and pgbench run under the supervisor
+(supervisor.py) in the variant's cgroup.
 
 run: `pgbench -T DURATION -c CLIENTS -j THREADS --log -P 1` — every transaction is logged; op
 `txn` (worker = client id), start = end - latency from the log (epoch µs, mapped onto the run's
@@ -13,18 +12,15 @@ from the transactions themselves (without it pgbench derives it from the run tim
 can be compared with ours; pgbench's own tps and averages go to workload_summary. The server is
 then stopped (fast shutdown) and its files removed.
 
-Every change is in the journal before it is made (rmtree of pgdata and the socket directory,
-`pg_stop` of the server, `kill` of pgbench), so after `kill -9` `stallbench cleanup` stops the
-server and removes its files. `pg_stop` (registered here; cleanup imports every workload module)
-asks the postmaster for an immediate shutdown (SIGQUIT: no checkpoint, the data directory is
-thrown away anyway) rather than the generic kill's SIGTERM, a smart shutdown that waits for
-every client to disconnect.
+Every change is in the journal before it is made (pgserver.py: rmtree of pgdata and the socket
+directory, `pg_stop` of the server; `kill` of pgbench), so after `kill -9` `stallbench cleanup`
+stops the server and removes its files.
 
 Custom scripts (`--script FILE[@WEIGHT]`, pgbench -f, copied into the run directory) replace or
 join the built-in one (`--builtin NAME[@WEIGHT]`); with more than one script each has its own op
 `txn-<name>`. `--rate TPS` (-R) schedules transactions: the log's time then counts from the
 scheduled start, so ops get intended_ns (the scheduled start) and service time as latency, and
-the comparison shows `txn (response)` too (see importers/pgbench.py). `--latency-limit MS` (-L),
+the comparison shows `txn (response)` too (see logformats/pgbench.py). `--latency-limit MS` (-L),
 `--protocol simple|extended|prepared` (-M) and `--per-statement` (-r) pass through.
 """
 
@@ -33,36 +29,34 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import pwd
 import re
-import secrets
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
-from .. import journal as journal_mod
 from ..context import RunContext
 from ..errors import UsageError
-from ..importers.common import Samples
-from ..importers.pgbench import PgbenchLogStats, parse_pgbench_line, stats_summary
+from ..logformats.lines import LineTail
+from ..logformats.pgbench import (
+    PgbenchLogStats,
+    parse_pgbench_line,
+    parse_pgbench_output,
+    stats_summary,
+)
+from ..logformats.samples import Samples, clock_offset_ns
 from ..units import parse_size
+from . import supervisor
 from .base import ProgressFn, Workload, WorkloadResult
-from .command import (
-    LineTail,
-    child_preexec,
-    clock_offset_ns,
-    progress_from_samples,
-    signal_group,
-    start_child,
-    wait_child,
+from .pgserver import (
+    DB_NAME,
+    PostgresServer,
+    postgres_bindir,
+    process_cpu_ticks,
+    server_user,
 )
 
-DB_USER = "stallbench"
-DB_NAME = "postgres"
-PORT = 5432            # only names the socket file inside our private directory
 DEFAULT_SETTINGS = {
     "shared_buffers": "16MB",
     "max_wal_size": "256MB",
@@ -73,73 +67,6 @@ BUILTINS = ("tpcb-like", "simple-update", "select-only")
 PROTOCOLS = ("simple", "extended", "prepared")
 _SCRIPT_NAME_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 _SETTING_RE = re.compile(r"^[a-z_][a-z0-9_.]*$")
-_READY_TIMEOUT_S = 60.0
-_STOP_TIMEOUT_S = 30.0
-_IMMEDIATE_STOP_TIMEOUT_S = 10.0
-_SOCKET_DIR_PREFIX = "stallbench-pg-"
-
-
-@journal_mod.register_undo("pg_stop")
-def _undo_pg_stop(action: dict[str, Any]) -> None:
-    """Stop a PostgreSQL server stallbench started: immediate shutdown (SIGQUIT) of the
-    postmaster if it is still that process (same start time), SIGKILL if it does not go within
-    10 s, then SIGKILL to whatever is left of its process group (it leads its own session);
-    finally remove its socket directory."""
-    pid = int(action["pid"])
-    start_time = action.get("start_time")
-    current = journal_mod.process_start_time(pid)
-    if current is not None and start_time is not None and current != start_time:
-        return  # the pid now belongs to another process; ours is long gone
-    if current is not None:
-        os.kill(pid, signal.SIGQUIT)
-        deadline = time.monotonic() + _IMMEDIATE_STOP_TIMEOUT_S
-        while journal_mod.process_start_time(pid) == current and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if journal_mod.process_start_time(pid) == current:
-            os.kill(pid, signal.SIGKILL)
-    # a pid is not handed out again while a process group of that id exists, so a group `pid`
-    # is still the server's unless a new process with this pid leads it
-    leader = journal_mod.process_start_time(pid)
-    if leader is None or leader == current:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    socket_dir = action.get("socket_dir")
-    if socket_dir and Path(socket_dir).parent == Path("/tmp") \
-            and Path(socket_dir).name.startswith(_SOCKET_DIR_PREFIX):
-        shutil.rmtree(socket_dir, ignore_errors=True)
-
-
-def postgres_bindir(override: str | None = None) -> Path:
-    """The newest /usr/lib/postgresql/<version>/bin holding postgres, initdb and pgbench."""
-    candidates = [Path(override)] if override else sorted(
-        (Path(p) for p in glob.glob("/usr/lib/postgresql/*/bin")),
-        key=lambda p: _version_key(p.parent.name), reverse=True)
-    for path in candidates:
-        if all((path / tool).exists() for tool in ("postgres", "initdb", "pg_isready")):
-            return path
-    where = override or "/usr/lib/postgresql/*/bin"
-    raise UsageError(f"pgbench: no PostgreSQL server binaries in {where} "
-                     "(apt install postgresql, or give --pg-bin DIR)")
-
-
-def _version_key(name: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", name)) or (0,)
-
-
-def server_user() -> tuple[int, int, str] | None:
-    """(uid, gid, name) to run PostgreSQL as; None: as ourselves (not root)."""
-    if os.geteuid() != 0:
-        return None
-    for name in ("postgres", "nobody"):
-        try:
-            entry = pwd.getpwnam(name)
-        except KeyError:
-            continue
-        return entry.pw_uid, entry.pw_gid, name
-    raise UsageError("pgbench: running as root needs an unprivileged user to run PostgreSQL "
-                     "('postgres' or 'nobody'); create one (adduser --system postgres)")
 
 
 def parse_pg_settings(items: Any) -> dict[str, str]:
@@ -170,88 +97,6 @@ def parse_pg_settings(items: Any) -> dict[str, str]:
             raise UsageError(f"pgbench: setting {key}: empty or multi-line value")
         settings[key] = value
     return settings
-
-
-_RESULT_PATTERNS = {
-    "transactions": (r"number of transactions actually processed:\s*(\d+)", int),
-    "failed": (r"number of failed transactions:\s*(\d+)", int),
-    "latency_average_ms": (r"latency average\s*=\s*([\d.]+)\s*ms", float),
-    "latency_stddev_ms": (r"latency stddev\s*=\s*([\d.]+)\s*ms", float),
-    "initial_connection_time_ms": (r"initial connection time\s*=\s*([\d.]+)\s*ms", float),
-    "tps": (r"tps\s*=\s*([\d.]+)\s*\(without initial connection time\)", float),
-    "scaling_factor": (r"scaling factor:\s*(\d+)", int),
-    "skipped": (r"^number of transactions skipped:\s*(\d+)", int),
-    "above_latency_limit": (r"^number of transactions above the [\d.]+ ms latency limit:\s*(\d+)",
-                            int),
-    "schedule_lag_average_ms": (r"schedule lag: avg\s*([\d.]+)", float),
-    "schedule_lag_max_ms": (r"schedule lag: avg\s*[\d.]+\s*\(max\s*([\d.]+)\)", float),
-}
-_SCRIPT_PATTERNS = {
-    "weight": (r"^ - weight:\s*(\d+)", int),
-    "transactions": (r"^ - (\d+) transactions", int),
-    "skipped": (r"^ - number of transactions skipped:\s*(\d+)", int),
-    "latency_average_ms": (r"^ - latency average\s*=\s*([\d.]+)\s*ms", float),
-}
-
-
-def parse_pgbench_output(text: str) -> dict[str, Any]:
-    """pgbench's own summary (its tps, transaction count and average latency)."""
-    summary: dict[str, Any] = {}
-    head, *blocks = re.split(r"^SQL script \d+: ", text, flags=re.MULTILINE)
-    for key, (pattern, kind) in _RESULT_PATTERNS.items():
-        match = re.search(pattern, head, re.MULTILINE)
-        if match:
-            summary[key] = kind(match.group(1))
-    statements = _parse_statement_latencies(head)
-    if statements:
-        summary["statements"] = statements
-    scripts = []
-    for block in blocks:                  # several scripts: pgbench reports each on its own
-        name, _, body = block.partition("\n")
-        script: dict[str, Any] = {"name": name.strip()}
-        for key, (pattern, kind) in _SCRIPT_PATTERNS.items():
-            match = re.search(pattern, body, re.MULTILINE)
-            if match:
-                script[key] = kind(match.group(1))
-        statements = _parse_statement_latencies(body)
-        if statements:
-            script["statements"] = statements
-        scripts.append(script)
-    if scripts:
-        summary["scripts"] = scripts
-    return summary
-
-
-def _parse_statement_latencies(text: str) -> list[dict[str, Any]]:
-    """The -r block: '  0.123  0  UPDATE pgbench_accounts ...' per statement (ms, failures)."""
-    lines = text.splitlines()
-    result = []
-    inside = False
-    for line in lines:
-        if line.removeprefix(" - ").startswith("statement latencies in milliseconds"):
-            inside = True
-            continue
-        if inside:
-            match = re.match(r"^\s+([\d.]+)\s+(?:(\d+)\s+)?(?:(\d+)\s+)?(\S.*)$", line)
-            if not match:
-                if line.strip() and not line.startswith(" "):
-                    inside = False
-                continue
-            result.append({"latency_ms": float(match.group(1)),
-                           "failures": int(match.group(2) or 0),
-                           "statement": match.group(4).strip()})
-    return result
-
-
-def _process_cpu_ticks(pid: int, children_too: bool) -> int:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0
-    ticks = int(fields[11]) + int(fields[12])      # utime, stime
-    if children_too:
-        ticks += int(fields[13]) + int(fields[14])  # cutime, cstime (reaped children)
-    return ticks
 
 
 def _as_list(value: Any, what: str) -> list[Any]:
@@ -339,12 +184,7 @@ class PgbenchWorkload(Workload):
         self.settings = settings
         self.per_statement = per_statement
         self.bindir = bindir
-        self.server: subprocess.Popen | None = None
-        self.server_entry = None
-        self.file_entries: list[Any] = []
-        self.pgdata: Path | None = None
-        self.socket_dir: Path | None = None
-        self.user: tuple[int, int, str] | None = None
+        self.pg: PostgresServer | None = None
 
     # -- options ------------------------------------------------------------------------------
     @classmethod
@@ -452,148 +292,40 @@ class PgbenchWorkload(Workload):
         local = self.bindir / "pgbench"
         return str(local) if local.exists() else "pgbench"
 
-    def _as_user(self, ctx: RunContext, argv: list[str], what: str, timeout: float = 600) -> str:
-        uid_gid = (self.user[0], self.user[1]) if self.user else None
-        try:
-            result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                                    preexec_fn=child_preexec(ctx, uid_gid), cwd="/")
-        except subprocess.TimeoutExpired as exc:
-            raise RuntimeError(f"{what} did not finish within {timeout:g} s") from exc
-        if result.returncode != 0:
-            lines = (result.stderr or result.stdout).strip().splitlines()
-            raise RuntimeError(f"{what} failed (exit {result.returncode})"
-                               + (f": {lines[-1]}" if lines else ""))
-        return result.stdout
+    @property
+    def server(self) -> supervisor.Program | None:
+        return self.pg.program if self.pg else None
+
+    @property
+    def socket_dir(self) -> Path | None:
+        return self.pg.socket_dir if self.pg else None
+
+    def _connect_args(self) -> list[str]:
+        assert self.pg is not None
+        return self.pg.connect_args()
 
     def prepare(self, ctx: RunContext) -> None:
+        self.pg = PostgresServer(self.bindir, self.settings, self.clients + 10)
         try:
-            self._prepare(ctx)
+            self.pg.create(ctx)
+            self.pg.start(ctx)
+            self.run_client(ctx, ["-i", "-q", "-s", str(self.scale)], "pgbench -i")
         except BaseException:
             self.shutdown(ctx)
             raise
 
-    def _prepare(self, ctx: RunContext) -> None:
-        self.user = server_user()
-        self.pgdata = ctx.workdir / "pgdata"
-        if self.pgdata.exists():
-            raise UsageError(f"pgbench: {self.pgdata} already exists (left from an earlier "
-                             "run? `stallbench cleanup`, or remove it)")
-        self.socket_dir = Path("/tmp") / f"{_SOCKET_DIR_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
-        self._journal_rmtree(ctx, self.pgdata)
-        self.pgdata.mkdir(mode=0o700)
-        self._journal_rmtree(ctx, self.socket_dir)
-        self.socket_dir.mkdir(mode=0o700)
-        if self.user:
-            os.chown(self.pgdata, self.user[0], self.user[1])
-            os.chown(self.socket_dir, self.user[0], self.user[1])
-            try:
-                self._as_user(ctx, ["test", "-w", str(self.pgdata)], "access check", 30)
-            except RuntimeError:
-                raise UsageError(
-                    f"pgbench: PostgreSQL runs as user {self.user[2]}, who cannot reach "
-                    f"{self.pgdata}: make its parent directories searchable (chmod o+x) or use "
-                    "a --dir elsewhere") from None
-        self._as_user(ctx, [str(self.bindir / "initdb"), "-D", str(self.pgdata),
-                            f"--username={DB_USER}", "--auth=trust", "--encoding=UTF8",
-                            "--locale=C", "--no-sync", "--no-instructions"], "initdb")
-        self._start_server(ctx)
-        self.run_client(ctx, ["-i", "-q", "-s", str(self.scale)], "pgbench -i")
-
-    def _journal_rmtree(self, ctx: RunContext, path: Path) -> None:
-        if ctx.journal is not None:
-            self.file_entries.append(ctx.journal.push("rmtree", path=str(path)))
-
-    def _connect_args(self) -> list[str]:
-        return ["-h", str(self.socket_dir), "-p", str(PORT), "-U", DB_USER]
-
-    def _start_server(self, ctx: RunContext) -> None:
-        argv = [str(self.bindir / "postgres"), "-D", str(self.pgdata),
-                "-c", "listen_addresses=", "-c", f"unix_socket_directories={self.socket_dir}",
-                "-c", f"port={PORT}", "-c", f"max_connections={self.clients + 10}"]
-        for key, value in self.settings.items():
-            argv += ["-c", f"{key}={value}"]
-        uid_gid = (self.user[0], self.user[1]) if self.user else None
-        log = open(ctx.run_dir / "postgres.log", "ab")
-        try:
-            self.server = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, preexec_fn=child_preexec(ctx, uid_gid), cwd="/")
-        finally:
-            log.close()
-        if ctx.journal is not None:
-            self.server_entry = ctx.journal.push(
-                "pg_stop", pid=self.server.pid,
-                start_time=journal_mod.process_start_time(self.server.pid),
-                socket_dir=str(self.socket_dir))
-        ctx.processes.add(self.server.pid)
-        deadline = time.monotonic() + _READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.server.poll() is not None:
-                tail = (ctx.run_dir / "postgres.log").read_text(errors="replace")
-                lines = tail.strip().splitlines()
-                raise RuntimeError(f"PostgreSQL did not start (exit {self.server.returncode})"
-                                   + (f": {lines[-1]}" if lines else ""))
-            ready = subprocess.run([str(self.bindir / "pg_isready"), "-q", "-d", DB_NAME,
-                                    *self._connect_args()], capture_output=True)
-            if ready.returncode == 0:
-                return
-            time.sleep(0.1)
-        raise RuntimeError(f"PostgreSQL was not ready after {_READY_TIMEOUT_S:g} s")
-
     def run_client(self, ctx: RunContext, args: list[str], what: str) -> str:
         argv = [self._pgbench(), *args, *self._connect_args(), DB_NAME]
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=3600,
-                                preexec_fn=ctx.env.child_setup, cwd=ctx.run_dir)
-        if result.returncode != 0:
-            lines = result.stderr.strip().splitlines()
-            raise RuntimeError(f"{what} failed (exit {result.returncode})"
-                               + (f": {lines[-1]}" if lines else ""))
+        result = supervisor.run_to_end(ctx, argv, what, timeout_s=3600, cwd=ctx.run_dir)
+        if result.code != 0:
+            line = supervisor.last_line(result.stderr)
+            raise RuntimeError(f"{what} failed (exit {result.code})"
+                               + (f": {line}" if line else ""))
         return result.stdout
-
-    def _stop_server(self, ctx: RunContext) -> dict[str, float] | None:
-        """Fast shutdown (SIGINT), then immediate (SIGQUIT), then SIGKILL; returns the server's
-        rusage from wait4 (its own CPU and that of every backend it reaped)."""
-        server = self.server
-        if server is None:
-            return None
-        usage = None
-        if server.returncode is None:
-            for sig, wait_s in ((signal.SIGINT, _STOP_TIMEOUT_S), (signal.SIGQUIT, 5.0),
-                                (signal.SIGKILL, 5.0)):
-                try:
-                    os.kill(server.pid, sig)
-                except ProcessLookupError:
-                    pass
-                deadline = time.monotonic() + wait_s
-                while time.monotonic() < deadline:
-                    pid, status, ru = os.wait4(server.pid, os.WNOHANG)
-                    if pid == server.pid:
-                        server.returncode = os.waitstatus_to_exitcode(status)
-                        usage = ru
-                        break
-                    time.sleep(0.05)
-                if server.returncode is not None:
-                    break
-        signal_group(server, signal.SIGKILL)   # any backend left in the server's session
-        if self.server_entry is not None and ctx.journal is not None:
-            ctx.journal.forget(self.server_entry)
-            self.server_entry = None
-        self.server = None
-        if usage is None:
-            return None
-        return {"user_s": usage.ru_utime, "system_s": usage.ru_stime}
 
     def shutdown(self, ctx: RunContext) -> dict[str, float] | None:
         """Stop the server and remove its files (every exit path goes through here)."""
-        usage = self._stop_server(ctx)
-        for entry in reversed(self.file_entries):
-            ctx.journal.undo(entry)
-        self.file_entries = []
-        if ctx.journal is None:
-            for path in (self.socket_dir, self.pgdata):
-                if path is not None and path.exists():
-                    shutil.rmtree(path, ignore_errors=True)
-        return usage
+        return self.pg.remove(ctx) if self.pg else None
 
     def _script_args(self, ctx: RunContext) -> list[str]:
         """-b/-f arguments; each script is copied into the run directory, so the run keeps
@@ -635,8 +367,8 @@ class PgbenchWorkload(Workload):
             argv += ["-M", self.protocol]
         argv += [*self._connect_args(), DB_NAME]
         tick_hz = os.sysconf("SC_CLK_TCK")
-        server_ticks_before = _process_cpu_ticks(self.server.pid, True) + sum(
-            _process_cpu_ticks(pid, False) for pid in ctx.processes.pids()
+        server_ticks_before = process_cpu_ticks(self.server.pid, True) + sum(
+            process_cpu_ticks(pid, False) for pid in ctx.processes.pids()
             if pid != self.server.pid)
         offset = clock_offset_ns()
         samples = Samples("epoch")
@@ -656,33 +388,27 @@ class PgbenchWorkload(Workload):
         def tick() -> None:
             nonlocal since
             collect()
-            progress(progress_from_samples(samples, since))
+            progress(samples.progress(since))
             since = len(samples)
 
         out_path = ctx.run_dir / "pgbench.out"
         with open(out_path, "w") as out:
-            proc, entry = start_child(ctx, argv, cwd=ctx.run_dir, stdout=out,
-                                      stderr=subprocess.STDOUT)
-        try:
-            stopped, client_usage = wait_child(
-                proc, ctx.stop, deadline_ns=ctx.t0_ns + int((seconds + 120) * 1e9),
-                on_stop=lambda: signal_group(proc, signal.SIGINT), tick=tick, grace_s=5.0)
-        finally:
-            signal_group(proc, signal.SIGKILL)
-            if proc.returncode is None:
-                proc.wait()
-            if entry is not None:
-                ctx.journal.forget(entry)
+            program = supervisor.start(ctx, argv, cwd=ctx.run_dir, stdout=out,
+                                       stderr=subprocess.STDOUT)
+        with program:
+            outcome = program.wait(
+                ctx.stop, deadline_ns=ctx.t0_ns + int((seconds + 120) * 1e9),
+                ladder=(supervisor.StopStep(signal.SIGINT, 5.0),), tick=tick)
         # a pgbench stopped by a signal can leave half a line in a log: drop it
-        collect(final=stopped is None)
+        collect(final=outcome.stopped is None)
         cut = sum(1 for tail in tails.values() if tail.partial.strip())
         if cut:
             ctx.notes.append(f"{cut} incomplete last line(s) of pgbench's logs dropped "
                              "(pgbench was stopped)")
         output = out_path.read_text(errors="replace")
         own = parse_pgbench_output(output)
-        server_usage = self._stop_server(ctx)
-        rusage = dict(client_usage)
+        server_usage = self.pg.stop()
+        rusage = dict(outcome.rusage)
         if server_usage is not None:
             delta_s = max(0.0, (server_usage["user_s"] + server_usage["system_s"])
                           - server_ticks_before / tick_hz)
@@ -704,7 +430,7 @@ class PgbenchWorkload(Workload):
             "pgbench": own,
             "log": stats_summary(stats, samples),
             "stallbench_mean_latency_ms": mean_ns / 1e6,
-            "exit_code": proc.returncode,
+            "exit_code": outcome.exit_code,
         }
         ctx.notes.append("pgbench's own tps and average latency are in workload_summary.pgbench; "
                          "pgbench logs latencies in µs; rusage includes the server's CPU "
@@ -717,15 +443,8 @@ class PgbenchWorkload(Workload):
             ctx.notes.append(f"{stats.skipped} transactions skipped by --latency-limit (already "
                              "later than the limit when due): not ops, so response-time "
                              "percentiles leave them out")
-        status, reason = "complete", None
-        if stopped == "stop":
-            status, reason = "interrupted", "stopped before pgbench finished"
-        elif stopped == "deadline":
-            status, reason = "failed", "pgbench ran far past its duration and was stopped"
-        elif proc.returncode != 0:
-            lines = output.strip().splitlines()
-            status, reason = "failed", (f"pgbench exited with status {proc.returncode}"
-                                        + (f": {lines[-1]}" if lines else ""))
+        status, reason = outcome.run_status("pgbench", supervisor.last_line(output),
+                                            planned="duration")
         counted = {"txn": own["transactions"]} if "transactions" in own and \
             self.ops == ("txn",) else {}
         return WorkloadResult(batches=samples.batches(offset + ctx.t0_ns), counted=counted,
