@@ -222,3 +222,32 @@ def test_kill_9_of_stallbench_then_cleanup_stops_the_programs_it_started(tmp_pat
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_the_kill_undo_stops_a_group_whose_leader_is_already_gone(ctx) -> None:
+    """After kill -9 of stallbench, `stallbench cleanup` undoes the journal's `kill` entry: with
+    `group` it stops every process of the program's group, also when its leader died first
+    (the shell here), and only those that started after it."""
+    from stallbench.journal import process_start_time, run_undo
+
+    leader = subprocess.Popen(["sh", "-c", "sleep 300 & sleep 300 & wait"],
+                              start_new_session=True)
+    try:
+        for _ in range(200):
+            if len(supervisor.group_members(leader.pid)) == 3:
+                break
+            time.sleep(0.01)
+        members = supervisor.group_members(leader.pid)
+        assert len(members) == 3
+        start_time = process_start_time(leader.pid)
+        os.kill(leader.pid, signal.SIGKILL)             # the leader goes first
+        leader.wait()
+        assert len(supervisor.group_members(leader.pid)) == 2
+        run_undo({"kind": "kill", "pid": leader.pid, "start_time": start_time, "group": True})
+        assert supervisor.group_members(leader.pid) == []
+        assert not any(os.path.exists(f"/proc/{pid}/stat")
+                       and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+                       for pid in members)
+    finally:
+        for pid in supervisor.group_members(leader.pid):
+            os.kill(pid, signal.SIGKILL)

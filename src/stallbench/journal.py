@@ -14,6 +14,7 @@ imports those packages first.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import importlib
@@ -260,8 +261,13 @@ def _undo_umount(action: dict[str, Any]) -> None:
 
 @register_undo("kill")
 def _undo_kill(action: dict[str, Any]) -> None:
-    """Stop a process stallbench started, if it is still that process (same start time)."""
+    """Stop a process stallbench started, if it is still that process (same start time); with
+    `group` (a program the supervisor started in its own session), every process still in its
+    process group that started no earlier than it, even when the leader is gone."""
     pid = int(action["pid"])
+    if action.get("group"):
+        _kill_group(pid, action.get("start_time"))
+        return
     if not _same_process(pid, action.get("start_time")):
         return
     os.kill(pid, signal.SIGTERM)
@@ -270,6 +276,41 @@ def _undo_kill(action: dict[str, Any]) -> None:
             return
         time.sleep(0.05)
     os.kill(pid, signal.SIGKILL)
+
+
+def _group_members(pgid: int, start_time: str | None) -> list[int]:
+    """Live processes in process group `pgid` that started at or after `start_time` (a later
+    group reusing the id after a reboot-free pid wrap started later still, but then its leader
+    is a different process and it is not ours: only members while the leader is ours, or
+    started after it, are taken)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] == "Z" or int(fields[2]) != pgid:
+            continue
+        if start_time is not None and int(fields[19]) < int(start_time):
+            continue
+        found.append(int(entry.name))
+    return found
+
+
+def _kill_group(pgid: int, start_time: str | None) -> None:
+    leader = process_start_time(pgid)
+    if leader is not None and start_time is not None and leader != start_time:
+        return                                  # the pid and group id are someone else's now
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in _group_members(pgid, start_time):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        for _ in range(100):
+            if not _group_members(pgid, start_time):
+                return
+            time.sleep(0.05)
 
 
 def process_start_time(pid: int) -> str | None:

@@ -37,6 +37,7 @@ from .. import journal as journal_mod
 from ..context import RunContext
 from ..errors import UsageError
 from ..journal import Entry
+from ..signals import held_while_starting
 
 POLL_S = 0.05
 GROUP_GONE_TIMEOUT_S = 5.0
@@ -250,25 +251,33 @@ def start(ctx: RunContext, argv: list[str], *, cwd: Path | str | None = None,
     """Start a program in its own session, in the variant's cgroup, registered with the
     ProcessSet and the journal (kind `journal_kind`, with pid, start_time and journal_fields)."""
     started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            argv, cwd=cwd, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
-            start_new_session=True, preexec_fn=child_preexec(ctx, user),
-            pass_fds=tuple(pass_fds), env=env)
-    except FileNotFoundError as exc:
-        raise UsageError(f"cannot run {argv[0]!r}: not found; install it or fix PATH") from exc
-    except PermissionError as exc:
-        raise UsageError(f"cannot run {argv[0]!r}: permission denied") from exc
+    proc = None
     entry = None
+    if journal_kind == "kill":
+        journal_fields = {"group": True, **journal_fields}
     try:
-        ctx.processes.add(proc.pid)
-        if ctx.journal is not None:
-            entry = ctx.journal.push(journal_kind, pid=proc.pid,
-                                     start_time=journal_mod.process_start_time(proc.pid),
-                                     **journal_fields)
+        with held_while_starting():     # a Ctrl-C inside Popen() would orphan the program
+            try:
+                proc = subprocess.Popen(
+                    argv, cwd=cwd, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
+                    start_new_session=True, preexec_fn=child_preexec(ctx, user),
+                    pass_fds=tuple(pass_fds), env=env)
+            except FileNotFoundError as exc:
+                raise UsageError(f"cannot run {argv[0]!r}: not found; install it or fix "
+                                 "PATH") from exc
+            except PermissionError as exc:
+                raise UsageError(f"cannot run {argv[0]!r}: permission denied") from exc
+            ctx.processes.add(proc.pid)
+            if ctx.journal is not None:
+                entry = ctx.journal.push(journal_kind, pid=proc.pid,
+                                         start_time=journal_mod.process_start_time(proc.pid),
+                                         **journal_fields)
     except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        if proc is not None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            if entry is not None and ctx.journal is not None:
+                ctx.journal.forget(entry)
         raise
     return Program(ctx, proc, entry, started)
 
