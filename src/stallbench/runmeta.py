@@ -39,7 +39,7 @@ class MonitorStatus(enum.StrEnum):
     UNAVAILABLE = "unavailable"
 
 
-@dataclass(eq=False)
+@dataclass
 class RunMeta:
     """One run.json. Optional keys a file may lack are None or empty here and not written."""
 
@@ -75,6 +75,7 @@ class RunMeta:
     extra: dict[str, Any] = field(default_factory=dict)       # keys this version does not know
 
     def __post_init__(self) -> None:
+        # not a field: the run.json keys in their order (as read, then as first set)
         object.__setattr__(self, "_keys", [])
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -29,8 +29,10 @@ from . import __version__, metadata
 from .errors import RunDataError, UsageError
 from .runmeta import RunMeta, Status
 
-# transitional: benchmarks/aa.py still uses store.STATUS_COMPLETE; remove with that use
-STATUS_COMPLETE = Status.COMPLETE
+# transitional: benchmarks/aa.py (and maybe code merged from other branches) still use these
+# names; use runmeta.Status and remove them once nothing imports them
+STATUS_RUNNING, STATUS_COMPLETE = Status.RUNNING, Status.COMPLETE
+STATUS_INTERRUPTED, STATUS_FAILED = Status.INTERRUPTED, Status.FAILED
 
 OPS_FILE = "ops.parquet"
 OPS_ROW_GROUP = 1 << 20      # rows per row group: what a streaming reader holds at once
@@ -140,7 +142,7 @@ class RunWriter:
         self.path = claim_iteration(base)
         self.meta = RunMeta.started(
             stallbench_version=__version__, variant=variant, workload=workload,
-            iteration=int(self.path.name), params=params, status=Status.RUNNING,
+            iteration=int(self.path.name), params=params,
             start_utc=utc_now(), host=socket.gethostname(), kernel=kernel_info(),
             pid=os.getpid())
         self.save()
