@@ -5,7 +5,7 @@ Public API for notebooks and scripts::
 
     import stallbench
     run = stallbench.load_run("results/vanilla/pgioperf/1")
-    run.meta["status"], run.op_arrays()["read"].latency_ns
+    run.meta.status, run.op_arrays()["read"].latency_ns
 """
 
 __version__ = "0.1.0"

@@ -15,6 +15,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from .errors import RunDataError
+from .runmeta import SCHEMA_VERSION, RunMeta
+
 PREFIX = "stallbench."
 CLOCK = "ns since the run's start, CLOCK_MONOTONIC"
 
@@ -45,33 +48,32 @@ def column_unit(table: str, column: str) -> str:
     return "as recorded"
 
 
-def _run_meta(path: Path) -> dict[str, Any]:
-    from .store import RUN_FILE  # store imports this module
+def _run_meta(path: Path) -> RunMeta | None:
+    from .store import RUN_FILE, read_meta  # store imports this module
 
     for folder in (path.parent, path.parent.parent):
         candidate = folder / RUN_FILE
         if candidate.exists():
             try:
-                meta = json.loads(candidate.read_text())
-            except (OSError, ValueError):
-                return {}
-            return meta if isinstance(meta, dict) else {}
-    return {}
+                return read_meta(candidate)
+            except RunDataError:
+                return None
+    return None
 
 
 def describe(schema: pa.Schema, path: Path, table: str | None = None) -> dict[str, str]:
     """The key-value metadata for a table with this schema written to `path`."""
     from . import __version__
-    from .store import SCHEMA_VERSION
 
     path = Path(path)
     table = table or path.name.removesuffix(".parquet")
     meta = _run_meta(path)
+    iteration = meta.iteration if meta else None
     return {
         PREFIX + "table": table,
-        PREFIX + "variant": str(meta.get("variant", "")),
-        PREFIX + "workload": str(meta.get("workload", "")),
-        PREFIX + "iteration": str(meta.get("iteration", "")),
+        PREFIX + "variant": meta.variant if meta else "",
+        PREFIX + "workload": meta.workload if meta else "",
+        PREFIX + "iteration": "" if iteration is None else str(iteration),
         PREFIX + "version": __version__,
         PREFIX + "schema_version": str(SCHEMA_VERSION),
         PREFIX + "clock": CLOCK,

@@ -7,7 +7,6 @@ run.json is marked failed with the reason, never complete.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,8 @@ from typing import Any
 from . import summaryfile
 from .journal import register_undo
 from .record import read_spools
-from .store import OPS_FILE, RUN_FILE, STATUS_FAILED, utc_now, write_json_atomic, write_ops_file
+from .runmeta import Status
+from .store import OPS_FILE, RUN_FILE, read_meta, utc_now, write_meta, write_ops_file
 
 
 def recover_run(run_dir: Path, t0_ns: int | None) -> int:
@@ -24,8 +24,8 @@ def recover_run(run_dir: Path, t0_ns: int | None) -> int:
     meta_path = run_dir / RUN_FILE
     if not meta_path.exists():
         return 0
-    meta = json.loads(meta_path.read_text())
-    if meta.get("status") != "running":
+    meta = read_meta(meta_path)
+    if meta.status != Status.RUNNING:
         return 0
     spool = run_dir / ".spool"
     recovered = 0
@@ -33,13 +33,13 @@ def recover_run(run_dir: Path, t0_ns: int | None) -> int:
         counts = summaryfile.write_with_ops(run_dir, meta, read_spools(spool, t0_ns),
                                             write_ops_file)
         recovered = sum(counts.values())
-        meta["samples"] = {op: counts.get(op, 0) for op in meta.get("ops_declared", counts)}
+        meta.samples = {op: counts.get(op, 0) for op in meta.ops_declared or counts}
     shutil.rmtree(spool, ignore_errors=True)
-    meta["status"] = STATUS_FAILED
-    meta["reason"] = ("stallbench was killed before the run finished; "
-                      f"{recovered} recorded ops recovered by `stallbench cleanup`")
-    meta["end_utc"] = utc_now()
-    write_json_atomic(meta_path, meta)
+    meta.status = Status.FAILED
+    meta.reason = ("stallbench was killed before the run finished; "
+                   f"{recovered} recorded ops recovered by `stallbench cleanup`")
+    meta.end_utc = utc_now()
+    write_meta(meta_path, meta)
     return recovered
 
 

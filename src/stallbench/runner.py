@@ -21,7 +21,8 @@ from .journal import Journal
 from .monitors import Monitor, default_monitor_names, monitor_class
 from .plan import Plan, VariantSettings
 from .progress import Progress
-from .store import STACKS_FILE, STATUS_FAILED, STATUS_INTERRUPTED, RunWriter
+from .runmeta import MonitorStatus, Status
+from .store import STACKS_FILE, RunWriter
 from .workloads import Workload, get_workload
 
 assert recovery  # imported for its "finalize_run" undo kind
@@ -31,7 +32,7 @@ assert recovery  # imported for its "finalize_run" undo kind
 class RunOutcome:
     path: Path
     variant: str
-    status: str
+    status: Status
     reason: str | None
 
 
@@ -112,7 +113,7 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
                 outcomes.append(outcome)
                 log(f"{label}: {outcome.status}"
                     + (f" ({outcome.reason})" if outcome.reason else "") + f" -> {outcome.path}")
-                if outcome.status == STATUS_INTERRUPTED or interrupt.signalled:
+                if outcome.status == Status.INTERRUPTED or interrupt.signalled:
                     return outcomes
             if metrics is not None:
                 paths = {v.name: [o.path for o in outcomes if o.variant == v.name]
@@ -145,9 +146,9 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                 writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
                 unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
                 warmup = warmup_for(plan, workload)
-                writer.meta["ops_declared"] = list(workload.ops)
-                writer.meta["warmup_s"] = warmup
-                writer.meta["duration_planned_s"] = plan.duration_s + warmup
+                writer.meta.ops_declared = list(workload.ops)
+                writer.meta.warmup_s = warmup
+                writer.meta.duration_planned_s = plan.duration_s + warmup
                 ctx = RunContext(run_dir=writer.path, env=state,
                                  duration_s=plan.duration_s + warmup, journal=journal)
                 workload.prepare(ctx)
@@ -158,34 +159,34 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                 _execute(ctx, workload, writer, monitor_names, interrupt, label, show_progress,
                          log, lambda: journal.update(unfinished, t0_ns=ctx.t0_ns))
                 journal.forget(unfinished)
-            writer.meta["environment"] = state.metadata
+            writer.meta.environment = state.metadata
             errors = list(journal.undo_all())
             if errors:
                 writer.note("cleanup problems: " + "; ".join(errors))
                 for error in errors:
                     log(f"stallbench: cleanup: {error}")
-            if writer.meta["status"] == "running":
-                writer.meta["status"] = "complete"
-            writer.finalize(writer.meta["status"], writer.meta.get("reason"))
-            return RunOutcome(writer.path, variant.name, writer.meta["status"],
-                              writer.meta.get("reason"))
+            meta = writer.meta
+            if meta.status == Status.RUNNING:
+                meta.status = Status.COMPLETE
+            writer.finalize(meta.status, meta.reason)
+            return RunOutcome(writer.path, variant.name, meta.status, meta.reason)
         except KeyboardInterrupt:
             if writer is not None:
-                writer.finalize(STATUS_INTERRUPTED, f"stopped by {interrupt.signalled or 'signal'}"
+                writer.finalize(Status.INTERRUPTED, f"stopped by {interrupt.signalled or 'signal'}"
                                 " before the run finished")
-                return RunOutcome(writer.path, variant.name, STATUS_INTERRUPTED,
-                                  writer.meta["reason"])
+                return RunOutcome(writer.path, variant.name, Status.INTERRUPTED,
+                                  writer.meta.reason)
             raise
         except UsageError as exc:
             if writer is not None:
-                writer.finalize(STATUS_FAILED, str(exc))   # the run.json says what was wrong
+                writer.finalize(Status.FAILED, str(exc))   # the run.json says what was wrong
             raise
         except Exception as exc:
             if writer is None:
                 raise
             reason = f"{type(exc).__name__}: {exc}"
-            writer.finalize(STATUS_FAILED, reason)
-            return RunOutcome(writer.path, variant.name, STATUS_FAILED, reason)
+            writer.finalize(Status.FAILED, reason)
+            return RunOutcome(writer.path, variant.name, Status.FAILED, reason)
 
 
 def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_names: list[str],
@@ -208,21 +209,23 @@ def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_nam
             if result is not None:
                 _store_result(ctx, writer, result)
             shutil.rmtree(ctx.run_dir / ".spool", ignore_errors=True)
-    writer.meta["notes"].extend(ctx.notes)
-    if interrupt.signalled and result.status in ("complete", STATUS_INTERRUPTED):
-        result.status, result.reason = STATUS_INTERRUPTED, f"stopped by {interrupt.signalled}"
-    if result.status != "complete":
-        writer.meta["status"] = result.status
-        writer.meta["reason"] = result.reason
+    writer.meta.notes.extend(ctx.notes)
+    status = Status(result.status)
+    if interrupt.signalled and status in (Status.COMPLETE, Status.INTERRUPTED):
+        status, result.reason = Status.INTERRUPTED, f"stopped by {interrupt.signalled}"
+    if status != Status.COMPLETE:
+        writer.meta.status = status
+        writer.meta.reason = result.reason
 
 
 def _store_result(ctx: RunContext, writer: RunWriter, result) -> None:
-    writer.meta["duration_s"] = result.rusage.get("elapsed_s", ctx.duration_s)
+    meta = writer.meta
+    meta.duration_s = result.rusage.get("elapsed_s", ctx.duration_s)
     samples = writer.write_ops(result.batches)
-    writer.meta["samples"] = {**{op: 0 for op in writer.meta["ops_declared"]}, **samples}
-    writer.meta["counted"] = result.counted
-    writer.meta["rusage"] = result.rusage
-    writer.meta["workload_summary"] = result.extra
+    meta.samples = {**{op: 0 for op in meta.ops_declared}, **samples}
+    meta.counted = result.counted
+    meta.rusage = result.rusage
+    meta.workload_summary = result.extra
     writer.save()
 
 
@@ -230,11 +233,7 @@ def _start_monitors(ctx: RunContext, names: list[str], writer: RunWriter,
                     log: Callable[[str], None]) -> list[tuple[str, Monitor]]:
     started: list[tuple[str, Monitor]] = []
     for name in names:
-        try:
-            cls = monitor_class(name)
-        except (ImportError, KeyError) as exc:
-            _skip(writer, name, f"not available in this build ({exc})", log)
-            continue
+        cls = monitor_class(name)
         reason = cls.unavailable(ctx)
         if reason is None and name in [n for n, _ in started]:
             continue
@@ -252,7 +251,7 @@ def _start_monitors(ctx: RunContext, names: list[str], writer: RunWriter,
 
 
 def _skip(writer: RunWriter, name: str, reason: str, log: Callable[[str], None]) -> None:
-    writer.meta["monitors"][name] = {"status": "skipped", "reason": reason}
+    writer.meta.monitors[name] = {"status": MonitorStatus.SKIPPED.value, "reason": reason}
     log(f"monitor {name} skipped: {reason}")
 
 
@@ -262,12 +261,13 @@ def _stop_monitors(monitors: list[tuple[str, Monitor]], writer: RunWriter,
         try:
             result = monitor.stop()
         except Exception as exc:  # noqa: BLE001
-            writer.meta["monitors"][name] = {"status": "failed", "reason": str(exc)}
+            writer.meta.monitors[name] = {"status": MonitorStatus.FAILED.value,
+                                          "reason": str(exc)}
             log(f"monitor {name} failed: {exc}")
             continue
         for table_name, table in result.tables.items():
             writer.write_monitor(table_name, table)
         if result.folded_stacks:
             (writer.path / STACKS_FILE).write_text(result.folded_stacks)
-        writer.meta["monitors"][name] = {"status": "ok", **result.summary}
+        writer.meta.monitors[name] = {"status": MonitorStatus.OK.value, **result.summary}
 

@@ -5,6 +5,7 @@ status "running" at once (so a killed run is never mistaken for a complete one),
 and monitor tables, and finalizes run.json atomically (write to a temp file, fsync, rename).
 
 Reading: `load_run`, `resolve_runs` and `Run.op_arrays` give the ops as numpy arrays per op.
+run.json is a `runmeta.RunMeta`, read by `read_meta` and written by `write_meta` (only here).
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ import pyarrow.parquet as pq
 
 from . import __version__, metadata
 from .errors import RunDataError, UsageError
+from .runmeta import RunMeta, Status
 
-SCHEMA_VERSION = 1
-STATUS_RUNNING = "running"
-STATUS_COMPLETE = "complete"
-STATUS_INTERRUPTED = "interrupted"
-STATUS_FAILED = "failed"
+# transitional: benchmarks/aa.py (and maybe code merged from other branches) still use these
+# names; use runmeta.Status and remove them once nothing imports them
+STATUS_RUNNING, STATUS_COMPLETE = Status.RUNNING, Status.COMPLETE
+STATUS_INTERRUPTED, STATUS_FAILED = Status.INTERRUPTED, Status.FAILED
 
 OPS_FILE = "ops.parquet"
 OPS_ROW_GROUP = 1 << 20      # rows per row group: what a streaming reader holds at once
@@ -86,6 +87,24 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
         raise
 
 
+def read_meta(path: Path) -> RunMeta:
+    """A run.json file -> RunMeta; RunDataError (one line naming the file) when it is missing,
+    unreadable, malformed or from a newer schema."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise RunDataError(f"{path.parent}: not a run directory (no {RUN_FILE})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunDataError(f"{path}: malformed JSON ({exc})") from exc
+    return RunMeta.from_json(data, str(path))
+
+
+def write_meta(path: Path, meta: RunMeta) -> None:
+    """Write a run.json atomically."""
+    write_json_atomic(path, meta.to_json())
+
+
 def _json_default(value: Any) -> Any:
     if isinstance(value, np.integer):
         return int(value)
@@ -121,33 +140,18 @@ class RunWriter:
             raise UsageError(f"cannot create results directory {base}: {exc.strerror}") from exc
         _refuse_symlinks(self.results, base)
         self.path = claim_iteration(base)
-        self.meta: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "stallbench_version": __version__,
-            "variant": variant,
-            "workload": workload,
-            "iteration": int(self.path.name),
-            "params": params,
-            "status": STATUS_RUNNING,
-            "reason": None,
-            "start_utc": utc_now(),
-            "end_utc": None,
-            "host": socket.gethostname(),
-            "kernel": kernel_info(),
-            "pid": os.getpid(),
-            "environment": {},
-            "rusage": None,
-            "samples": {},
-            "monitors": {},
-            "notes": [],
-        }
+        self.meta = RunMeta.started(
+            stallbench_version=__version__, variant=variant, workload=workload,
+            iteration=int(self.path.name), params=params,
+            start_utc=utc_now(), host=socket.gethostname(), kernel=kernel_info(),
+            pid=os.getpid())
         self.save()
 
     def save(self) -> None:
-        write_json_atomic(self.path / RUN_FILE, self.meta)
+        write_meta(self.path / RUN_FILE, self.meta)
 
     def note(self, text: str) -> None:
-        self.meta["notes"].append(text)
+        self.meta.notes.append(text)
 
     def write_ops(self, batches: Iterable[pa.RecordBatch | pa.Table]) -> dict[str, int]:
         """Stream record batches (OPS_SCHEMA) into ops.parquet and, in the same pass, the run's
@@ -167,10 +171,10 @@ class RunWriter:
         os.replace(tmp, target)
         return target
 
-    def finalize(self, status: str, reason: str | None = None) -> None:
-        self.meta["status"] = status
-        self.meta["reason"] = reason
-        self.meta["end_utc"] = utc_now()
+    def finalize(self, status: Status, reason: str | None = None) -> None:
+        self.meta.status = status
+        self.meta.reason = reason
+        self.meta.end_utc = utc_now()
         self.save()
 
 
@@ -272,41 +276,40 @@ class OpArrays:
 @dataclass
 class Run:
     path: Path
-    meta: dict[str, Any]
+    meta: RunMeta
     _ops: dict[str, OpArrays] | None = field(default=None, repr=False)
     _summary: Any = field(default=None, repr=False)
 
     @property
     def variant(self) -> str:
-        return self.meta.get("variant", "?")
+        return self.meta.variant
 
     @property
     def workload(self) -> str:
-        return self.meta.get("workload", "?")
+        return self.meta.workload
 
     @property
-    def status(self) -> str:
-        return self.meta.get("status", "?")
+    def status(self) -> Status:
+        return self.meta.status
 
     @property
     def complete(self) -> bool:
-        return self.status == STATUS_COMPLETE
+        return self.status == Status.COMPLETE
 
     @property
     def duration_s(self) -> float:
-        return float(self.meta.get("duration_s") or 0.0)
+        return float(self.meta.duration_s or 0.0)
 
     def describe_status(self) -> str:
         """'complete', or what is wrong in words."""
-        status = self.status
-        if status == STATUS_RUNNING:
-            pid = self.meta.get("pid")
-            if pid and _pid_alive(int(pid)) and self.meta.get("host") == socket.gethostname():
+        status, pid = self.status, self.meta.pid
+        if status == Status.RUNNING:
+            if pid and _pid_alive(int(pid)) and self.meta.host == socket.gethostname():
                 return f"still running (pid {pid})"
             return "incomplete: the run was killed before it finished (no end recorded)"
-        if status == STATUS_COMPLETE:
-            return "complete"
-        reason = self.meta.get("reason")
+        if status == Status.COMPLETE:
+            return str(status)
+        reason = self.meta.reason
         return f"{status}" + (f": {reason}" if reason else "")
 
     def ops_table(self) -> pa.Table:
@@ -322,7 +325,7 @@ class Run:
         """Samples per op; ops that the workload declares but never completed map to empty."""
         if self._ops is None:
             self._ops = _split_by_op(self.ops_table())
-            for op in self.meta.get("ops_declared", []):
+            for op in self.meta.ops_declared:
                 self._ops.setdefault(op, _empty_op())
         return self._ops
 
@@ -421,24 +424,7 @@ def _pid_alive(pid: int) -> bool:
 def load_run(path: str | os.PathLike) -> Run:
     """Read one run directory's run.json (ops are read lazily)."""
     path = Path(path)
-    meta_path = path / RUN_FILE
-    if not meta_path.exists():
-        raise RunDataError(f"{path}: not a run directory (no {RUN_FILE})")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunDataError(f"{meta_path}: malformed JSON ({exc})") from exc
-    if not isinstance(meta, dict):
-        raise RunDataError(f"{meta_path}: malformed (not a JSON object)")
-    version = meta.get("schema_version")
-    if not isinstance(version, int):
-        raise RunDataError(f"{meta_path}: malformed (no schema_version)")
-    if version > SCHEMA_VERSION:
-        raise RunDataError(
-            f"{meta_path}: written by a newer stallbench (schema {version}, this one reads "
-            f"{SCHEMA_VERSION}); upgrade stallbench"
-        )
-    return Run(path=path, meta=meta)
+    return Run(path=path, meta=read_meta(path / RUN_FILE))
 
 
 def iter_run_dirs(path: Path) -> Iterator[Path]:

@@ -22,7 +22,6 @@ import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +30,7 @@ import pyarrow.parquet as pq
 from .analysis import histogram as hist
 from .analysis import summary as sm
 from .errors import RunDataError
+from .runmeta import RunMeta
 
 SUMMARY_FILE = "summary.parquet"
 SUMMARY_SCHEMA_VERSION = 1
@@ -64,12 +64,12 @@ def fingerprint(ops_path: Path) -> str:
     return f"{size}:{digest}"
 
 
-def builder_for(meta: dict[str, Any]) -> sm.SummaryBuilder:
+def builder_for(meta: RunMeta) -> sm.SummaryBuilder:
     """A builder with the block length and warm-up of the run that `meta` (run.json) describes."""
-    warmup_s = float(meta.get("warmup_s") or 0.0)
-    duration = meta.get("duration_s") or meta.get("duration_planned_s")
+    warmup_s = float(meta.warmup_s or 0.0)
+    duration = meta.duration_s or meta.duration_planned_s
     builder = sm.SummaryBuilder(sm.block_ns_for(duration, warmup_s), int(round(warmup_s * 1e9)))
-    builder.declare(list(meta.get("ops_declared") or []))
+    builder.declare(list(meta.ops_declared))
     return builder
 
 
@@ -174,14 +174,14 @@ def read(run_dir: Path, ops_fingerprint: str | None) -> sm.RunSummary | None:
         return None
     try:
         table = pq.read_table(path)
-        meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
-        if meta.get("summary_schema_version") != str(SUMMARY_SCHEMA_VERSION) \
-                or meta.get("sub_bits") != str(hist.SUB_BITS) \
-                or meta.get("coarse_sub_bits") != str(sm.COARSE_SUB_BITS) \
-                or meta.get("ops_fingerprint") != ops_fingerprint:
+        kv = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+        if kv.get("summary_schema_version") != str(SUMMARY_SCHEMA_VERSION) \
+                or kv.get("sub_bits") != str(hist.SUB_BITS) \
+                or kv.get("coarse_sub_bits") != str(sm.COARSE_SUB_BITS) \
+                or kv.get("ops_fingerprint") != ops_fingerprint:
             return None
-        return _from_table(table, int(meta["block_ns"]), int(meta["warmup_blocks"]),
-                           int(meta["duration_ns"]))
+        return _from_table(table, int(kv["block_ns"]), int(kv["warmup_blocks"]),
+                           int(kv["duration_ns"]))
     except (pa.ArrowException, OSError, KeyError, ValueError, IndexError):
         return None
 
@@ -239,7 +239,7 @@ def _from_table(table: pa.Table, block_ns: int, warmup_blocks: int,
     return sm.RunSummary(block_ns, warmup_blocks, duration_ns, ops)
 
 
-def build_from_ops(ops_path: Path, meta: dict[str, Any]) -> sm.RunSummary:
+def build_from_ops(ops_path: Path, meta: RunMeta) -> sm.RunSummary:
     """Stream ops.parquet in row-group batches into a summary (bounded memory)."""
     builder = builder_for(meta)
     try:
@@ -253,12 +253,12 @@ def build_from_ops(ops_path: Path, meta: dict[str, Any]) -> sm.RunSummary:
     return builder.finish(_duration_ns(meta))
 
 
-def _duration_ns(meta: dict[str, Any]) -> int | None:
-    duration = meta.get("duration_s")
+def _duration_ns(meta: RunMeta) -> int | None:
+    duration = meta.duration_s
     return int(float(duration) * 1e9) if duration else None
 
 
-def load_or_build(run_dir: Path, meta: dict[str, Any]) -> sm.RunSummary:
+def load_or_build(run_dir: Path, meta: RunMeta) -> sm.RunSummary:
     """The run's summary: read when it matches ops.parquet, else rebuilt (and written back
     when the directory is writable)."""
     run_dir = Path(run_dir)
@@ -281,7 +281,7 @@ def prepare(run_dirs: list[Path], jobs: int | None = None) -> None:
     """Rebuild, in parallel processes (one per core), the summaries that are missing or stale,
     so a command over many long runs uses every core; errors are left for the reader to report
     (a run whose ops.parquet is damaged stays as it is)."""
-    import json
+    from .store import RUN_FILE, read_meta
 
     stale = []
     for run_dir in run_dirs:
@@ -302,8 +302,8 @@ def prepare(run_dirs: list[Path], jobs: int | None = None) -> None:
         futures = []
         for run_dir in stale:
             try:
-                meta = json.loads((run_dir / "run.json").read_text())
-            except (OSError, ValueError):
+                meta = read_meta(run_dir / RUN_FILE)
+            except RunDataError:
                 continue
             futures.append(pool.submit(_rebuild_quietly, run_dir, meta))
         concurrent.futures.wait(futures)
@@ -322,14 +322,14 @@ def prepare_specs(specs: list[str], results: Path | None) -> None:
     prepare(dirs)
 
 
-def _rebuild_quietly(run_dir: Path, meta: dict[str, Any]) -> None:
+def _rebuild_quietly(run_dir: Path, meta: RunMeta) -> None:
     try:
         load_or_build(run_dir, meta)
     except (RunDataError, OSError, ValueError):
         pass
 
 
-def write_with_ops(run_dir: Path, meta: dict[str, Any],
+def write_with_ops(run_dir: Path, meta: RunMeta,
                    batches: Iterable[pa.RecordBatch | pa.Table], write_ops) -> dict[str, int]:
     """Write ops.parquet with `write_ops(path, batches)` and, in the same pass, its summary."""
     builder = builder_for(meta)
@@ -344,6 +344,6 @@ def write_with_ops(run_dir: Path, meta: dict[str, Any],
     try:
         write(run_dir, builder.finish(_duration_ns(meta)), fingerprint(ops_path))
     except OSError as exc:      # the ops are safe; the summary is rebuilt on first use
-        meta.setdefault("notes", []).append(
+        meta.notes.append(
             f"summary.parquet not written ({exc.strerror or exc}); rebuilt when first read")
     return counts

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from .comparison import CompareOptions, Metric, build_comparison, parse_metric
 from .errors import RunDataError, UsageError
-from .store import STATUS_COMPLETE, Resolved, load_run
+from .runmeta import Status
+from .store import Resolved, load_run
 
 DECIDED = ("better", "worse", "same")
 DEFAULT_MAX_ITERATIONS = 10
@@ -53,7 +54,7 @@ def decide(paths_by_variant: dict[str, list[Path]], metrics: list[Metric],
                 run = load_run(path)
             except RunDataError:
                 continue
-            if run.status == STATUS_COMPLETE:
+            if run.status == Status.COMPLETE:
                 runs.append(run)
         if not runs:
             return Decision(False, rounds, {f"{name}": "no complete run"})

@@ -24,14 +24,15 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..runmeta import Status
     from ..runner import run_plan
 
     plan, story = demo_plan(results_dir(args))
     print(f"stallbench demo: {story}; {plan.duration_s:.0f} s each; results in {plan.results}",
           file=sys.stderr)
     outcomes = run_plan(plan, progress=not args.no_progress, log=verbosity.info)
-    if any(o.status != "complete" for o in outcomes):
-        return 130 if any(o.status == "interrupted" for o in outcomes) else 1
+    if any(o.status != Status.COMPLETE for o in outcomes):
+        return 130 if any(o.status == Status.INTERRUPTED for o in outcomes) else 1
     names = [v.name for v in plan.variants]
     print_comparison(names[0], names[1:], plan.results, workload=plan.workload)
     return 0

@@ -33,8 +33,8 @@ def run(args: argparse.Namespace) -> int:
     results = args.results or default_results_dir()
     run_dir = import_log(args.kind, args.path, args.variant, results, args.workload)
     meta = load_run(run_dir).meta
-    counts = ", ".join(f"{op} {n}" for op, n in sorted(meta.get("samples", {}).items()))
+    counts = ", ".join(f"{op} {n}" for op, n in sorted(meta.samples.items()))
     print(f"{run_dir}: {counts}")
-    for note in meta.get("notes", []):
+    for note in meta.notes:
         print(f"  note: {note}")
     return 0

@@ -31,7 +31,7 @@ def write(runs: list[Run], out: BinaryIO) -> int:
                 source = pq.ParquetFile(path)
             except (pa.ArrowException, OSError) as exc:
                 raise RunDataError(f"{path}: damaged ({exc})") from exc
-            iteration = run.meta.get("iteration")
+            iteration = run.meta.iteration
             for batch in source.iter_batches(batch_size=BATCH_ROWS):
                 n = batch.num_rows
                 names = batch.schema.names

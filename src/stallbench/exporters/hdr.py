@@ -71,7 +71,7 @@ def encode_counts(counts: np.ndarray, layout: HdrLayout) -> str:
 
 
 def _epoch(run: Run) -> float:
-    text = run.meta.get("start_utc")
+    text = run.meta.start_utc
     try:
         return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
     except ValueError:
@@ -120,8 +120,8 @@ def write(runs: list[Run], out: TextIO, interval_s: float = 1.0) -> dict[str, in
         raise RunDataError(f"{path}: damaged ({exc})") from exc
     start = _epoch(run)
     out.write(f"#[Histogram log format version {LOG_VERSION}]\n")
-    out.write(f"#[StartTime: {start:.3f} (seconds since epoch), {run.meta.get('start_utc')}]\n")
-    out.write(f"#[stallbench: {run.variant}/{run.workload}/{run.meta.get('iteration')}, "
+    out.write(f"#[StartTime: {start:.3f} (seconds since epoch), {run.meta.start_utc}]\n")
+    out.write(f"#[stallbench: {run.variant}/{run.workload}/{run.meta.iteration}, "
               "values in ns, Interval_Max in ms]\n")
     out.write('"StartTimestamp","Interval_Length","Interval_Max",'
               '"Interval_Compressed_Histogram"\n')

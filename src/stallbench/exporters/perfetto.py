@@ -130,8 +130,8 @@ def write(runs: list[Run], out: TextIO, window: tuple[int, int] | None = None,
 
 def _write_run(w: _Writer, pid: int, run: Run, window, around_slow, budget: int,
                summary: ExportSummary) -> None:
-    meta = run.meta
-    name = f"{run.variant}/{run.workload}/{meta.get('iteration', '?')}"
+    iteration = run.meta.iteration
+    name = f"{run.variant}/{run.workload}/{'?' if iteration is None else iteration}"
     w.event(ph="M", pid=pid, name="process_name", args={"name": name})
     w.event(ph="M", pid=pid, name="process_sort_index", args={"sort_index": pid})
     # first only the times (16 bytes an op): the windows and the cut; then the ops they keep
@@ -170,10 +170,9 @@ def _write_run(w: _Writer, pid: int, run: Run, window, around_slow, budget: int,
     keep = np.ones(start.size, dtype=bool) if windows is None else \
         win.mask(start, start + latency, windows)
 
-    roles = {int(k): str(v) for k, v in
-             ((meta.get("workload_summary") or {}).get("worker_roles") or {}).items()}
-    pids = {int(k): int(v) for k, v in
-            ((meta.get("workload_summary") or {}).get("worker_pids") or {}).items()}
+    workload_summary = run.meta.workload_summary
+    roles = {int(k): str(v) for k, v in (workload_summary.get("worker_roles") or {}).items()}
+    pids = {int(k): int(v) for k, v in (workload_summary.get("worker_pids") or {}).items()}
     _write_ops(w, pid, ops.filter(pa.array(keep)), roles, pids, summary)
     if t_keep is not None:
         _write_trace(w, pid, trace.filter(pa.array(t_keep)), pids, summary)

@@ -14,7 +14,7 @@ from ..store import Resolved, Run, resolve_runs
 
 
 def host_of(run: Run) -> str:
-    return str(run.meta.get("host") or "?")
+    return run.meta.host or "?"
 
 
 def hosts_of(resolved: Resolved) -> list[str]:

@@ -7,14 +7,13 @@ variant from several hosts never collide. The copy's run.json names the inventor
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..store import RUN_FILE, check_name, claim_iteration, iter_run_dirs, write_json_atomic
+from ..store import RUN_FILE, check_name, claim_iteration, iter_run_dirs, read_meta, write_meta
 
 
 def _link_or_copy(src: str, dst: str) -> None:
@@ -37,22 +36,21 @@ def import_runs(mirror: Path, results: Path, host: str, imported: set[str],
             continue
         imported.add(rel)
         try:
-            meta = json.loads((run_dir / RUN_FILE).read_text())
-            variant = check_name(meta["variant"])
-            workload = check_name(meta["workload"], "workload name")
-        except (OSError, ValueError, KeyError, TypeError, UsageError) as exc:
+            meta = read_meta(run_dir / RUN_FILE)
+            variant = check_name(meta.variant)
+            workload = check_name(meta.workload, "workload name")
+        except UsageError as exc:       # RunDataError too
             problems.append(f"{host}: {rel}: not imported (run.json unusable: {exc})")
             continue
         base = Path(results) / variant / workload
         base.mkdir(parents=True, exist_ok=True)
         target = claim_iteration(base)
         shutil.copytree(run_dir, target, copy_function=_link_or_copy, dirs_exist_ok=True)
-        meta["fleet"] = {**fleet, "hostname": meta.get("host"),
-                         "remote_iteration": meta.get("iteration"),
-                         "remote_path": f"{fleet.get('remote_results', '')}/{rel}"}
-        meta["host"] = host
-        meta["boot_id"] = fleet.get("boot_id")
-        meta["iteration"] = int(target.name)
-        write_json_atomic(target / RUN_FILE, meta)   # a new file: the mirror's link is kept
+        meta.fleet = {**fleet, "hostname": meta.host, "remote_iteration": meta.iteration,
+                      "remote_path": f"{fleet.get('remote_results', '')}/{rel}"}
+        meta.host = host
+        meta.boot_id = fleet.get("boot_id")
+        meta.iteration = int(target.name)
+        write_meta(target / RUN_FILE, meta)   # a new file: the mirror's link is kept
         paths.append(target)
     return paths, problems

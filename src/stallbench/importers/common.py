@@ -38,7 +38,8 @@ class Imported:
 def write_run(imported: Imported, results: Path, variant: str,
               workload: str | None = None) -> Path:
     """Write an imported log as RESULTS/<variant>/<workload>/<n>/ and return that directory."""
-    from ..store import STATUS_COMPLETE, RunWriter
+    from ..runmeta import Status
+    from ..store import RunWriter
 
     samples = imported.samples
     if not len(samples):
@@ -50,14 +51,14 @@ def write_run(imported: Imported, results: Path, variant: str,
         duration = (last - offset) / 1e9 if samples.clock != "ordinal" else None
     writer = RunWriter(results, variant, workload or imported.workload, imported.params)
     meta = writer.meta
-    meta["imported"] = True
-    meta["ops_declared"] = sorted(set(imported.ops_declared) | set(samples.op_names))
-    meta["duration_s"] = duration
-    meta["interval_sampled"] = imported.interval_sampled
-    meta["workload_summary"] = imported.summary
+    meta.imported = True
+    meta.ops_declared = sorted(set(imported.ops_declared) | set(samples.op_names))
+    meta.duration_s = duration
+    meta.interval_sampled = imported.interval_sampled
+    meta.workload_summary = imported.summary
     meta.update(imported.meta)
     if imported.rusage:
-        meta["rusage"] = imported.rusage
+        meta.rusage = imported.rusage
     for note in imported.notes:
         writer.note(note)
     writer.save()
@@ -66,9 +67,9 @@ def write_run(imported: Imported, results: Path, variant: str,
         for name, table in imported.monitor_tables.items():
             writer.write_monitor(name, table)
     except BaseException as exc:
-        writer.finalize("failed", f"import failed: {exc}")
+        writer.finalize(Status.FAILED, f"import failed: {exc}")
         raise
-    meta["samples"] = counts
-    meta["counted"] = samples.counts()
-    writer.finalize(STATUS_COMPLETE)
+    meta.samples = counts
+    meta.counted = samples.counts()
+    writer.finalize(Status.COMPLETE)
     return writer.path

@@ -47,29 +47,26 @@ def render_text(summary: RunsSummary) -> str:
     info = summary.variant
     lines = [f"variant {info.label}: {len(info.runs)} run(s)"]
     for run, meta in zip(info.runs, summary.metas, strict=True):
-        rusage = meta.get("rusage") or {}
+        rusage = meta.rusage or {}
         cpu = ", ".join(f"{name} {format_seconds(rusage.get(key))} s" for name, key in
                         (("user", "user_s"), ("system", "system_s"), ("elapsed", "elapsed_s"))
                         if isinstance(rusage.get(key), (int, float)))
         lines.append(f"  iteration {run.iteration}: {run.status}; {run.path}")
-        lines.append(f"    workload {meta.get('workload')}, {run.duration_s:.1f} s, started "
-                     f"{meta.get('start_utc')}, host {meta.get('host')}")
-        kernel = meta.get("kernel") or {}
+        lines.append(f"    workload {meta.workload}, {run.duration_s:.1f} s, started "
+                     f"{meta.start_utc}, host {meta.host}")
+        kernel = meta.kernel
         if kernel:
             lines.append(f"    kernel {kernel.get('release')} {kernel.get('machine', '')}")
-        params = meta.get("params") or {}
-        if params:
-            lines.append("    params " + ", ".join(f"{k}={v}" for k, v in params.items()))
-        environment = meta.get("environment") or {}
-        if environment:
-            lines += environment_lines(environment)
+        if meta.params:
+            lines.append("    params " + ", ".join(f"{k}={v}" for k, v in meta.params.items()))
+        if meta.environment:
+            lines += environment_lines(meta.environment)
         if cpu:
             lines.append(f"    cpu {cpu}")
-        monitors = meta.get("monitors") or {}
-        if monitors:
+        if meta.monitors:
             lines.append("    monitors " + ", ".join(
-                f"{name} ({(m or {}).get('status', '?')})" for name, m in monitors.items()))
-        for note in meta.get("notes") or []:
+                f"{name} ({(m or {}).get('status', '?')})" for name, m in meta.monitors.items()))
+        for note in meta.notes:
             lines.append(f"    note: {note}")
     lines.append("")
     lines.append("latency in each row's unit; a value far from the row's carries its own "
@@ -129,7 +126,7 @@ def render_json(summary: RunsSummary) -> str:
     data = {
         "variant": summary.label,
         "runs": [{"iteration": r.iteration, "path": r.path, "status": r.status,
-                  "duration_s": r.duration_s, "meta": meta}
+                  "duration_s": r.duration_s, "meta": meta.to_json()}
                  for r, meta in zip(summary.variant.runs, summary.metas, strict=True)],
         "ops": {name: stats_dict(stats) for name, stats in summary.ops.items()},
         "keys": list(JSON_KEYS.values()),

@@ -52,12 +52,13 @@ def main(argv: list[str]) -> int:
         plan = job["plan"]
         disk = _format_disk(job["fs"], job["mkfs_opts"], job["mount_opts"])
         plan.variants[0].dir = DISK_MOUNT
+        from ..runmeta import Status
         from ..runner import run_plan
 
         outcomes = run_plan(plan, progress=False)
         _write_outcome({"disk": disk, "outcomes": [
             {"path": str(o.path), "status": o.status, "reason": o.reason} for o in outcomes]})
-        return 0 if all(o.status == "complete" for o in outcomes) else 1
+        return 0 if all(o.status == Status.COMPLETE for o in outcomes) else 1
     except KeyboardInterrupt:
         _write_outcome({"error": "interrupted before the run started"})
         return 130

@@ -22,10 +22,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import RunDataError, UsageError
 from ..journal import Journal
 from ..plan import Plan, VariantSettings
-from ..store import RUN_FILE, STATUS_FAILED, STATUS_INTERRUPTED, RunWriter, kernel_info
+from ..runmeta import Status
+from ..store import RUN_FILE, RunWriter, kernel_info, read_meta
 from ..units import format_size
 from ..workloads import Workload
 from . import guest as guest_side
@@ -53,33 +54,33 @@ def check_vm_settings(settings: VariantSettings) -> None:
 
 def run_in_guest(plan: Plan, variant: VariantSettings, workload: Workload,
                  monitor_names: list[str], interrupt: Any, log: Callable[[str], None]
-                 ) -> tuple[Path, str, str | None]:
+                 ) -> tuple[Path, Status, str | None]:
     """One run of one kernel variant; returns (run directory, status, reason)."""
     cpus = variant.vm_cpus or DEFAULT_CPUS
     memory = variant.vm_memory or DEFAULT_MEMORY
     with Journal() as journal:
         writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
         unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
-        writer.meta["ops_declared"] = list(workload.ops)
-        writer.meta["duration_planned_s"] = plan.duration_s
+        writer.meta.ops_declared = list(workload.ops)
+        writer.meta.duration_planned_s = plan.duration_s
         vm: dict[str, Any] = {"kernel_spec": variant.kernel, "vcpus": cpus, "memory": memory,
                               "host": {"name": socket.gethostname(), "kernel": kernel_info()}}
-        writer.meta["environment"] = {"vm": vm}
+        writer.meta.environment = {"vm": vm}
         writer.save()
         try:
             status, reason = _boot_and_run(plan, variant, workload, monitor_names, interrupt,
                                            log, journal, writer, vm, cpus, memory)
         except (KernelError, GuestError) as exc:
-            status, reason = STATUS_FAILED, str(exc)
+            status, reason = Status.FAILED, str(exc)
         except KeyboardInterrupt:
-            status = STATUS_INTERRUPTED
+            status = Status.INTERRUPTED
             reason = f"stopped by {interrupt.signalled or 'signal'} before the run finished"
         except UsageError as exc:
-            writer.finalize(STATUS_FAILED, str(exc))
+            writer.finalize(Status.FAILED, str(exc))
             journal.forget(unfinished)
             raise
         except Exception as exc:  # noqa: BLE001 - the run fails with the reason, the plan goes on
-            status, reason = STATUS_FAILED, f"{type(exc).__name__}: {exc}"
+            status, reason = Status.FAILED, f"{type(exc).__name__}: {exc}"
         journal.forget(unfinished)
         errors = journal.undo_all()
         if errors:
@@ -91,7 +92,7 @@ def run_in_guest(plan: Plan, variant: VariantSettings, workload: Workload,
 def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
                   monitor_names: list[str], interrupt: Any, log: Callable[[str], None],
                   journal: Journal, writer: RunWriter, vm: dict[str, Any], cpus: int,
-                  memory: int) -> tuple[str, str | None]:
+                  memory: int) -> tuple[Status, str | None]:
     binary = qemu_binary()
     vm["qemu"] = qemu_version(binary)
     kernel = resolve_kernel(variant.kernel, variant.work_dir, journal)
@@ -225,7 +226,7 @@ def _write_job(exchange: Path, plan: Plan, variant: VariantSettings, monitor_nam
 
 
 def _collect(exchange: Path, writer: RunWriter, vm: dict[str, Any], guest: Guest,
-             interrupt: Any) -> tuple[str, str | None]:
+             interrupt: Any) -> tuple[Status, str | None]:
     """Move the guest's run directory into the host's and merge its run.json."""
     try:
         outcome = json.loads((exchange / guest_side.OUTCOME_FILE).read_text())
@@ -245,18 +246,21 @@ def _collect(exchange: Path, writer: RunWriter, vm: dict[str, Any], guest: Guest
     if not runs:
         raise GuestError("the guest recorded no run")
     guest_dir = exchange / Path(runs[0]["path"]).relative_to(guest_side.EXCHANGE)
-    guest_meta = json.loads((guest_dir / RUN_FILE).read_text())
+    try:
+        merged = read_meta(guest_dir / RUN_FILE)
+    except RunDataError as exc:          # the run fails with the reason, the plan goes on
+        raise GuestError(f"the guest's {exc}") from None
     for item in guest_dir.iterdir():
         if item.name != RUN_FILE:
             os.replace(item, writer.path / item.name)
-    host_meta = writer.meta
-    merged = {**guest_meta}
-    for key in ("variant", "iteration", "pid", "start_utc", "host", "duration_planned_s"):
-        merged[key] = host_meta[key]
-    merged["environment"] = {**(guest_meta.get("environment") or {}), "vm": vm}
-    merged["notes"] = host_meta.get("notes", []) + guest_meta.get("notes", [])
+    host = writer.meta
+    merged.variant, merged.iteration, merged.pid = host.variant, host.iteration, host.pid
+    merged.start_utc, merged.host = host.start_utc, host.host
+    merged.duration_planned_s = host.duration_planned_s
+    merged.environment = {**merged.environment, "vm": vm}
+    merged.notes = host.notes + merged.notes
     writer.meta = merged
-    status, reason = runs[0]["status"], runs[0]["reason"]
-    if status == STATUS_INTERRUPTED and interrupt.signalled:
+    status, reason = Status(runs[0]["status"]), runs[0]["reason"]
+    if status == Status.INTERRUPTED and interrupt.signalled:
         reason = f"stopped by {interrupt.signalled}"
     return status, reason
