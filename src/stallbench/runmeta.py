@@ -58,6 +58,7 @@ class RunMeta:
     pid: int | None = None
     environment: dict[str, Any] = field(default_factory=dict)
     rusage: dict[str, Any] | None = None                      # user_s, system_s, elapsed_s, ...
+    machine_load: dict[str, Any] | None = None                # machineload.between()
     samples: dict[str, int] = field(default_factory=dict)     # rows in ops.parquet per op
     monitors: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -195,7 +196,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "workload": (str,), "iteration": (int,), "params": (dict,), "status": (str,),
     "reason": (str, _NONE), "start_utc": (str,), "end_utc": (str, _NONE), "host": (str, _NONE),
     "kernel": (dict,), "pid": (int, _NONE), "environment": (dict,), "rusage": (dict, _NONE),
-    "samples": (dict,), "monitors": (dict,), "notes": (list,), "ops_declared": (list,),
+    "machine_load": (dict, _NONE), "samples": (dict,), "monitors": (dict,), "notes": (list,),
+    "ops_declared": (list,),
     "warmup_s": (*_NUMBER, _NONE), "duration_planned_s": (*_NUMBER, _NONE),
     "duration_s": (*_NUMBER, _NONE), "counted": (dict,), "workload_summary": (dict,),
     "interval_sampled": (bool,), "imported": (bool,), "histogram_derived": (dict, _NONE),

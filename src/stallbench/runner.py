@@ -202,7 +202,7 @@ def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_nam
             with Progress(label, ctx.duration_s, list(workload.ops),
                           enabled=show_progress) as display:
                 result = workload.run(ctx, display.update)
-        writer.meta["machine_load"] = machineload.between(load_at_start, machineload.snapshot())
+        writer.meta.machine_load = machineload.between(load_at_start, machineload.snapshot())
     finally:
         with interrupt.deferred():
             _stop_monitors(monitors, writer, log)
