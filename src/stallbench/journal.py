@@ -146,7 +146,9 @@ def run_undo(action: dict[str, Any]) -> None:
     kind = action.get("kind")
     fn = UNDO_ACTIONS.get(kind)
     if fn is None:
-        raise KeyError(f"unknown undo kind {kind!r}")
+        broken = "; ".join(f"{name}: {error}" for name, error in _IMPORT_ERRORS.items())
+        raise KeyError(f"unknown undo kind {kind!r}"
+                       + (f" (modules that failed to import: {broken})" if broken else ""))
     fn(action)
 
 
@@ -157,6 +159,7 @@ _PACKAGES_WITH_UNDO = ("stallbench.env", "stallbench.monitors", "stallbench.work
 
 
 _undo_kinds_imported = False
+_IMPORT_ERRORS: dict[str, str] = {}    # module -> why it did not import (said by run_undo)
 
 
 def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = print) -> int:
@@ -207,13 +210,14 @@ def _import_undo_kinds() -> None:
     for name in _PACKAGES_WITH_UNDO:
         try:
             module = importlib.import_module(name)
-        except ImportError:
+        except ImportError as exc:
+            _IMPORT_ERRORS[name] = str(exc)
             continue
         for info in pkgutil.iter_modules(getattr(module, "__path__", [])):
             try:
                 importlib.import_module(f"{name}.{info.name}")
-            except ImportError:
-                continue
+            except ImportError as exc:
+                _IMPORT_ERRORS[f"{name}.{info.name}"] = str(exc)
 
 
 def describe(action: dict[str, Any]) -> str:
