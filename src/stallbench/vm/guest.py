@@ -18,10 +18,7 @@ import sys
 import traceback
 from pathlib import Path
 
-EXCHANGE = Path("/run/stallbench-vm")
-DISK = "/dev/vda"
-DISK_MOUNT = Path("/run/stallbench-disk")
-OUTCOME_FILE = "outcome.json"
+from .exchange import DISK, DISK_MOUNT, EXCHANGE, JOB_FILE, OUTCOME_FILE
 
 
 def _write_outcome(data: dict) -> None:
@@ -46,7 +43,7 @@ def _format_disk(fs: str, mkfs_opts: str, mount_opts: str) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    job_path = Path(argv[0]) if argv else EXCHANGE / "job.pkl"
+    job_path = Path(argv[0]) if argv else EXCHANGE / JOB_FILE
     try:
         job = pickle.loads(job_path.read_bytes())
         plan = job["plan"]

@@ -29,7 +29,7 @@ from ..runmeta import Status
 from ..store import RUN_FILE, RunWriter, kernel_info, read_meta
 from ..units import format_size
 from ..workloads import Workload
-from . import guest as guest_side
+from . import exchange as guest_side  # the contract with vm/guest.py
 from .initramfs import build_initramfs, find_busybox
 from .kernel import KernelError, cache_dir, check_kernel_spec, pvh_vmlinux, resolve_kernel
 from .notes import TCG_NOTE
@@ -209,7 +209,7 @@ def _write_job(exchange: Path, plan: Plan, variant: VariantSettings, monitor_nam
                                      monitors=list(monitor_names), source=None)
     job = {"plan": guest_plan, "fs": fs, "mkfs_opts": variant.mkfs_opts or "",
            "mount_opts": variant.mount_opts or ""}
-    (exchange / "job.pkl").write_bytes(pickle.dumps(job))
+    (exchange / guest_side.JOB_FILE).write_bytes(pickle.dumps(job))
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
            "HOME": "/tmp", "TERM": "dumb", "PYTHONDONTWRITEBYTECODE": "1",
            "STALLBENCH_STATE_DIR": "/run/stallbench"}
@@ -221,7 +221,7 @@ def _write_job(exchange: Path, plan: Plan, variant: VariantSettings, monitor_nam
     lines = ["set -e", *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
              "mkdir -p /run/tmp", "cd /run/tmp",
              f"exec {shlex.quote(sys.executable)} -m stallbench.vm.guest "
-             f"{guest_side.EXCHANGE / 'job.pkl'}"]
+             f"{guest_side.EXCHANGE / guest_side.JOB_FILE}"]
     (exchange / "job.sh").write_text("\n".join(lines) + "\n")
 
 
