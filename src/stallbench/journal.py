@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .jsonfile import write_json_atomic
+
 UndoFn = Callable[[dict[str, Any]], None]
 UNDO_ACTIONS: dict[str, UndoFn] = {}
 
@@ -136,8 +138,6 @@ class Journal:
         self.close()
 
     def _save(self) -> None:
-        from .store import write_json_atomic
-
         write_json_atomic(self.path, {"pid": os.getpid(),
                                       "entries": [{"id": e.id, **e.action} for e in self.entries]})
 

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from .errors import RunDataError
-from .runmeta import SCHEMA_VERSION, RunMeta
+from .runmeta import RUN_FILE, SCHEMA_VERSION, RunMeta, read_meta
 
 PREFIX = "stallbench."
 CLOCK = "ns since the run's start, CLOCK_MONOTONIC"
@@ -49,8 +49,6 @@ def column_unit(table: str, column: str) -> str:
 
 
 def _run_meta(path: Path) -> RunMeta | None:
-    from .store import RUN_FILE, read_meta  # store imports this module
-
     for folder in (path.parent, path.parent.parent):
         candidate = folder / RUN_FILE
         if candidate.exists():

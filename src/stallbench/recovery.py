@@ -14,8 +14,8 @@ from typing import Any
 from . import summaryfile
 from .journal import register_undo
 from .record import read_spools
-from .runmeta import Status
-from .store import OPS_FILE, RUN_FILE, read_meta, utc_now, write_meta, write_ops_file
+from .runmeta import RUN_FILE, Status, read_meta, write_meta
+from .store import OPS_FILE, utc_now, write_ops_file
 
 
 def recover_run(run_dir: Path, t0_ns: int | None) -> int:

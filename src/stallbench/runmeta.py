@@ -2,23 +2,28 @@
 `MonitorStatus` (docs/architecture.md lists the keys; schemas/run.schema.json is their schema).
 
 `RunMeta.from_json` and `RunMeta.to_json` are the only places that turn run.json into the record
-and back; store.py reads and writes the file. A key this version does not know is kept in
-`extra` and written back, and a record remembers the order of its keys (as read, then as set),
-so a run.json read and written again keeps its keys, values and order: files of earlier versions
-stay readable and are not rewritten into another shape.
+and back; `read_meta` and `write_meta` below are the only reader and writer of the file. A key
+this version does not know is kept in `extra` and written back, and a record remembers the
+order of its keys (as read, then as set), so a run.json read and written again keeps its keys,
+values and order: files of earlier versions stay readable and are not rewritten into another
+shape.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .errors import RunDataError
+from .jsonfile import write_json_atomic
 
 SCHEMA_VERSION = 1
+RUN_FILE = "run.json"
 
 
 class Status(enum.StrEnum):
@@ -215,3 +220,20 @@ def _json_type(value: Any) -> str:
     names = {dict: "an object", list: "an array", str: "a string", int: "an integer",
              float: "a number", bool: "a boolean", _NONE: "null"}
     return names.get(kind, kind.__name__)
+
+def read_meta(path: Path) -> RunMeta:
+    """A run.json file -> RunMeta; RunDataError (one line naming the file) when it is missing,
+    unreadable, malformed or from a newer schema."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise RunDataError(f"{path.parent}: not a run directory (no {RUN_FILE})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunDataError(f"{path}: malformed JSON ({exc})") from exc
+    return RunMeta.from_json(data, str(path))
+
+
+def write_meta(path: Path, meta: RunMeta) -> None:
+    """Write a run.json atomically."""
+    write_json_atomic(path, meta.to_json())

@@ -5,16 +5,14 @@ status "running" at once (so a killed run is never mistaken for a complete one),
 and monitor tables, and finalizes run.json atomically (write to a temp file, fsync, rename).
 
 Reading: `load_run`, `resolve_runs` and `Run.op_arrays` give the ops as numpy arrays per op.
-run.json is a `runmeta.RunMeta`, read by `read_meta` and written by `write_meta` (only here).
+run.json is a `runmeta.RunMeta`, read by `runmeta.read_meta` and written by `runmeta.write_meta`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,7 +25,7 @@ import pyarrow.parquet as pq
 
 from . import __version__, metadata
 from .errors import RunDataError, UsageError
-from .runmeta import RunMeta, Status
+from .runmeta import RUN_FILE, RunMeta, Status, read_meta, write_meta
 
 # transitional: benchmarks/aa.py (and maybe code merged from other branches) still use these
 # names; use runmeta.Status and remove them once nothing imports them
@@ -36,7 +34,6 @@ STATUS_INTERRUPTED, STATUS_FAILED = Status.INTERRUPTED, Status.FAILED
 
 OPS_FILE = "ops.parquet"
 OPS_ROW_GROUP = 1 << 20      # rows per row group: what a streaming reader holds at once
-RUN_FILE = "run.json"
 MONITOR_DIR = "monitors"
 STACKS_FILE = "stacks.folded"
 
@@ -69,50 +66,6 @@ def check_name(name: str, what: str = "variant name") -> str:
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write JSON so that a reader sees either the old or the new file, never half of one."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=2, sort_keys=False, default=_json_default)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def read_meta(path: Path) -> RunMeta:
-    """A run.json file -> RunMeta; RunDataError (one line naming the file) when it is missing,
-    unreadable, malformed or from a newer schema."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise RunDataError(f"{path.parent}: not a run directory (no {RUN_FILE})") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunDataError(f"{path}: malformed JSON ({exc})") from exc
-    return RunMeta.from_json(data, str(path))
-
-
-def write_meta(path: Path, meta: RunMeta) -> None:
-    """Write a run.json atomically."""
-    write_json_atomic(path, meta.to_json())
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    if isinstance(value, Path):
-        return str(value)
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
 def kernel_info() -> dict[str, str]:
@@ -439,6 +392,20 @@ def iter_run_dirs(path: Path) -> Iterator[Path]:
         if child.name.startswith(".") or not child.is_dir() or child.is_symlink():
             continue
         yield from iter_run_dirs(child)
+
+
+def prepare_summaries(specs: list[str], results: Path | None) -> None:
+    """summaryfile.prepare() (parallel rebuild of missing or stale summaries) for the runs that
+    BASELINE/CANDIDATE arguments name (variants or paths)."""
+    from . import summaryfile
+
+    root = Path(results) if results else default_results_dir()
+    dirs: list[Path] = []
+    for spec in specs:
+        base = Path(spec) if Path(spec).is_dir() else root / spec
+        if base.is_dir():
+            dirs += list(iter_run_dirs(base))
+    summaryfile.prepare(dirs)
 
 
 def _natural_key(p: Path):

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from .analysis import histogram as hist
 from .analysis import summary as sm
 from .errors import RunDataError
-from .runmeta import RunMeta
+from .runmeta import RUN_FILE, RunMeta, read_meta
 
 SUMMARY_FILE = "summary.parquet"
 SUMMARY_SCHEMA_VERSION = 1
@@ -281,8 +281,6 @@ def prepare(run_dirs: list[Path], jobs: int | None = None) -> None:
     """Rebuild, in parallel processes (one per core), the summaries that are missing or stale,
     so a command over many long runs uses every core; errors are left for the reader to report
     (a run whose ops.parquet is damaged stays as it is)."""
-    from .store import RUN_FILE, read_meta
-
     stale = []
     for run_dir in run_dirs:
         ops_path = Path(run_dir) / "ops.parquet"
@@ -307,19 +305,6 @@ def prepare(run_dirs: list[Path], jobs: int | None = None) -> None:
                 continue
             futures.append(pool.submit(_rebuild_quietly, run_dir, meta))
         concurrent.futures.wait(futures)
-
-
-def prepare_specs(specs: list[str], results: Path | None) -> None:
-    """prepare() for the runs that BASELINE/CANDIDATE arguments name (variants or paths)."""
-    from .store import default_results_dir, iter_run_dirs
-
-    root = Path(results) if results else default_results_dir()
-    dirs: list[Path] = []
-    for spec in specs:
-        base = Path(spec) if Path(spec).is_dir() else root / spec
-        if base.is_dir():
-            dirs += list(iter_run_dirs(base))
-    prepare(dirs)
 
 
 def _rebuild_quietly(run_dir: Path, meta: RunMeta) -> None:

@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..jsonfile import write_json_atomic
 from ..plan import Plan
-from ..store import load_run, write_json_atomic
+from ..store import load_run
 from .ansible import Runner, check_ansible
 from .inventory import HostConfig, assign, load_inventory
 from .planhosts import describe_boot

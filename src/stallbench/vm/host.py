@@ -25,8 +25,8 @@ from typing import Any
 from ..errors import RunDataError, UsageError
 from ..journal import Journal
 from ..plan import Plan, VariantSettings
-from ..runmeta import Status
-from ..store import RUN_FILE, RunWriter, kernel_info, read_meta
+from ..runmeta import RUN_FILE, Status, read_meta
+from ..store import RunWriter, kernel_info
 from ..units import format_size
 from ..workloads import Workload
 from . import exchange as guest_side  # the contract with vm/guest.py
