@@ -21,7 +21,6 @@ starting a child in the variant's cgroup, waiting for it with its rusage, clock 
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shlex
@@ -32,6 +31,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +41,21 @@ from ..errors import UsageError
 from ..importers.common import Samples
 from ..importers.strace import StraceParser
 from ..journal import Entry
+from ..options import REMAINDER, option
 from ..tracefs import TracefsInstance, find_tracefs, mount_tracefs, tracefs_supported
 from .base import ProgressFn, Workload, WorkloadResult
+
+
+# -- options: the one declaration of command's flags, plan keys, defaults and checks -----------
+@dataclass
+class CommandOptions:
+    syscalls: Any = option(None, metavar="LIST",
+                           help="comma-separated system calls to time (default: all)")
+    tracer: str = option("auto", choices=("auto", "tracefs", "strace"),
+                         help="tracefs (root, low overhead) or strace; auto picks tracefs when "
+                              "it can")
+    argv: Any = option(None, kind=REMAINDER, metavar="-- CMD ARGS", help="the command to run")
+# ------------------------------------------------------------------------------------------------
 
 STOP_GRACE_S = 10.0
 STRACE_NOTE = ("timed with strace -f -T (ptrace): every system call pays strace's overhead (two "
@@ -332,6 +345,7 @@ class TracefsSyscalls:
 
 
 class CommandWorkload(Workload):
+    Options = CommandOptions
     name = "command"
     ops = ()
     help = "run any command and time its system calls (tracefs as root, else strace)"
@@ -347,18 +361,9 @@ class CommandWorkload(Workload):
         self._clock_offset = 0
 
     @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--syscalls", default=None, metavar="LIST",
-                            help="comma-separated system calls to time (default: all)")
-        parser.add_argument("--tracer", choices=["auto", "tracefs", "strace"], default="auto",
-                            help="tracefs (root, low overhead) or strace; auto picks tracefs "
-                                 "when it can")
-        parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
-                            help="the command to run")
-
-    @classmethod
     def from_options(cls, options: dict[str, Any]) -> CommandWorkload:
-        argv = options.get("argv") or []
+        opts = cls.parse_options(options)
+        argv = opts.argv or []
         if isinstance(argv, str):
             argv = shlex.split(argv)
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
@@ -370,7 +375,7 @@ class CommandWorkload(Workload):
                              "stallbench run command -- dd if=FILE of=/dev/null")
         if shutil.which(argv[0]) is None:
             raise UsageError(f"command: {argv[0]!r} not found (not executable or not on PATH)")
-        syscalls = options.get("syscalls")
+        syscalls = opts.syscalls
         if isinstance(syscalls, str):
             syscalls = [s.strip() for s in syscalls.split(",") if s.strip()]
         if syscalls is not None:
@@ -380,7 +385,7 @@ class CommandWorkload(Workload):
             for name in syscalls:
                 if not isinstance(name, str) or not re.fullmatch(r"[a-z_][a-z0-9_]*", name):
                     raise UsageError(f"command: {name!r} is not a system call name")
-        tracer = options.get("tracer") or "auto"
+        tracer = opts.tracer or "auto"
         if tracer not in ("auto", "tracefs", "strace"):
             raise UsageError("command: --tracer must be auto, tracefs or strace")
         if tracer == "tracefs":

@@ -7,20 +7,34 @@ from its own seeded generator (`--seed` makes runs repeatable).
 
 from __future__ import annotations
 
-import argparse
 import mmap
 import os
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from ..options import SWITCH, option
 from ..units import parse_size
-from .base import ProgressFn, Workload, WorkloadResult, int_option
+from .base import ProgressFn, Workload, WorkloadResult, whole
 from .files import check_space, ensure_file, too_slow
 
 if TYPE_CHECKING:
     from ..context import RunContext
     from .workers import WorkerContext
+
+
+# -- options: the one declaration of randread's flags, plan keys, defaults and checks ----------
+@dataclass
+class RandReadOptions:
+    threads: int = option(1, parse=whole(1, 1024), help="reader processes (1)")
+    file_size: int | None = option(None, parse=parse_size, help="size of the file read (default: "
+                                   "2x memory available to the workload)")
+    record_size: int = option(4096, parse=parse_size, help="bytes per read (4K)")
+    direct: bool = option(False, kind=SWITCH, help="O_DIRECT reads")
+    seed: int = option(1, parse=whole(0, 2**63 - 1), help="random seed (1)")
+# ------------------------------------------------------------------------------------------------
+
 
 DATA_FILE = "randread.data"
 
@@ -75,6 +89,7 @@ def read_loop(wctx: WorkerContext, path: str, record_size: int, file_size: int, 
 
 
 class RandRead(Workload):
+    Options = RandReadOptions
     name = "randread"
     ops = ("read",)
     help = "iozone-style random reads of one file"
@@ -89,26 +104,13 @@ class RandRead(Workload):
         self.sized_by_default = file_size is None
 
     @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--threads", type=int, default=1, help="reader processes (1)")
-        parser.add_argument("--file-size", help="size of the file read (default: 2x memory "
-                            "available to the workload)")
-        parser.add_argument("--record-size", default="4K", help="bytes per read (4K)")
-        parser.add_argument("--direct", action="store_true", help="O_DIRECT reads")
-        parser.add_argument("--seed", type=int, default=1, help="random seed (1)")
-
-    @classmethod
     def from_options(cls, options: dict[str, Any]) -> RandRead:
-        threads = int_option(options, "threads", 1, 1, 1024)
-        record_size = parse_size(options.get("record_size") or "4K", "--record-size")
-        if record_size % 512:
+        opts = cls.parse_options(options)
+        if opts.record_size % 512:
             raise UsageError("--record-size must be a multiple of 512 bytes")
-        file_size = options.get("file_size")
-        file_size = parse_size(file_size, "--file-size") if file_size else None
-        if file_size is not None and file_size < record_size:
+        if opts.file_size is not None and opts.file_size < opts.record_size:
             raise UsageError("--file-size must be at least one --record-size")
-        return cls(threads, file_size, record_size, bool(options.get("direct")),
-                   int_option(options, "seed", 1, 0, 2**63 - 1))
+        return cls(opts.threads, opts.file_size, opts.record_size, bool(opts.direct), opts.seed)
 
     def resolve(self, memory_available: int) -> None:
         if self.file_size is None:
