@@ -234,8 +234,8 @@ class _PlanReader:
                 continue
             path = (*base, f.name)
             try:
-                what = _dotted(path)
-                checked.update(parse_values((f,), {f.name: given[f.name]}, lambda _: what))
+                checked.update(parse_values((f,), {f.name: given[f.name]},
+                                            lambda _, at=path: _dotted(at)))
             except NestedUsageError as exc:
                 full = (*path, exc.key)
                 if full not in self.lines:
