@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import argparse
+import dataclasses
 import difflib
 import functools
 from collections.abc import Callable, Iterable
@@ -42,6 +43,7 @@ class Workload(abc.ABC):
     the top of its module: its flags, plan keys, defaults and checks come from it."""
 
     Options: ClassVar[type]
+    options: Any                     # an Options instance, where params() is made from it
     name: ClassVar[str]
     ops: ClassVar[tuple[str, ...]]   # ops it can record: an op with no samples still shows
     help: ClassVar[str] = ""
@@ -99,9 +101,10 @@ class Workload(abc.ABC):
         """Validate options (from the command line, a plan file or the API); UsageError when
         bad. Every subclass's from_options first refuses keys it does not know."""
 
-    @abc.abstractmethod
     def params(self) -> dict[str, Any]:
-        """Every parameter, resolved, for run.json."""
+        """Every parameter, resolved, for run.json: by default the workload's resolved Options
+        (`self.options`); a workload whose run.json keys differ from its options says so."""
+        return dataclasses.asdict(self.options)
 
     def space_needed(self, memory_available: int) -> int:
         """Bytes the workload's files need in its directory (to size filesystems, check space)."""

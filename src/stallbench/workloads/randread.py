@@ -94,14 +94,9 @@ class RandRead(Workload):
     ops = ("read",)
     help = "iozone-style random reads of one file"
 
-    def __init__(self, threads: int, file_size: int | None, record_size: int, direct: bool,
-                 seed: int):
-        self.threads = threads
-        self.file_size = file_size
-        self.record_size = record_size
-        self.direct = direct
-        self.seed = seed
-        self.sized_by_default = file_size is None
+    def __init__(self, options: RandReadOptions):
+        self.options = options      # params() is these, file_size resolved
+        self.sized_by_default = options.file_size is None
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> RandRead:
@@ -110,36 +105,35 @@ class RandRead(Workload):
             raise UsageError("--record-size must be a multiple of 512 bytes")
         if opts.file_size is not None and opts.file_size < opts.record_size:
             raise UsageError("--file-size must be at least one --record-size")
-        return cls(opts.threads, opts.file_size, opts.record_size, bool(opts.direct), opts.seed)
+        opts.direct = bool(opts.direct)
+        return cls(opts)
 
     def resolve(self, memory_available: int) -> None:
-        if self.file_size is None:
-            self.file_size = 2 * memory_available
-        self.file_size -= self.file_size % self.record_size
+        opts = self.options
+        if opts.file_size is None:
+            opts.file_size = 2 * memory_available
+        opts.file_size -= opts.file_size % opts.record_size
 
     def space_needed(self, memory_available: int) -> int:
         self.resolve(memory_available)
-        return self.file_size
+        return self.options.file_size
 
     def default_size_flag(self) -> str | None:
         return "--file-size" if self.sized_by_default else None
 
-    def params(self) -> dict[str, Any]:
-        return {"threads": self.threads, "file_size": self.file_size,
-                "record_size": self.record_size, "direct": self.direct, "seed": self.seed}
-
     def prepare(self, ctx: RunContext) -> None:
         path = ctx.workdir / DATA_FILE
-        check_space(ctx.workdir, self.file_size, [path])
-        ensure_file(path, self.file_size, ctx.log, *too_slow(self, ctx.duration_s))
+        check_space(ctx.workdir, self.options.file_size, [path])
+        ensure_file(path, self.options.file_size, ctx.log, *too_slow(self, ctx.duration_s))
 
     def run(self, ctx: RunContext, progress: ProgressFn) -> WorkloadResult:
         from .workers import WorkerSpec, run_workers
 
-        args = {"path": str(ctx.workdir / DATA_FILE), "record_size": self.record_size,
-                "file_size": self.file_size, "direct": self.direct, "seed": self.seed}
+        opts = self.options
+        args = {"path": str(ctx.workdir / DATA_FILE), "record_size": opts.record_size,
+                "file_size": opts.file_size, "direct": opts.direct, "seed": opts.seed}
         specs = [WorkerSpec("reader", ["read"], "sl", read_loop, args)
-                 for _ in range(self.threads)]
+                 for _ in range(opts.threads)]
         return run_workers(ctx, specs, progress, list(self.ops))
 
 
