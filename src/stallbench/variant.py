@@ -29,7 +29,7 @@ from .options import (
     fields_of,
     option,
 )
-from .units import parse_duration, parse_size
+from .units import format_size, parse_duration, parse_size
 
 FILESYSTEMS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
 SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")   # blk-mq's; a device offers a subset
@@ -224,6 +224,17 @@ def _size(value: object, what: str) -> int:
     return parse_size(value, what)
 
 
+MIN_MEMORY_LIMIT = 16 << 20
+
+
+def _memory_limit(value: object, what: str) -> int:
+    limit = _size(value, what)
+    if limit < MIN_MEMORY_LIMIT:
+        raise UsageError(f"{what} {format_size(limit)}: too small to run anything; use at least "
+                         f"{format_size(MIN_MEMORY_LIMIT)}")
+    return limit
+
+
 def _name(value: object, what: str) -> str:
     from .store import check_name
 
@@ -322,7 +333,7 @@ class VariantSettings:
     work_dir: Path | None = option(parse=_path, help="where loop images live", schema=_STRING)
     keep_image: bool = option(False, kind=SWITCH, parse=_boolean, help="keep the loop image",
                               schema=_BOOL)
-    memory: int | None = option(parse=_size, root="creating a memory cgroup",
+    memory: int | None = option(parse=_memory_limit, root="creating a memory cgroup",
                                 schema=_SIZE_SCHEMA,
                                 help="memory cgroup limit for the workload, e.g. 512M (root)")
     system_memory: int | None = option(

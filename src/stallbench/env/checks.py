@@ -20,7 +20,6 @@ from .tools import find_tool, tool
 
 FORBIDDEN_DIRS = ("/", "/proc", "/sys", "/dev", "/boot")
 FORBIDDEN_TREES = ("/proc", "/sys", "/boot")   # nor anything below these
-MIN_MEMORY_LIMIT = 16 << 20
 
 def check_dir_safe(path: Path | str, what: str) -> Path:
     """Refuse system directories; return the path as given (resolved only for the check)."""
@@ -52,9 +51,6 @@ def check_settings(settings: VariantSettings) -> None:
             and settings.fs_size < MIN_SIZE[settings.fs]:
         raise UsageError(f"--fs-size {format_size(settings.fs_size)}: {settings.fs} needs at "
                          f"least {format_size(MIN_SIZE[settings.fs])}")
-    if settings.memory is not None and settings.memory < MIN_MEMORY_LIMIT:
-        raise UsageError(f"--memory {format_size(settings.memory)}: too small to run anything; "
-                         f"use at least {format_size(MIN_MEMORY_LIMIT)}")
     if settings.system_memory is not None:
         if settings.system_memory < SAFE_FLOOR:
             raise UsageError(f"--system-memory {format_size(settings.system_memory)}: below the "
