@@ -1,10 +1,11 @@
 """One declaration per setting, read by every surface that takes it.
 
 A `Field` names a setting once: its plan-file key (also the argparse dest), its flag, the
-parser that checks a value from either surface, its default, help, why it needs root, and
-what it goes with. From a table of fields come the argparse arguments (`add_arguments`), the
-values read from a parsed command line or a plan table (`values_from_args`, `parse_values`),
-the relation checks (`check_relations`) and the JSON Schema of the plan keys (`json_schema`).
+parser that checks a value from either surface, its default, help and why it needs root;
+`Requires`/`Excludes` say what goes with what. From a table of fields come the argparse
+arguments (`add_arguments`), the values read from a parsed command line or a plan table
+(`values_from_args`, `parse_values`), the relation and root checks (`check_relations`,
+`root_reasons`) and the JSON Schema of the plan keys (`json_schema`).
 Variant settings are declared in variant.py, run settings in plan.py and each workload's
 options at the top of its module in workloads/.
 """
@@ -46,9 +47,7 @@ class Field:
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
     root: str | None = None      # what it needs root for, when it is set
-    requires: str | None = None  # a field that must be set with this one
     attr: str | None = None      # the attribute it fills, when not `name`
-    plan: bool = True            # also a plan-file key
     cli_type: Callable[[str], Any] | None = None   # argparse type=, where argparse checks
     schema: Mapping[str, Any] = field(default_factory=dict)   # JSON Schema of the plan value
 
@@ -64,8 +63,8 @@ class Field:
         return self.attr or self.name
 
     def is_set(self, value: Any) -> bool:
-        return value is not None and value is not False and value != [] and value != "" \
-            and value != {} and not (self.kind == OFF_SWITCH and value is True)
+        """Whether a value of this setting was given (is neither None nor the default)."""
+        return value is not None and value != self.default
 
 
 def add_arguments(group: Any, fields: Iterable[Field]) -> None:
@@ -215,4 +214,4 @@ def root_reasons(values: Mapping[str, Any], fields: Iterable[Field]) -> list[tup
 
 def json_schema(fields: Iterable[Field]) -> dict[str, Any]:
     """{key: JSON Schema} of the plan keys of these fields."""
-    return {f.name: dict(f.schema) for f in fields if f.plan}
+    return {f.name: dict(f.schema) for f in fields}
