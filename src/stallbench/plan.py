@@ -26,26 +26,14 @@ from .options import (
     unknown_key,
 )
 from .units import parse_duration
-from .variant import (  # noqa: F401 - the shape checks' public home was here; callers import them
-    FILESYSTEMS,
+from .variant import (  # noqa: F401 - check_sysctl, parse_io_max: env/sysctl and tests
     RELATIONS,
-    SCHEDULERS,
     VARIANT_FIELDS,
     VariantSettings,
-    check_fs_name,
-    check_io_weight,
-    check_mkfs_opts,
-    check_mount_opts,
     check_plain_path,
     check_relations,
-    check_scheduler_name,
     check_sysctl,
-    check_vm_cpus,
-    check_vm_memory,
-    parse_io_latency,
     parse_io_max,
-    parse_swap_limit,
-    parse_sysctl_assignment,
     workload_options_table,
 )
 from .workloads import available_workloads, get_workload

@@ -9,6 +9,7 @@ The parsers here check shape only; what the machine offers is checked in env/.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -408,13 +409,12 @@ RELATIONS = (
 
 
 def flag_of(f: Field) -> str:
+    """What a setting is called in messages about flags: its flag, or its key if it has none."""
     return f.option or f.name
 
 
 def variant_from_flags(given: dict[str, Any]) -> VariantSettings:
     """The settings given as flags (`options.values_from_args`), checked."""
-    import os
-
     given.setdefault("name", os.uname().release)
     settings = build(VariantSettings, given, flag_of)
     check_shape(settings, cli=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import verbosity
 from ..errors import UsageError
-from ..options import add_arguments, values_from_args
+from ..options import add_arguments, parse_values, values_from_args
 from ..plan import RUN_FIELDS, Plan
 from ..variant import VARIANT_FIELDS, flag_of, variant_from_flags
 from ..workloads import available_workloads, get_workload
@@ -59,8 +59,6 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
     """Flags of `stallbench run WORKLOAD ...` -> a one-variant Plan."""
-    from ..options import parse_values
-
     cls = get_workload(args.workload)
     return Plan(
         workload=args.workload,
