@@ -38,11 +38,16 @@ class WorkloadResult:
     reason: str | None = None
 
 
+@dataclass
+class NoOptions:
+    """The Options of a workload that takes none."""
+
+
 class Workload(abc.ABC):
     """Options: the workload's options dataclass (options.option per field), declared once at
     the top of its module: its flags, plan keys, defaults and checks come from it."""
 
-    Options: ClassVar[type]
+    Options: ClassVar[type] = NoOptions
     options: Any                     # an Options instance, where params() is made from it
     name: ClassVar[str]
     ops: ClassVar[tuple[str, ...]]   # ops it can record: an op with no samples still shows
