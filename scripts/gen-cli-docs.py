@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""Write the bash and zsh completion and the man page from stallbench's parser (into share/).
-Run after changing the command line: `make cli-docs`; tests/test_export_cli.py checks them."""
+"""Write the bash and zsh completion and the man page from stallbench's parser (into share/),
+and the plan schema from the settings tables (src/stallbench/schemas/plan.schema.json).
+Run after changing the command line: `make cli-docs`; tests/test_export_cli.py and
+tests/test_options_schema.py check them."""
 
+import json
 import sys
 from pathlib import Path
 
 from stallbench.cli import build_parser
 from stallbench.clidocs import generate
+from stallbench.plan import plan_json_schema
 
 root = Path(__file__).resolve().parent.parent
 for relative, text in generate(build_parser()).items():
@@ -14,3 +18,6 @@ for relative, text in generate(build_parser()).items():
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     print(f"wrote {relative}", file=sys.stderr)
+schema = root / "src/stallbench/schemas/plan.schema.json"
+schema.write_text(json.dumps(plan_json_schema(), indent=2) + "\n")
+print(f"wrote {schema.relative_to(root)}", file=sys.stderr)

@@ -6,240 +6,155 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
-import shlex
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
-from .monitors import parse_monitor_list
-from .units import parse_duration, parse_size
+from .monitors import monitors_help, parse_monitor_list
+from .options import (
+    Field,
+    NestedUsageError,
+    fields_of,
+    json_schema,
+    option,
+    parse_values,
+    unknown_key,
+)
+from .units import parse_duration
+from .variant import (  # noqa: F401 - check_sysctl, parse_io_max: env/sysctl and tests
+    RELATIONS,
+    VARIANT_FIELDS,
+    VariantSettings,
+    check_plain_path,
+    check_relations,
+    check_sysctl,
+    parse_io_max,
+    workload_options_table,
+)
 from .workloads import available_workloads, get_workload
 
-
-@dataclass
-class VariantSettings:
-    """One configuration: where the workload's files live and what is changed on the system."""
-
-    name: str
-    dir: Path | None = None            # an existing directory: only used, never formatted
-    fs: str | None = None              # ext2|ext3|ext4|xfs|btrfs on a loop device
-    fs_size: int | None = None         # bytes; default: loopfs.default_size (need + overhead)
-    mkfs_opts: str = ""
-    mount_opts: str = ""
-    work_dir: Path | None = None       # where images live; default under the results directory
-    keep_image: bool = False
-    memory: int | None = None          # bytes: memory cgroup limit for the workload
-    system_memory: int | None = None   # bytes: leave only about this much available system-wide
-    sysctls: dict[str, str] = field(default_factory=dict)
-    scheduler: str | None = None       # I/O scheduler of the block device under the directory
-    drop_caches: bool = True
-    workload_options: dict[str, Any] = field(default_factory=dict)  # override the plan's
-    kernel: str | None = None          # boot this kernel in a VM and run there (see vm/)
-    vm_cpus: int | None = None         # the guest's vCPUs (default vm.DEFAULT_CPUS)
-    vm_memory: int | None = None       # bytes: the guest's memory (default vm.DEFAULT_MEMORY)
-    hosts: list[str] | None = None     # fleet: inventory hosts or groups for this variant
-    boot: dict[str, str] | None = None  # fleet: kernel to boot first (fleet/boot.py)
-    # cgroup knobs (env/memknobs.py, env/iocgroup.py)
-    memory_high: int | None = None        # bytes: v2 memory.high
-    memory_soft_limit: int | None = None  # bytes: v1 memory.soft_limit_in_bytes
-    swap_limit: int | None = None         # bytes of swap: v2 memory.swap.max, v1 memsw - limit
-    io_max: dict[str, int] = field(default_factory=dict)   # rbps/wbps/riops/wiops
-    io_weight: int | None = None          # v2 io.weight / v1 blkio weight
-    io_latency_us: int | None = None      # v2 io.latency target
-
-
-@dataclass
-class Plan:
-    workload: str
-    workload_options: dict[str, Any]
-    variants: list[VariantSettings]
-    duration_s: float = 10.0
-    iterations: int = 1
-    warmup_s: float | None = None      # None: the workload's default_warmup_s
-    until_decided: list[str] | None = None  # iterations = "auto": these OP:STAT metrics decide
-    monitors: list[str] | None = None  # None: the default set
-    results: Path = Path("results")
-    source: Path | None = None         # the plan file, for messages
-    hosts: Path | list[str] | None = None  # fleet: an inventory file or SSH targets
-
-
-# ------------------------------------------------------------------------------------------------
-# plan files (TOML)
-
-FILESYSTEMS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
-SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")   # blk-mq's; a device offers a subset
 MAX_PLAN_BYTES = 1 << 20
 MAX_ITERATIONS = 10_000
 MAX_VARIANTS = 100
 
-_TOP_KEYS = {"workload", "workload_options", "options", "duration", "iterations", "monitors",
-             "results", "variants", "warmup", "max_iterations", "metrics", "hosts"}
-_VARIANT_KEYS = {"name", "dir", "fs", "fs_size", "mkfs_opts", "mount_opts", "work_dir",
-                 "keep_image", "memory", "system_memory", "sysctls", "scheduler", "drop_caches",
-                 "workload_options", "kernel", "vm_cpus", "vm_memory", "hosts", "boot",
-                 "memory_high", "memory_soft_limit", "swap_limit", "io_max",
-                 "io_weight", "io_latency"}
-_SYSCTL_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")
-_SCHEDULER_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
-_OPTION_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+def parse_warmup(text: object, what: str = "--warmup") -> float:
+    """A warm-up duration ('3s', '0'), a multiple of 0.1 s (it ends on a time block's edge)."""
+    text = text if isinstance(text, str) else str(text)
+    seconds = parse_duration(text, what) if text.strip() not in ("0", "0s") else 0.0
+    tenths = round(seconds * 10)
+    if abs(seconds * 10 - tenths) > 1e-6:
+        raise UsageError(f"{what}: {text!r} must be a multiple of 0.1 s (e.g. 2.5s)")
+    return tenths / 10
 
 
-def check_fs_name(fs: object, what: str = "--fs") -> str:
-    if not isinstance(fs, str) or fs not in FILESYSTEMS:
-        raise UsageError(f"{what}: {fs!r} is not a supported filesystem; "
-                         f"choose one of {', '.join(FILESYSTEMS)}")
-    return fs
-
-
-def check_sysctl(key: object, value: object, what: str = "--sysctl") -> tuple[str, str]:
-    """Validate the shape of one sysctl setting (whether the kernel has it is checked in env/)."""
-    if not isinstance(key, str) or not _SYSCTL_KEY_RE.match(key) or len(key) > 200:
-        raise UsageError(f"{what}: {key!r} is not a sysctl name (use e.g. vm.dirty_ratio)")
+def _duration(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise UsageError(f"{what}: {key} needs a string or number value, got {value!r}")
-    text = str(value).strip()
-    if not text or _CONTROL_RE.sub("", text.replace("\t", "")) != text.replace("\t", ""):
-        raise UsageError(f"{what}: {key}={value!r} is not a usable value")
-    if len(text) > 4096:
-        raise UsageError(f"{what}: the value of {key} is too long")
-    return key, text
+        raise UsageError(f"{what}: expected a duration like \"30s\", got {value!r}")
+    return parse_duration(value, what)
 
 
-def parse_sysctl_assignment(text: str, what: str = "--sysctl") -> tuple[str, str]:
-    """'vm.dirty_ratio=10' -> ('vm.dirty_ratio', '10')."""
-    key, sep, value = str(text).partition("=")
-    if not sep:
-        raise UsageError(f"{what} {text!r}: use KEY=VALUE, e.g. vm.dirty_ratio=10")
-    return check_sysctl(key.strip(), value.strip(), what)
+def _iterations(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{what}: expected a whole number, got {value!r}")
+    if not 1 <= value <= MAX_ITERATIONS:
+        raise UsageError(f"{what}: must be between 1 and {MAX_ITERATIONS}")
+    return value
 
 
-def check_scheduler_name(name: object, what: str = "--scheduler") -> str:
-    if not isinstance(name, str) or not _SCHEDULER_RE.match(name):
-        raise UsageError(f"{what}: {name!r} is not an I/O scheduler name (e.g. mq-deadline, none)")
-    return name
-
-
-def check_mount_opts(opts: object, what: str = "--mount-opts") -> str:
-    if not isinstance(opts, str):
-        raise UsageError(f"{what}: expected a string like 'noatime,data=journal', got {opts!r}")
-    if any(c.isspace() for c in opts) or _CONTROL_RE.search(opts) or len(opts) > 1024:
-        raise UsageError(f"{what}: {opts!r} must be one comma-separated list without spaces")
-    return opts
-
-
-def check_mkfs_opts(opts: object, what: str = "--mkfs-opts") -> str:
-    """mkfs options may not name a device or path: mkfs only ever formats our own loop device."""
-    if not isinstance(opts, str):
-        raise UsageError(f"{what}: expected a string like '-O ^has_journal', got {opts!r}")
-    if _CONTROL_RE.search(opts.replace("\t", " ")) or len(opts) > 1024:
-        raise UsageError(f"{what}: {opts!r} contains control characters or is too long")
+def _monitors(value: object, what: str) -> list[str] | None:
+    if not isinstance(value, (str, list)) or (
+            isinstance(value, list) and not all(isinstance(v, str) for v in value)):
+        raise UsageError(f"{what}: expected a string or a list of monitor names")
     try:
-        tokens = shlex.split(opts)
-    except ValueError as exc:
-        raise UsageError(f"{what}: {opts!r} cannot be split into arguments ({exc})") from None
-    for token in tokens:
-        if token.startswith("/dev") or "/dev/" in token or token.startswith("/"):
-            raise UsageError(f"{what}: {token!r} looks like a device or path; stallbench formats "
-                             "only the loop device it created, so mkfs options may not name one")
-    return opts
+        return parse_monitor_list(value)
+    except UsageError as exc:
+        raise UsageError(f"{what}: {exc}") from None
 
 
-MAX_VM_CPUS = 64
-MIN_VM_MEMORY = 128 << 20
+DEFAULT_DURATION = "30s"   # the documented default of --duration; a plan's is the same
 
 
-def check_vm_cpus(value: object, what: str = "--vm-cpus") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_VM_CPUS:
-        raise UsageError(f"{what}: expected a whole number of vCPUs from 1 to {MAX_VM_CPUS}, "
-                         f"got {value!r}")
-    return value
+@dataclass
+class Plan:
+    """What to run: a workload, its options, the variants, and the run settings (declared once
+    with option(...): the flags of `stallbench run WORKLOAD` and the top keys of a plan)."""
+
+    workload: str = option(dataclasses.MISSING, flag=None, schema={"type": "string"})
+    workload_options: dict[str, Any] = option(dataclasses.MISSING, flag=None,
+                                              schema={"$ref": "#/$defs/options"})
+    variants: list[VariantSettings] = option(
+        dataclasses.MISSING, flag=None,
+        schema={"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/variant"}})
+    duration_s: float = option(
+        parse_duration(DEFAULT_DURATION), name="duration", parse=_duration,
+        schema={"$ref": "#/$defs/duration"},
+        help=f"length of each run with a unit: 500ms, 30s, 2m, 1h; a bare number is seconds "
+             f"({DEFAULT_DURATION})")
+    iterations: int = option(1, parse=_iterations, cli_type=int,
+                             help="runs of the variant (1)",
+                             schema={"oneOf": [{"type": "integer", "minimum": 1},
+                                               {"const": "auto"}]})
+    # None: the workload's default_warmup_s
+    warmup_s: float | None = option(
+        None, name="warmup", parse=parse_warmup, metavar="DURATION",
+        schema={"$ref": "#/$defs/duration"},
+        help="run this long first, recorded but left out of the statistics (default: the "
+             "workload's, e.g. pgioperf 1s; randread 0)")
+    until_decided: list[str] | None = None  # iterations = "auto": these OP:STAT metrics decide
+    monitors: list[str] | None = option(None, parse=_monitors, help=monitors_help(),
+                                        schema={"oneOf": [{"type": "string"}, {
+                                            "type": "array", "items": {"type": "string"}}]})
+    results: Path = option(Path("results"), flag=None, schema={"type": "string"})
+    source: Path | None = None         # the plan file, for messages
+    hosts: Path | list[str] | None = option(   # fleet: an inventory file or SSH targets
+        None, flag=None, schema={
+            "description": "fleet: an Ansible inventory file (relative to the plan) or a list "
+                           "of SSH targets",
+            "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]})
 
 
-def check_vm_memory(value: int, what: str = "--vm-memory") -> int:
-    if value < MIN_VM_MEMORY:
-        raise UsageError(f"{what}: {value >> 20} MiB is too little for a guest running Python; "
-                         f"give at least {MIN_VM_MEMORY >> 20}M")
-    return value
-IO_MAX_KEYS = ("rbps", "wbps", "riops", "wiops")
+PLAN_FIELDS: tuple[Field, ...] = fields_of(Plan)
+RUN_FIELDS = tuple(f for f in PLAN_FIELDS if f.option is not None)   # flags and plan keys
+_OTHER_TOP_KEYS = (   # plan keys read by the reader itself
+    Field("options", flag=None, schema={"$ref": "#/$defs/options"}),
+    Field("max_iterations", flag=None, schema={"type": "integer", "minimum": 1}),
+    Field("metrics", flag=None, schema={"type": "array", "minItems": 1, "items": {
+        "type": "string", "pattern": "^[^:]+:[A-Za-z0-9_.]+$"}}),
+)
+_TOP_KEYS = {f.name for f in PLAN_FIELDS + _OTHER_TOP_KEYS}
+_VARIANT_KEYS = {f.name for f in VARIANT_FIELDS}
 
 
-def parse_swap_limit(value: object, what: str = "--swap-limit") -> int:
-    """A size, where 0 (no swap at all) is allowed."""
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise UsageError(f"{what}: expected a size like \"256M\" or 0, got {value!r}")
-    if str(value).strip() in ("0", "0B", "0b"):
-        return 0
-    return parse_size(value, what)
+def plan_json_schema() -> dict[str, Any]:
+    """schemas/plan.schema.json, from the tables (tests/test_plan_schema.py compares them)."""
+    from .variant import OPTION_KEY_RE
 
-
-def parse_io_max(value: object, what: str = "--io-max") -> dict[str, int]:
-    """'rbps=4M,wiops=100' (or a table) -> {'rbps': 4194304, 'wiops': 100}."""
-    if isinstance(value, dict):
-        items = [(str(k), v) for k, v in value.items()]
-    elif isinstance(value, str):
-        items = []
-        for part in filter(None, (p.strip() for p in value.split(","))):
-            key, sep, number = part.partition("=")
-            if not sep:
-                raise UsageError(f"{what}: {part!r}: use KEY=VALUE with KEY one of "
-                                 f"{', '.join(IO_MAX_KEYS)}, e.g. rbps=4M")
-            items.append((key.strip(), number.strip()))
-    else:
-        raise UsageError(f"{what}: expected e.g. \"rbps=4M,wiops=200\", got {value!r}")
-    limits: dict[str, int] = {}
-    for key, number in items:
-        if key not in IO_MAX_KEYS:
-            raise UsageError(f"{what}: {key!r} is not one of {', '.join(IO_MAX_KEYS)}")
-        if isinstance(number, bool) or not isinstance(number, (str, int)):
-            raise UsageError(f"{what}: {key} needs a number, got {number!r}")
-        amount = parse_size(number, f"{what} {key}") if key.endswith("bps") else None
-        if amount is None:
-            if not str(number).isdigit():
-                raise UsageError(f"{what}: {key}={number!r} must be a whole number of IOs/s")
-            amount = int(number)
-        if amount <= 0:
-            raise UsageError(f"{what}: {key} must be positive")
-        limits[key] = amount
-    if not limits:
-        raise UsageError(f"{what}: give at least one of {', '.join(IO_MAX_KEYS)}")
-    return limits
-
-
-def check_io_weight(value: object, what: str = "--io-weight") -> int:
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10_000:
-        raise UsageError(f"{what}: expected a whole number from 1 to 10000, got {value!r}")
-    return value
-
-
-def parse_io_latency(value: object, what: str = "--io-latency") -> int:
-    """A latency target like '5ms' (a bare number is µs, as in io.latency) -> µs."""
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise UsageError(f"{what}: expected a duration like \"5ms\", got {value!r}")
-    text = str(value).strip()
-    micros = int(text) if text.isdigit() else int(round(parse_duration(text, what) * 1e6))
-    if micros <= 0:
-        raise UsageError(f"{what}: must be positive")
-    return micros
-
-
-def check_plain_path(value: object, what: str) -> Path:
-    if isinstance(value, Path):
-        value = str(value)
-    if not isinstance(value, str) or not value.strip():
-        raise UsageError(f"{what}: expected a path string, got {value!r}")
-    if _CONTROL_RE.search(value) or len(value) > 4096:
-        raise UsageError(f"{what}: {value!r} contains control characters or is too long")
-    path = Path(value).expanduser()
-    if ".." in path.parts:
-        raise UsageError(f"{what}: {value!r} contains '..'; give a path without it")
-    return path
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "stallbench/plan.schema.json",
+        "title": "stallbench plan file (TOML, as parsed)",
+        "description": "stallbench run --plan PLAN.toml. Keys mirror the command-line flags; "
+                       "unknown keys are refused. Sizes are strings like 512M or integers in "
+                       "bytes, durations strings like 20s or numbers of seconds.",
+        "type": "object", "required": ["workload", "variants"], "additionalProperties": False,
+        "properties": json_schema(PLAN_FIELDS + _OTHER_TOP_KEYS),
+        "$defs": {
+            "size": {"oneOf": [{"type": "string", "pattern": "^[0-9.]+ ?[KMGTkmgt]?i?[Bb]?$"},
+                               {"type": "integer", "minimum": 1}]},
+            "duration": {"oneOf": [{"type": "string"},
+                                   {"type": "number", "exclusiveMinimum": 0}]},
+            "options": {"type": "object",
+                        "propertyNames": {"pattern": OPTION_KEY_RE.pattern}},
+            "variant": {"type": "object", "required": ["name"], "additionalProperties": False,
+                        "properties": json_schema(VARIANT_FIELDS)},
+        },
+    }
 
 
 def load_plan(path: Path | str) -> Plan:
@@ -295,13 +210,36 @@ class _PlanReader:
         except UsageError as exc:
             raise UsageError(f"{self.where(key_path)}: {exc}") from None
 
+    def unknown(self, key_path: tuple[Any, ...], key: str, known: Any, table: str) -> UsageError:
+        return self.error(key_path, unknown_key(key, known, table))
+
+    def parse(self, fields: tuple[Field, ...], given: dict[str, Any],
+              base: tuple[Any, ...]) -> dict[str, Any]:
+        """parse_values with each complaint located at its key (or the table entry named)."""
+        checked: dict[str, Any] = {}
+        for f in fields:
+            if f.name not in given:
+                continue
+            path = (*base, f.name)
+            try:
+                checked.update(parse_values((f,), {f.name: given[f.name]},
+                                            lambda _, at=path: _dotted(at)))
+            except NestedUsageError as exc:
+                full = (*path, exc.key)
+                if full not in self.lines:
+                    full = (*path, *exc.key.split("."))
+                raise UsageError(f"{self.where(full)}: {exc}") from None
+            except UsageError as exc:
+                raise UsageError(f"{self.where(path)}: {exc}") from None
+        return checked
+
     # -- reading --------------------------------------------------------------------------------
     def read(self, data: dict[str, Any]) -> Plan:
         from .store import default_results_dir
 
         for key in data:
             if key not in _TOP_KEYS:
-                raise self.error((key,), f"unknown key; known keys: {', '.join(sorted(_TOP_KEYS))}")
+                raise self.unknown((key,), key, _TOP_KEYS, "the top level")
         if "workload" not in data:
             raise UsageError(f"{self.path}: no 'workload' key (e.g. workload = \"pgioperf\")")
         workload = data["workload"]
@@ -314,25 +252,14 @@ class _PlanReader:
         if "workload_options" in data and "options" in data:
             raise self.error(("options",), "give either [workload_options] or [options], not both")
         options_key = "workload_options" if "workload_options" in data else "options"
-        options = data.get(options_key, {})
-        if not isinstance(options, dict):
+        raw_options = data.get(options_key, {})
+        if not isinstance(raw_options, dict):
             raise self.error((options_key,), "expected a table of workload options")
-        for key, value in options.items():
-            if not _OPTION_KEY_RE.match(key):
-                raise self.error((options_key, key), "not a workload option name")
-            if isinstance(value, dict):
-                raise self.error((options_key, key), "expected a value, not a table")
-        written = {key.replace("-", "_"): key for key in options}
-        options = {key.replace("-", "_"): value for key, value in options.items()}
-        self._check_workload_options(workload, options, options_key, written)
+        options = self._options_table(options_key, raw_options)
+        self._check_workload_options(workload, options, (options_key,),
+                                     {key.replace("-", "_"): key for key in raw_options})
 
-        duration = 10.0
-        if "duration" in data:
-            duration = self.wrap(("duration",), _duration, data["duration"], "duration")
-        warmup = None
-        if "warmup" in data:
-            warmup = self.wrap(("warmup",), _warmup, data["warmup"], "warmup")
-        iterations = 1
+        given = {k: data[k] for k in ("duration", "warmup", "monitors") if k in data}
         until_decided = None
         if data.get("iterations") == "auto":
             iterations = data.get("max_iterations", 10)
@@ -347,25 +274,13 @@ class _PlanReader:
                     or not 1 <= iterations <= MAX_ITERATIONS:
                 raise self.error(("max_iterations",),
                                  f"expected a whole number from 1 to {MAX_ITERATIONS}")
+            given["iterations"] = iterations
         elif "max_iterations" in data or "metrics" in data:
             key = "max_iterations" if "max_iterations" in data else "metrics"
             raise self.error((key,), 'only with iterations = "auto"')
         elif "iterations" in data:
-            iterations = data["iterations"]
-            if isinstance(iterations, bool) or not isinstance(iterations, int):
-                raise self.error(("iterations",), f"expected a whole number, got {iterations!r}")
-            if not 1 <= iterations <= MAX_ITERATIONS:
-                raise self.error(("iterations",), f"must be between 1 and {MAX_ITERATIONS}")
-        monitors = None
-        if "monitors" in data:
-            value = data["monitors"]
-            if not isinstance(value, (str, list)) or (
-                    isinstance(value, list) and not all(isinstance(v, str) for v in value)):
-                raise self.error(("monitors",), "expected a string or a list of monitor names")
-            try:
-                monitors = parse_monitor_list(value)
-            except UsageError as exc:
-                raise self.error(("monitors",), str(exc)) from None
+            given["iterations"] = data["iterations"]
+        run = self.parse(RUN_FIELDS, given, ())
         results = default_results_dir()
         if "results" in data:
             results = self.wrap(("results",), check_plain_path, data["results"], "results")
@@ -382,9 +297,10 @@ class _PlanReader:
         for i, variant in enumerate(variants):
             if variant.workload_options:
                 merged = {**options, **variant.workload_options}
+                written = raw_variants[i]["workload_options"]
                 self._check_workload_options(
                     workload, merged, ("variants", i, "workload_options"),
-                    {k: k for k in variant.workload_options})
+                    {key.replace("-", "_"): key for key in written})
         seen: set[str] = set()
         for i, variant in enumerate(variants):
             if variant.name in seen:
@@ -397,18 +313,30 @@ class _PlanReader:
             hosts = self.wrap(("hosts",), check_plan_hosts, data["hosts"], "hosts",
                               self.path.parent)
         return Plan(workload=workload, workload_options=options, variants=variants,
-                    duration_s=duration, iterations=iterations, warmup_s=warmup,
-                    until_decided=until_decided,
-                    monitors=monitors,
-                    results=results, source=self.path, hosts=hosts)
+                    until_decided=until_decided, results=results, source=self.path,
+                    hosts=hosts, **run)
+
+    def _options_table(self, key: str, raw: dict[str, Any]) -> dict[str, Any]:
+        for name, value in raw.items():
+            if isinstance(value, dict):
+                raise self.error((key, name), "expected a value, not a table")
+        try:
+            return workload_options_table(raw, key)
+        except NestedUsageError as exc:
+            raise UsageError(f"{self.where((key, exc.key))}: {exc}") from None
 
     def _check_workload_options(self, workload: str, options: dict[str, Any],
-                                key: str | tuple[Any, ...], written: dict[str, str]) -> None:
-        """Let the workload validate its options when it is built in (the runner does it again)."""
+                                path: tuple[Any, ...], written: dict[str, str]) -> None:
+        """Refuse keys the workload does not declare, then let it check the values (the
+        runner does it again)."""
         try:
             cls = get_workload(workload)
         except UsageError:
             return
+        known = cls.option_names()
+        for key, original in written.items():
+            if key not in known:
+                raise self.unknown((*path, original), original, known, f"[{_dotted(path)}]")
         try:
             cls.from_options(dict(options))
         except Exception as exc:  # noqa: BLE001 - a workload's own checks may raise anything
@@ -416,7 +344,6 @@ class _PlanReader:
             if not isinstance(exc, UsageError):
                 message = f"invalid options ({message})"
             # point at the option the workload complained about, if it names one
-            path = key if isinstance(key, tuple) else (key,)
             location: tuple[Any, ...] = path
             for name, original in written.items():
                 if f"--{name.replace('_', '-')}" in message or f"{name!r}" in message:
@@ -429,179 +356,18 @@ class _PlanReader:
 
     def _variant(self, index: int, table: dict[str, Any]) -> VariantSettings:
         base: tuple[Any, ...] = ("variants", index)
-
-        def key_path(key: str) -> tuple[Any, ...]:
-            return (*base, key)
-
-        def what(key: str) -> str:
-            return _dotted(key_path(key))
-
         for key in table:
             if key not in _VARIANT_KEYS:
-                raise self.error(key_path(key),
-                                 f"unknown key; known keys: {', '.join(sorted(_VARIANT_KEYS))}")
+                raise self.unknown((*base, key), key, _VARIANT_KEYS, f"[{_dotted(base)}]")
         if "name" not in table:
             raise self.error(base, "every variant needs a name (name = \"ext4\")")
-        name = table["name"]
-        if not isinstance(name, str):
-            raise self.error(key_path("name"), f"expected a string, got {name!r}")
-        from .store import check_name
+        settings = VariantSettings(**self.parse(VARIANT_FIELDS, table, base))
 
-        self.wrap(key_path("name"), check_name, name, f"{what('name')}: variant name")
-        settings = VariantSettings(name=name)
+        def fail(key: str, message: str, about_key: bool) -> UsageError:
+            return self.error((*base, key), message)
 
-        def string(key: str) -> str:
-            value = table[key]
-            if not isinstance(value, str):
-                raise self.error(key_path(key), f"expected a string, got {value!r}")
-            return value
-
-        def boolean(key: str) -> bool:
-            value = table[key]
-            if not isinstance(value, bool):
-                raise self.error(key_path(key), f"expected true or false, got {value!r}")
-            return value
-
-        def size(key: str) -> int:
-            value = table[key]
-            if isinstance(value, bool) or not isinstance(value, (str, int)):
-                raise self.error(key_path(key), f"expected a size like \"512M\", got {value!r}")
-            return self.wrap(key_path(key), parse_size, value, what(key))
-
-        if "dir" in table:
-            settings.dir = self.wrap(key_path("dir"), check_plain_path, table["dir"], what("dir"))
-        if "fs" in table:
-            settings.fs = self.wrap(key_path("fs"), check_fs_name, table["fs"], what("fs"))
-        if "fs_size" in table:
-            settings.fs_size = size("fs_size")
-        if "mkfs_opts" in table:
-            settings.mkfs_opts = self.wrap(key_path("mkfs_opts"), check_mkfs_opts,
-                                           string("mkfs_opts"), what("mkfs_opts"))
-        if "mount_opts" in table:
-            settings.mount_opts = self.wrap(key_path("mount_opts"), check_mount_opts,
-                                            string("mount_opts"), what("mount_opts"))
-        if "work_dir" in table:
-            settings.work_dir = self.wrap(key_path("work_dir"), check_plain_path,
-                                          table["work_dir"], what("work_dir"))
-        if "keep_image" in table:
-            settings.keep_image = boolean("keep_image")
-        if "memory" in table:
-            settings.memory = size("memory")
-        if "system_memory" in table:
-            settings.system_memory = size("system_memory")
-        if "scheduler" in table:
-            settings.scheduler = self.wrap(key_path("scheduler"), check_scheduler_name,
-                                           table["scheduler"], what("scheduler"))
-        if "drop_caches" in table:
-            settings.drop_caches = boolean("drop_caches")
-        if "sysctls" in table:
-            settings.sysctls = self._sysctls(key_path("sysctls"), table["sysctls"])
-        for key in ("memory_high", "memory_soft_limit"):
-            if key in table:
-                setattr(settings, key, size(key))
-        if "swap_limit" in table:
-            settings.swap_limit = self.wrap(key_path("swap_limit"), parse_swap_limit,
-                                            table["swap_limit"], what("swap_limit"))
-        if "io_max" in table:
-            settings.io_max = self.wrap(key_path("io_max"), parse_io_max, table["io_max"],
-                                        what("io_max"))
-        if "io_weight" in table:
-            settings.io_weight = self.wrap(key_path("io_weight"), check_io_weight,
-                                           table["io_weight"], what("io_weight"))
-        if "io_latency" in table:
-            settings.io_latency_us = self.wrap(key_path("io_latency"), parse_io_latency,
-                                               table["io_latency"], what("io_latency"))
-        if "workload_options" in table:
-            options = table["workload_options"]
-            if not isinstance(options, dict) or any(isinstance(v, dict) for v in options.values()):
-                raise self.error(key_path("workload_options"), "expected a table of values")
-            for key in options:
-                if not _OPTION_KEY_RE.match(key):
-                    raise self.error((*key_path("workload_options"), key),
-                                     "not a workload option name")
-            settings.workload_options = {k.replace("-", "_"): v for k, v in options.items()}
-        if "kernel" in table:
-            settings.kernel = str(self.wrap(key_path("kernel"), check_plain_path,
-                                            table["kernel"], what("kernel")))
-        if "vm_cpus" in table:
-            settings.vm_cpus = self.wrap(key_path("vm_cpus"), check_vm_cpus, table["vm_cpus"],
-                                         what("vm_cpus"))
-        if "vm_memory" in table:
-            settings.vm_memory = self.wrap(key_path("vm_memory"), check_vm_memory,
-                                           size("vm_memory"), what("vm_memory"))
-        if settings.kernel is None:
-            for key in ("vm_cpus", "vm_memory"):
-                if key in table:
-                    raise self.error(key_path(key), "only makes sense with kernel = \"...\"")
-        elif settings.dir is not None:
-            raise self.error(key_path("dir"), "a kernel variant runs on the guest's own virtual "
-                             "disk; leave out dir (fs chooses the disk's filesystem)")
-        if "hosts" in table or "boot" in table:
-            from .fleet.planhosts import check_boot, check_variant_hosts
-            if "hosts" in table:
-                settings.hosts = self.wrap(key_path("hosts"), check_variant_hosts,
-                                           table["hosts"], what("hosts"))
-            if "boot" in table:
-                settings.boot = self.wrap(key_path("boot"), check_boot, table["boot"],
-                                          what("boot"))
-        if settings.dir is not None and settings.fs is not None:
-            raise self.error(key_path("fs"), "give either dir (an existing directory) or fs "
-                             "(a new loop filesystem), not both")
-        if settings.fs is None:
-            for key in ("fs_size", "mkfs_opts", "mount_opts", "keep_image"):
-                if key in table:
-                    raise self.error(key_path(key), "only makes sense with fs = \"ext4\" etc.")
+        check_relations(vars(settings), VARIANT_FIELDS, RELATIONS, fail, str)
         return settings
-
-    def _sysctls(self, key_path: tuple[Any, ...], value: Any) -> dict[str, str]:
-        result: dict[str, str] = {}
-        what = _dotted(key_path)
-        if isinstance(value, list):
-            for i, item in enumerate(value):
-                if not isinstance(item, str):
-                    raise self.error((*key_path, i), "expected \"KEY=VALUE\" strings")
-                key, text = self.wrap((*key_path, i), parse_sysctl_assignment, item, what)
-                result[key] = text
-            return result
-        if not isinstance(value, dict):
-            raise self.error(key_path, "expected a table like { \"vm.dirty_ratio\" = 10 }")
-        for key, item in _flatten(value):
-            full = (*key_path, key)
-            if full not in self.lines:
-                full = (*key_path, *key.split("."))
-            result[key] = self.wrap(full, check_sysctl, key, item, what)[1]
-        return result
-
-
-def _flatten(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    """Unquoted dotted TOML keys (vm.dirty_ratio = 5) arrive nested: join them back."""
-    items: list[tuple[str, Any]] = []
-    for key, value in table.items():
-        name = f"{prefix}.{key}" if prefix else key
-        if isinstance(value, dict):
-            items.extend(_flatten(value, name))
-        else:
-            items.append((name, value))
-    return items
-
-
-def _warmup(value: Any, what: str) -> float:
-    return parse_warmup(value if isinstance(value, str) else str(value), what)
-
-
-def parse_warmup(text: str, what: str = "--warmup") -> float:
-    """A warm-up duration ('3s', '0'), a multiple of 0.1 s (it ends on a time block's edge)."""
-    seconds = parse_duration(text, what) if str(text).strip() not in ("0", "0s") else 0.0
-    tenths = round(seconds * 10)
-    if abs(seconds * 10 - tenths) > 1e-6:
-        raise UsageError(f"{what}: {text!r} must be a multiple of 0.1 s (e.g. 2.5s)")
-    return tenths / 10
-
-
-def _duration(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise UsageError(f"{what}: expected a duration like \"30s\", got {value!r}")
-    return parse_duration(value, what)
 
 
 def _dotted(key_path: tuple[Any, ...]) -> str:

@@ -1,4 +1,7 @@
-"""Checks made before anything on the machine changes: shape, safety, privileges, tools."""
+"""Checks made before anything on the machine changes: safety, privileges, tools, features.
+
+The shape of the settings (values, what goes with what) is declared in variant.py and checked
+from there; what is left here depends on this machine."""
 
 from __future__ import annotations
 
@@ -6,15 +9,9 @@ import os
 from pathlib import Path
 
 from ..errors import UsageError
-from ..plan import (
-    VariantSettings,
-    check_fs_name,
-    check_mkfs_opts,
-    check_mount_opts,
-    check_plain_path,
-    check_scheduler_name,
-)
+from ..options import root_reasons
 from ..units import format_size
+from ..variant import VARIANT_FIELDS, VariantSettings, check_plain_path, check_shape
 from .loopfs import MIN_SIZE
 from .memcg import find_memory_controller
 from .sysctl import check_sysctl_key
@@ -23,17 +20,6 @@ from .tools import find_tool, tool
 
 FORBIDDEN_DIRS = ("/", "/proc", "/sys", "/dev", "/boot")
 FORBIDDEN_TREES = ("/proc", "/sys", "/boot")   # nor anything below these
-MIN_MEMORY_LIMIT = 16 << 20
-
-# option -> what it needs root for
-_ROOT_OPTIONS = (
-    ("fs", "--fs", "loop devices, mkfs and mount"),
-    ("memory", "--memory", "creating a memory cgroup"),
-    ("system_memory", "--system-memory", "reserving huge pages through vm.nr_hugepages"),
-    ("sysctls", "--sysctl", "writing /proc/sys"),
-    ("scheduler", "--scheduler", "writing /sys/block/DEV/queue/scheduler"),
-)
-
 
 def check_dir_safe(path: Path | str, what: str) -> Path:
     """Refuse system directories; return the path as given (resolved only for the check)."""
@@ -60,28 +46,11 @@ def check_settings(settings: VariantSettings) -> None:
         from ..vm.host import check_vm_settings  # the rest is checked inside the guest
 
         check_vm_settings(settings)
-    if settings.fs is not None:
-        check_fs_name(settings.fs)
-        if settings.dir is not None:
-            raise UsageError(f"{opt}give either --dir (an existing directory) or --fs "
-                             "(a new loop filesystem), not both")
-    else:
-        for value, flag in ((settings.fs_size, "--fs-size"), (settings.mkfs_opts, "--mkfs-opts"),
-                            (settings.mount_opts, "--mount-opts"),
-                            (settings.keep_image, "--keep-image")):
-            if value:
-                raise UsageError(f"{opt}{flag} only makes sense with --fs")
-    check_mkfs_opts(settings.mkfs_opts or "")
-    check_mount_opts(settings.mount_opts or "")
+    check_shape(settings, opt)
     if settings.fs_size is not None and settings.fs is not None \
             and settings.fs_size < MIN_SIZE[settings.fs]:
         raise UsageError(f"--fs-size {format_size(settings.fs_size)}: {settings.fs} needs at "
                          f"least {format_size(MIN_SIZE[settings.fs])}")
-    if settings.scheduler is not None:
-        check_scheduler_name(settings.scheduler)
-    if settings.memory is not None and settings.memory < MIN_MEMORY_LIMIT:
-        raise UsageError(f"--memory {format_size(settings.memory)}: too small to run anything; "
-                         f"use at least {format_size(MIN_MEMORY_LIMIT)}")
     if settings.system_memory is not None:
         if settings.system_memory < SAFE_FLOOR:
             raise UsageError(f"--system-memory {format_size(settings.system_memory)}: below the "
@@ -108,10 +77,9 @@ def check_settings(settings: VariantSettings) -> None:
     if settings.kernel is not None:
         return             # root, sysctl names, tools, cgroups: the guest's, checked in it
     if os.geteuid() != 0:
-        for attr, flag, why in _ROOT_OPTIONS:
-            if getattr(settings, attr):
-                raise UsageError(f"{flag} needs root ({why}); run stallbench as root or "
-                                 f"leave out {flag}")
+        for flag, why in root_reasons(vars(settings), VARIANT_FIELDS):
+            raise UsageError(f"{flag} needs root ({why}); run stallbench as root or "
+                             f"leave out {flag}")
 
     for key, value in settings.sysctls.items():
         check_sysctl_key(key, value)

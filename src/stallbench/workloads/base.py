@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import argparse
+import dataclasses
 import difflib
 import functools
 from collections.abc import Callable, Iterable
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import UsageError
+from ..options import Field, add_arguments, build, fields_of
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -36,7 +38,17 @@ class WorkloadResult:
     reason: str | None = None
 
 
+@dataclass
+class NoOptions:
+    """The Options of a workload that takes none."""
+
+
 class Workload(abc.ABC):
+    """Options: the workload's options dataclass (options.option per field), declared once at
+    the top of its module: its flags, plan keys, defaults and checks come from it."""
+
+    Options: ClassVar[type] = NoOptions
+    options: Any                     # an Options instance, where params() is made from it
     name: ClassVar[str]
     ops: ClassVar[tuple[str, ...]]   # ops it can record: an op with no samples still shows
     help: ClassVar[str] = ""
@@ -57,15 +69,24 @@ class Workload(abc.ABC):
             cls.from_options = classmethod(checked)  # type: ignore[method-assign]
 
     @classmethod
+    def option_fields(cls) -> tuple[Field, ...]:
+        return fields_of(cls.Options)
+
+    @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         """Workload options for `stallbench run NAME`; dest names are the plan-file keys."""
+        add_arguments(parser, cls.option_fields())
 
     @classmethod
     def option_names(cls) -> list[str]:
-        """The option keys this workload takes: the dest names of its add_arguments."""
-        parser = argparse.ArgumentParser(add_help=False)
-        cls.add_arguments(parser)
-        return [action.dest for action in parser._actions]
+        """The option keys this workload takes."""
+        return [f.name for f in cls.option_fields()]
+
+    @classmethod
+    def parse_options(cls, options: dict[str, Any]) -> Any:
+        """The Options dataclass from {key: value} (None: the default); errors name the flag."""
+        given = {k: v for k, v in options.items() if v is not None}
+        return build(cls.Options, given, lambda f: f.option or f.name)
 
     @classmethod
     def check_option_names(cls, options: dict[str, Any]) -> None:
@@ -85,9 +106,10 @@ class Workload(abc.ABC):
         """Validate options (from the command line, a plan file or the API); UsageError when
         bad. Every subclass's from_options first refuses keys it does not know."""
 
-    @abc.abstractmethod
     def params(self) -> dict[str, Any]:
-        """Every parameter, resolved, for run.json."""
+        """Every parameter, resolved, for run.json: by default the workload's resolved Options
+        (`self.options`); a workload whose run.json keys differ from its options says so."""
+        return dataclasses.asdict(self.options)
 
     def space_needed(self, memory_available: int) -> int:
         """Bytes the workload's files need in its directory (to size filesystems, check space)."""
@@ -110,18 +132,16 @@ class Workload(abc.ABC):
         """Run for ctx.duration_s (or until ctx.stop is set) and return what was recorded."""
 
 
-def int_option(options: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
-    """A whole-number workload option, checked; errors name the command-line flag."""
-    flag = "--" + key.replace("_", "-")
-    value = options.get(key, default)
-    if value is None:
-        value = default
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise UsageError(f"{flag} must be a whole number, got {value!r}")
-    try:
-        number = int(value)
-    except ValueError:
-        raise UsageError(f"{flag} must be a whole number, got {value!r}") from None
-    if not low <= number <= high:
-        raise UsageError(f"{flag} must be between {low} and {high}, got {number}")
-    return number
+def whole(low: int, high: int) -> Callable[[Any, str], int]:
+    """A parser of a whole-number option from `low` to `high` (digit strings too)."""
+    def parse(value: Any, what: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise UsageError(f"{what} must be a whole number, got {value!r}")
+        try:
+            number = int(value)
+        except ValueError:
+            raise UsageError(f"{what} must be a whole number, got {value!r}") from None
+        if not low <= number <= high:
+            raise UsageError(f"{what} must be between {low} and {high}, got {number}")
+        return number
+    return parse

@@ -12,11 +12,11 @@ than 0 fails the run.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shlex
 import shutil
+from dataclasses import dataclass
 from typing import Any
 
 from ..context import RunContext
@@ -24,6 +24,7 @@ from ..errors import UsageError
 from ..logformats.lines import LineTail
 from ..logformats.samples import Samples, clock_offset_ns
 from ..logformats.strace import StraceParser
+from ..options import REMAINDER, option
 from ..tracefs import find_tracefs
 from . import supervisor
 from .base import ProgressFn, Workload, WorkloadResult
@@ -38,7 +39,20 @@ from .syscalltrace import (
 )
 
 
+# -- options: the one declaration of command's flags, plan keys, defaults and checks -----------
+@dataclass
+class CommandOptions:
+    syscalls: Any = option(None, metavar="LIST",
+                           help="comma-separated system calls to time (default: all)")
+    tracer: str = option("auto", choices=("auto", "tracefs", "strace"),
+                         help="tracefs (root, low overhead) or strace; auto picks tracefs when "
+                              "it can")
+    argv: Any = option(None, kind=REMAINDER, metavar="-- CMD ARGS", help="the command to run")
+# ------------------------------------------------------------------------------------------------
+
+
 class CommandWorkload(Workload):
+    Options = CommandOptions
     name = "command"
     ops = ()
     help = "run any command and time its system calls (tracefs as root, else strace)"
@@ -54,18 +68,9 @@ class CommandWorkload(Workload):
         self._clock_offset = 0
 
     @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--syscalls", default=None, metavar="LIST",
-                            help="comma-separated system calls to time (default: all)")
-        parser.add_argument("--tracer", choices=["auto", "tracefs", "strace"], default="auto",
-                            help="tracefs (root, low overhead) or strace; auto picks tracefs "
-                                 "when it can")
-        parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
-                            help="the command to run")
-
-    @classmethod
     def from_options(cls, options: dict[str, Any]) -> CommandWorkload:
-        argv = options.get("argv") or []
+        opts = cls.parse_options(options)
+        argv = opts.argv or []
         if isinstance(argv, str):
             argv = shlex.split(argv)
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
@@ -77,7 +82,7 @@ class CommandWorkload(Workload):
                              "stallbench run command -- dd if=FILE of=/dev/null")
         if shutil.which(argv[0]) is None:
             raise UsageError(f"command: {argv[0]!r} not found (not executable or not on PATH)")
-        syscalls = options.get("syscalls")
+        syscalls = opts.syscalls
         if isinstance(syscalls, str):
             syscalls = [s.strip() for s in syscalls.split(",") if s.strip()]
         if syscalls is not None:
@@ -87,7 +92,7 @@ class CommandWorkload(Workload):
             for name in syscalls:
                 if not isinstance(name, str) or not re.fullmatch(r"[a-z_][a-z0-9_]*", name):
                     raise UsageError(f"command: {name!r} is not a system call name")
-        tracer = options.get("tracer") or "auto"
+        tracer = opts.tracer or "auto"
         if tracer not in ("auto", "tracefs", "strace"):
             raise UsageError("command: --tracer must be auto, tracefs or strace")
         if tracer == "tracefs":

@@ -17,13 +17,13 @@ the run's notes say so.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shutil
 import signal
 import subprocess
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,18 @@ from ..context import RunContext
 from ..errors import UsageError
 from ..logformats import fio as fio_logs
 from ..logformats.samples import Samples, clock_offset_ns
+from ..options import option
 from ..units import parse_size
 from . import supervisor
 from .base import ProgressFn, Workload, WorkloadResult
+
+
+# -- options: the one declaration of fio's flags, plan keys, defaults and checks ---------------
+@dataclass
+class FioOptions:
+    job: str | None = option(None, metavar="FILE",
+                             help="the fio job file (e.g. examples/pg-like.fio)")
+# ------------------------------------------------------------------------------------------------
 
 LOG_PREFIX = "stallbench"
 _SECTION_RE = re.compile(r"^\s*\[(?P<name>[^\]]+)\]\s*$")
@@ -83,6 +92,7 @@ def job_sections(text: str) -> list[tuple[str, dict[str, str]]]:
 
 
 class FioWorkload(Workload):
+    Options = FioOptions
     name = "fio"
     ops = ("read", "write")
     help = "run a fio job file with per-IO latency logs"
@@ -92,13 +102,8 @@ class FioWorkload(Workload):
         self.job_text = job_text
 
     @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--job", type=Path, metavar="FILE",
-                            help="the fio job file (e.g. examples/pg-like.fio)")
-
-    @classmethod
     def from_options(cls, options: dict[str, Any]) -> FioWorkload:
-        job = options.get("job")
+        job = cls.parse_options(options).job
         if not job:
             raise UsageError("fio: give a job file with --job FILE (e.g. examples/pg-like.fio)")
         job = Path(job)

@@ -26,13 +26,13 @@ the comparison shows `txn (response)` too (see logformats/pgbench.py). `--latenc
 
 from __future__ import annotations
 
-import argparse
 import glob
 import os
 import re
 import shutil
 import signal
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from ..logformats.pgbench import (
     stats_summary,
 )
 from ..logformats.samples import Samples, clock_offset_ns
+from ..options import APPEND, SWITCH, option
 from ..units import parse_size
 from . import supervisor
 from .base import ProgressFn, Workload, WorkloadResult
@@ -158,7 +159,49 @@ def _script_ops(builtin: str | None, scripts: list[tuple[Path, int | None]]) -> 
     return ops
 
 
+# -- options: the one declaration of pgbench's flags, plan keys, defaults and checks -----------
+def _count(limit: int) -> Any:
+    def parse(value: Any, what: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+            raise UsageError(f"pgbench: {what.lstrip('-')} must be an integer from 1 to {limit}, "
+                             f"got {value!r}")
+        return value
+    return parse
+
+
+@dataclass
+class PgbenchOptions:
+    scale: int = option(10, parse=_count(100_000), cli_type=int,
+                        help="pgbench -i scale factor (10 = 1M accounts, ~160 MB)")
+    clients: int = option(4, parse=_count(1000), cli_type=int, help="pgbench -c (4)")
+    threads: int = option(2, parse=_count(1000), cli_type=int, help="pgbench -j (2)")
+    builtin: str | None = option(None, help="pgbench built-in script NAME[@WEIGHT]: "
+                                 + ", ".join(BUILTINS)
+                                 + " (default tpcb-like unless --script is given)")
+    script: Any = option(None, kind=APPEND, metavar="FILE[@WEIGHT]",
+                         help="a custom pgbench script (-f; repeatable, with weights)")
+    rate: float | None = option(None, cli_type=float, metavar="TPS",
+                                help="schedule transactions at this rate (pgbench -R); response "
+                                     "time then counts from the scheduled start")
+    latency_limit: float | None = option(None, cli_type=float, metavar="MS",
+                                         help="pgbench -L: with --rate, skip transactions "
+                                              "already this late; counts those over it")
+    protocol: str | None = option(None, choices=PROTOCOLS,
+                                  help="pgbench -M query protocol (simple)")
+    keep_logs: bool = option(False, kind=SWITCH, help="keep pgbench's per-transaction logs in "
+                             "the run directory (pgbench-logs/)")
+    pg_setting: Any = option(None, kind=APPEND, metavar="KEY=VALUE",
+                             help="PostgreSQL setting (repeatable); defaults: "
+                                  + ", ".join(f"{k}={v}" for k, v in DEFAULT_SETTINGS.items()))
+    per_statement: bool = option(False, kind=SWITCH, help="also report per-statement average "
+                                 "latencies (pgbench -r)")
+    pg_bin: str | None = option(None, metavar="DIR", help="PostgreSQL binaries (default: "
+                                "newest /usr/lib/postgresql/*/bin)")
+# ------------------------------------------------------------------------------------------------
+
+
 class PgbenchWorkload(Workload):
+    Options = PgbenchOptions
     name = "pgbench"
     ops = ("txn",)
     help = "a real PostgreSQL server in the variant's directory, driven by pgbench"
@@ -186,56 +229,14 @@ class PgbenchWorkload(Workload):
         self.bindir = bindir
         self.pg: PostgresServer | None = None
 
-    # -- options ------------------------------------------------------------------------------
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--scale", type=int, default=10,
-                            help="pgbench -i scale factor (10 = 1M accounts, ~160 MB)")
-        parser.add_argument("--clients", type=int, default=4, help="pgbench -c (4)")
-        parser.add_argument("--threads", type=int, default=2, help="pgbench -j (2)")
-        parser.add_argument("--builtin", default=None,
-                            help="pgbench built-in script NAME[@WEIGHT]: " + ", ".join(BUILTINS)
-                            + " (default tpcb-like unless --script is given)")
-        parser.add_argument("--script", action="append", default=None, metavar="FILE[@WEIGHT]",
-                            help="a custom pgbench script (-f; repeatable, with weights)")
-        parser.add_argument("--rate", type=float, default=None, metavar="TPS",
-                            help="schedule transactions at this rate (pgbench -R); response "
-                                 "time then counts from the scheduled start")
-        parser.add_argument("--latency-limit", dest="latency_limit", type=float, default=None,
-                            metavar="MS", help="pgbench -L: with --rate, skip transactions "
-                            "already this late; counts those over it")
-        parser.add_argument("--protocol", default=None, choices=PROTOCOLS,
-                            help="pgbench -M query protocol (simple)")
-        parser.add_argument("--keep-logs", dest="keep_logs", action="store_true",
-                            help="keep pgbench's per-transaction logs in the run directory "
-                                 "(pgbench-logs/)")
-        parser.add_argument("--pg-setting", dest="pg_setting", action="append", default=None,
-                            metavar="KEY=VALUE",
-                            help="PostgreSQL setting (repeatable); defaults: "
-                                 + ", ".join(f"{k}={v}" for k, v in DEFAULT_SETTINGS.items()))
-        parser.add_argument("--per-statement", dest="per_statement", action="store_true",
-                            help="also report per-statement average latencies (pgbench -r)")
-        parser.add_argument("--pg-bin", dest="pg_bin", default=None, metavar="DIR",
-                            help="PostgreSQL binaries (default: newest /usr/lib/postgresql/*/bin)")
-
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> PgbenchWorkload:
-        def positive_int(key: str, default: int, limit: int) -> int:
-            value = options.get(key, default)
-            if value is None:
-                value = default
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
-                raise UsageError(f"pgbench: {key} must be an integer from 1 to {limit}, "
-                                 f"got {value!r}")
-            return value
-
-        scale = positive_int("scale", 10, 100_000)
-        clients = positive_int("clients", 4, 1000)
-        threads = positive_int("threads", 2, 1000)
-        if threads > clients:
-            raise UsageError(f"pgbench: threads ({threads}) cannot exceed clients ({clients})")
-        scripts = [_parse_script(item) for item in _as_list(options.get("script"), "script")]
-        builtin, builtin_weight = options.get("builtin"), None
+        opts = cls.parse_options(options)
+        if opts.threads > opts.clients:
+            raise UsageError(f"pgbench: threads ({opts.threads}) cannot exceed clients "
+                             f"({opts.clients})")
+        scripts = [_parse_script(item) for item in _as_list(opts.script, "script")]
+        builtin, builtin_weight = opts.builtin, None
         if builtin is not None:
             if not isinstance(builtin, str):
                 raise UsageError(f"pgbench: --builtin needs a name, got {builtin!r}")
@@ -245,21 +246,20 @@ class PgbenchWorkload(Workload):
         if builtin is not None and builtin not in BUILTINS:
             raise UsageError(f"pgbench: --builtin {builtin!r}: choose one of "
                              f"{', '.join(BUILTINS)}")
-        rate = _positive_number(options.get("rate"), "--rate", 1e7)
-        latency_limit = _positive_number(options.get("latency_limit"), "--latency-limit", 1e7)
-        protocol = options.get("protocol")
-        if protocol is not None and protocol not in PROTOCOLS:
-            raise UsageError(f"pgbench: --protocol {protocol!r}: choose one of "
+        rate = _positive_number(opts.rate, "--rate", 1e7)
+        latency_limit = _positive_number(opts.latency_limit, "--latency-limit", 1e7)
+        if opts.protocol is not None and opts.protocol not in PROTOCOLS:
+            raise UsageError(f"pgbench: --protocol {opts.protocol!r}: choose one of "
                              f"{', '.join(PROTOCOLS)}")
-        settings = {**DEFAULT_SETTINGS, **parse_pg_settings(options.get("pg_setting"))}
-        bindir = postgres_bindir(options.get("pg_bin"))
+        settings = {**DEFAULT_SETTINGS, **parse_pg_settings(opts.pg_setting)}
+        bindir = postgres_bindir(opts.pg_bin)
         if shutil.which("pgbench") is None and not (bindir / "pgbench").exists():
             raise UsageError("pgbench: the pgbench program is not installed "
                              "(apt install postgresql-contrib)")
         server_user()
-        return cls(scale, clients, threads, builtin, settings,
-                   bool(options.get("per_statement")), bindir, scripts, rate, latency_limit,
-                   protocol, builtin_weight, bool(options.get("keep_logs")))
+        return cls(opts.scale, opts.clients, opts.threads, builtin, settings,
+                   bool(opts.per_statement), bindir, scripts, rate, latency_limit,
+                   opts.protocol, builtin_weight, bool(opts.keep_logs))
 
     def params(self) -> dict[str, Any]:
         return {"scale": self.scale, "clients": self.clients, "threads": self.threads,

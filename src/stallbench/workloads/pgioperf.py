@@ -18,21 +18,41 @@ the checkpointer's fsync is timed; paced writers record their planned start.
 
 from __future__ import annotations
 
-import argparse
 import mmap
 import os
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from ..options import option
 from ..units import parse_duration, parse_size
-from .base import ProgressFn, Workload, WorkloadResult, int_option
+from .base import ProgressFn, Workload, WorkloadResult, whole
 from .files import check_space, ensure_file, too_slow
 from .randread import read_loop
 
 if TYPE_CHECKING:
     from ..context import RunContext
     from .workers import WorkerContext
+
+
+# -- options: the one declaration of pgioperf's flags, plan keys, defaults and checks ----------
+@dataclass
+class PgIoPerfOptions:
+    readers: int = option(16, parse=whole(0, 1024), help="random readers (16)")
+    data_size: int | None = option(None, parse=parse_size, help="data file size (default: 2x "
+                                   "the memory available to the workload)")
+    wal_size: int | None = option(None, parse=parse_size,
+                                  help="WAL file size (default: data/48, >= 16M)")
+    wal_interval: float = option(parse_duration("1ms"), parse=parse_duration,
+                                 help="WAL write pacing (1ms)")
+    checkpoint_interval: float = option(parse_duration("200us"), parse=parse_duration,
+                                        help="checkpointer write pacing (200us)")
+    checkpoint_fsync_every: int = option(100000, parse=whole(1, 1 << 40),
+                                         help="checkpointer fsync after this many writes "
+                                              "(100000)")
+    seed: int = option(1, parse=whole(0, 2**63 - 1), help="random seed (1)")
+# ------------------------------------------------------------------------------------------------
 
 BLOCK = 8192
 COMMIT_EVERY = 5
@@ -121,6 +141,7 @@ def paced_write_loop(wctx: WorkerContext, path: str, file_size: int, interval_ns
 
 
 class PgIoPerf(Workload):
+    Options = PgIoPerfOptions
     name = "pgioperf"
     ops = ("wal", "commit", "checkpoint", "checkpoint-fsync", "read")
     help = "PostgreSQL-like mix: paced WAL commits, a checkpointer, random readers"
@@ -139,36 +160,14 @@ class PgIoPerf(Workload):
         self.sized_by_default = data_size is None
 
     @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--readers", type=int, default=16, help="random readers (16)")
-        parser.add_argument("--data-size", help="data file size (default: 2x the memory "
-                            "available to the workload)")
-        parser.add_argument("--wal-size", help="WAL file size (default: data/48, >= 16M)")
-        parser.add_argument("--wal-interval", default="1ms", help="WAL write pacing (1ms)")
-        parser.add_argument("--checkpoint-interval", default="200us",
-                            help="checkpointer write pacing (200us)")
-        parser.add_argument("--checkpoint-fsync-every", type=int, default=100000,
-                            help="checkpointer fsync after this many writes (100000)")
-        parser.add_argument("--seed", type=int, default=1, help="random seed (1)")
-
-    @classmethod
     def from_options(cls, options: dict[str, Any]) -> PgIoPerf:
-        readers = int_option(options, "readers", 16, 0, 1024)
-        data_size = options.get("data_size")
-        data_size = parse_size(data_size, "--data-size") if data_size else None
-        if data_size is not None and data_size < 16 * BLOCK:
+        opts = cls.parse_options(options)
+        if opts.data_size is not None and opts.data_size < 16 * BLOCK:
             raise UsageError("--data-size must be at least 128K")
-        wal_size = options.get("wal_size")
-        wal_size = parse_size(wal_size, "--wal-size") if wal_size else None
-        if wal_size is not None and wal_size < BLOCK * COMMIT_EVERY:
+        if opts.wal_size is not None and opts.wal_size < BLOCK * COMMIT_EVERY:
             raise UsageError("--wal-size must be at least 40K")
-        fsync_every = int_option(options, "checkpoint_fsync_every", 100000, 1, 1 << 40)
-        wal_interval = parse_duration(options.get("wal_interval", "1ms"), "--wal-interval")
-        cp_interval = parse_duration(options.get("checkpoint_interval", "200us"),
-                                     "--checkpoint-interval")
-        return cls(readers, data_size, wal_size, int(wal_interval * 1e9),
-                   int(cp_interval * 1e9), fsync_every,
-                   int_option(options, "seed", 1, 0, 2**63 - 1))
+        return cls(opts.readers, opts.data_size, opts.wal_size, int(opts.wal_interval * 1e9),
+                   int(opts.checkpoint_interval * 1e9), opts.checkpoint_fsync_every, opts.seed)
 
     def resolve(self, memory_available: int) -> None:
         if self.data_size is None:

@@ -7,20 +7,34 @@ from its own seeded generator (`--seed` makes runs repeatable).
 
 from __future__ import annotations
 
-import argparse
 import mmap
 import os
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from ..options import SWITCH, option
 from ..units import parse_size
-from .base import ProgressFn, Workload, WorkloadResult, int_option
+from .base import ProgressFn, Workload, WorkloadResult, whole
 from .files import check_space, ensure_file, too_slow
 
 if TYPE_CHECKING:
     from ..context import RunContext
     from .workers import WorkerContext
+
+
+# -- options: the one declaration of randread's flags, plan keys, defaults and checks ----------
+@dataclass
+class RandReadOptions:
+    threads: int = option(1, parse=whole(1, 1024), help="reader processes (1)")
+    file_size: int | None = option(None, parse=parse_size, help="size of the file read (default: "
+                                   "2x memory available to the workload)")
+    record_size: int = option(4096, parse=parse_size, help="bytes per read (4K)")
+    direct: bool = option(False, kind=SWITCH, help="O_DIRECT reads")
+    seed: int = option(1, parse=whole(0, 2**63 - 1), help="random seed (1)")
+# ------------------------------------------------------------------------------------------------
+
 
 DATA_FILE = "randread.data"
 
@@ -75,69 +89,51 @@ def read_loop(wctx: WorkerContext, path: str, record_size: int, file_size: int, 
 
 
 class RandRead(Workload):
+    Options = RandReadOptions
     name = "randread"
     ops = ("read",)
     help = "iozone-style random reads of one file"
 
-    def __init__(self, threads: int, file_size: int | None, record_size: int, direct: bool,
-                 seed: int):
-        self.threads = threads
-        self.file_size = file_size
-        self.record_size = record_size
-        self.direct = direct
-        self.seed = seed
-        self.sized_by_default = file_size is None
-
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--threads", type=int, default=1, help="reader processes (1)")
-        parser.add_argument("--file-size", help="size of the file read (default: 2x memory "
-                            "available to the workload)")
-        parser.add_argument("--record-size", default="4K", help="bytes per read (4K)")
-        parser.add_argument("--direct", action="store_true", help="O_DIRECT reads")
-        parser.add_argument("--seed", type=int, default=1, help="random seed (1)")
+    def __init__(self, options: RandReadOptions):
+        self.options = options      # params() is these, file_size resolved
+        self.sized_by_default = options.file_size is None
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> RandRead:
-        threads = int_option(options, "threads", 1, 1, 1024)
-        record_size = parse_size(options.get("record_size") or "4K", "--record-size")
-        if record_size % 512:
+        opts = cls.parse_options(options)
+        if opts.record_size % 512:
             raise UsageError("--record-size must be a multiple of 512 bytes")
-        file_size = options.get("file_size")
-        file_size = parse_size(file_size, "--file-size") if file_size else None
-        if file_size is not None and file_size < record_size:
+        if opts.file_size is not None and opts.file_size < opts.record_size:
             raise UsageError("--file-size must be at least one --record-size")
-        return cls(threads, file_size, record_size, bool(options.get("direct")),
-                   int_option(options, "seed", 1, 0, 2**63 - 1))
+        opts.direct = bool(opts.direct)
+        return cls(opts)
 
     def resolve(self, memory_available: int) -> None:
-        if self.file_size is None:
-            self.file_size = 2 * memory_available
-        self.file_size -= self.file_size % self.record_size
+        opts = self.options
+        if opts.file_size is None:
+            opts.file_size = 2 * memory_available
+        opts.file_size -= opts.file_size % opts.record_size
 
     def space_needed(self, memory_available: int) -> int:
         self.resolve(memory_available)
-        return self.file_size
+        return self.options.file_size
 
     def default_size_flag(self) -> str | None:
         return "--file-size" if self.sized_by_default else None
 
-    def params(self) -> dict[str, Any]:
-        return {"threads": self.threads, "file_size": self.file_size,
-                "record_size": self.record_size, "direct": self.direct, "seed": self.seed}
-
     def prepare(self, ctx: RunContext) -> None:
         path = ctx.workdir / DATA_FILE
-        check_space(ctx.workdir, self.file_size, [path])
-        ensure_file(path, self.file_size, ctx.log, *too_slow(self, ctx.duration_s))
+        check_space(ctx.workdir, self.options.file_size, [path])
+        ensure_file(path, self.options.file_size, ctx.log, *too_slow(self, ctx.duration_s))
 
     def run(self, ctx: RunContext, progress: ProgressFn) -> WorkloadResult:
         from .workers import WorkerSpec, run_workers
 
-        args = {"path": str(ctx.workdir / DATA_FILE), "record_size": self.record_size,
-                "file_size": self.file_size, "direct": self.direct, "seed": self.seed}
+        opts = self.options
+        args = {"path": str(ctx.workdir / DATA_FILE), "record_size": opts.record_size,
+                "file_size": opts.file_size, "direct": opts.direct, "seed": opts.seed}
         specs = [WorkerSpec("reader", ["read"], "sl", read_loop, args)
-                 for _ in range(self.threads)]
+                 for _ in range(opts.threads)]
         return run_workers(ctx, specs, progress, list(self.ops))
 
 

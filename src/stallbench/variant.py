@@ -1,0 +1,439 @@
+"""A variant: one configuration of the machine, and the one table of its settings.
+
+`VariantSettings` declares every variant setting once (`option(...)` per field: plan key, flag,
+parser, help, root, schema); cli/run.py makes its flags from it, plan.py reads plan tables with
+it, env/checks.py checks its shape with it, and schemas/plan.schema.json lists its keys.
+The parsers here check shape only; what the machine offers is checked in env/.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+from .options import (
+    APPEND,
+    OFF_SWITCH,
+    SWITCH,
+    Excludes,
+    Field,
+    NestedUsageError,
+    Requires,
+    build,
+    check_relations,
+    fields_of,
+    option,
+)
+from .units import format_size, parse_duration, parse_size
+
+FILESYSTEMS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
+SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")   # blk-mq's; a device offers a subset
+_SYSCTL_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")
+_SCHEDULER_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+OPTION_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_fs_name(fs: object, what: str = "--fs") -> str:
+    if not isinstance(fs, str) or fs not in FILESYSTEMS:
+        raise UsageError(f"{what}: {fs!r} is not a supported filesystem; "
+                         f"choose one of {', '.join(FILESYSTEMS)}")
+    return fs
+
+
+def check_sysctl(key: object, value: object, what: str = "--sysctl") -> tuple[str, str]:
+    """Validate the shape of one sysctl setting (whether the kernel has it is checked in env/)."""
+    if not isinstance(key, str) or not _SYSCTL_KEY_RE.match(key) or len(key) > 200:
+        raise UsageError(f"{what}: {key!r} is not a sysctl name (use e.g. vm.dirty_ratio)")
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise UsageError(f"{what}: {key} needs a string or number value, got {value!r}")
+    text = str(value).strip()
+    if not text or CONTROL_RE.sub("", text.replace("\t", "")) != text.replace("\t", ""):
+        raise UsageError(f"{what}: {key}={value!r} is not a usable value")
+    if len(text) > 4096:
+        raise UsageError(f"{what}: the value of {key} is too long")
+    return key, text
+
+
+def parse_sysctl_assignment(text: str, what: str = "--sysctl") -> tuple[str, str]:
+    """'vm.dirty_ratio=10' -> ('vm.dirty_ratio', '10')."""
+    key, sep, value = str(text).partition("=")
+    if not sep:
+        raise UsageError(f"{what} {text!r}: use KEY=VALUE, e.g. vm.dirty_ratio=10")
+    return check_sysctl(key.strip(), value.strip(), what)
+
+
+def check_scheduler_name(name: object, what: str = "--scheduler") -> str:
+    if not isinstance(name, str) or not _SCHEDULER_RE.match(name):
+        raise UsageError(f"{what}: {name!r} is not an I/O scheduler name (e.g. mq-deadline, none)")
+    return name
+
+
+def check_mount_opts(opts: object, what: str = "--mount-opts") -> str:
+    if not isinstance(opts, str):
+        raise UsageError(f"{what}: expected a string like 'noatime,data=journal', got {opts!r}")
+    if any(c.isspace() for c in opts) or CONTROL_RE.search(opts) or len(opts) > 1024:
+        raise UsageError(f"{what}: {opts!r} must be one comma-separated list without spaces")
+    return opts
+
+
+def check_mkfs_opts(opts: object, what: str = "--mkfs-opts") -> str:
+    """mkfs options may not name a device or path: mkfs only ever formats our own loop device."""
+    if not isinstance(opts, str):
+        raise UsageError(f"{what}: expected a string like '-O ^has_journal', got {opts!r}")
+    if CONTROL_RE.search(opts.replace("\t", " ")) or len(opts) > 1024:
+        raise UsageError(f"{what}: {opts!r} contains control characters or is too long")
+    try:
+        tokens = shlex.split(opts)
+    except ValueError as exc:
+        raise UsageError(f"{what}: {opts!r} cannot be split into arguments ({exc})") from None
+    for token in tokens:
+        if token.startswith("/dev") or "/dev/" in token or token.startswith("/"):
+            raise UsageError(f"{what}: {token!r} looks like a device or path; stallbench formats "
+                             "only the loop device it created, so mkfs options may not name one")
+    return opts
+
+
+MAX_VM_CPUS = 64
+MIN_VM_MEMORY = 128 << 20
+
+
+def check_vm_cpus(value: object, what: str = "--vm-cpus") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_VM_CPUS:
+        raise UsageError(f"{what}: expected a whole number of vCPUs from 1 to {MAX_VM_CPUS}, "
+                         f"got {value!r}")
+    return value
+
+
+def check_vm_memory(value: int, what: str = "--vm-memory") -> int:
+    if value < MIN_VM_MEMORY:
+        raise UsageError(f"{what}: {value >> 20} MiB is too little for a guest running Python; "
+                         f"give at least {MIN_VM_MEMORY >> 20}M")
+    return value
+IO_MAX_KEYS = ("rbps", "wbps", "riops", "wiops")
+
+
+def parse_swap_limit(value: object, what: str = "--swap-limit") -> int:
+    """A size, where 0 (no swap at all) is allowed."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise UsageError(f"{what}: expected a size like \"256M\" or 0, got {value!r}")
+    if str(value).strip() in ("0", "0B", "0b"):
+        return 0
+    return parse_size(value, what)
+
+
+def parse_io_max(value: object, what: str = "--io-max") -> dict[str, int]:
+    """'rbps=4M,wiops=100' (or a table) -> {'rbps': 4194304, 'wiops': 100}."""
+    if isinstance(value, dict):
+        items = [(str(k), v) for k, v in value.items()]
+    elif isinstance(value, str):
+        items = []
+        for part in filter(None, (p.strip() for p in value.split(","))):
+            key, sep, number = part.partition("=")
+            if not sep:
+                raise UsageError(f"{what}: {part!r}: use KEY=VALUE with KEY one of "
+                                 f"{', '.join(IO_MAX_KEYS)}, e.g. rbps=4M")
+            items.append((key.strip(), number.strip()))
+    else:
+        raise UsageError(f"{what}: expected e.g. \"rbps=4M,wiops=200\", got {value!r}")
+    limits: dict[str, int] = {}
+    for key, number in items:
+        if key not in IO_MAX_KEYS:
+            raise UsageError(f"{what}: {key!r} is not one of {', '.join(IO_MAX_KEYS)}")
+        if isinstance(number, bool) or not isinstance(number, (str, int)):
+            raise UsageError(f"{what}: {key} needs a number, got {number!r}")
+        amount = parse_size(number, f"{what} {key}") if key.endswith("bps") else None
+        if amount is None:
+            if not str(number).isdigit():
+                raise UsageError(f"{what}: {key}={number!r} must be a whole number of IOs/s")
+            amount = int(number)
+        if amount <= 0:
+            raise UsageError(f"{what}: {key} must be positive")
+        limits[key] = amount
+    if not limits:
+        raise UsageError(f"{what}: give at least one of {', '.join(IO_MAX_KEYS)}")
+    return limits
+
+
+def check_io_weight(value: object, what: str = "--io-weight") -> int:
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10_000:
+        raise UsageError(f"{what}: expected a whole number from 1 to 10000, got {value!r}")
+    return value
+
+
+def parse_io_latency(value: object, what: str = "--io-latency") -> int:
+    """A latency target like '5ms' (a bare number is µs, as in io.latency) -> µs."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise UsageError(f"{what}: expected a duration like \"5ms\", got {value!r}")
+    text = str(value).strip()
+    micros = int(text) if text.isdigit() else int(round(parse_duration(text, what) * 1e6))
+    if micros <= 0:
+        raise UsageError(f"{what}: must be positive")
+    return micros
+
+
+def check_plain_path(value: object, what: str) -> Path:
+    if isinstance(value, Path):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{what}: expected a path string, got {value!r}")
+    if CONTROL_RE.search(value) or len(value) > 4096:
+        raise UsageError(f"{what}: {value!r} contains control characters or is too long")
+    path = Path(value).expanduser()
+    if ".." in path.parts:
+        raise UsageError(f"{what}: {value!r} contains '..'; give a path without it")
+    return path
+
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Unquoted dotted TOML keys (vm.dirty_ratio = 5) arrive nested: join them back."""
+    items: list[tuple[str, Any]] = []
+    for key, value in table.items():
+        name = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict):
+            items.extend(_flatten(value, name))
+        else:
+            items.append((name, value))
+    return items
+
+
+# -- parsers of plan values that the checks above do not cover --------------------------------
+
+def _string(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise UsageError(f"{what}: expected a string, got {value!r}")
+    return value
+
+
+def _boolean(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise UsageError(f"{what}: expected true or false, got {value!r}")
+    return value
+
+
+def _size(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise UsageError(f"{what}: expected a size like \"512M\", got {value!r}")
+    return parse_size(value, what)
+
+
+MIN_MEMORY_LIMIT = 16 << 20
+
+
+def _memory_limit(value: object, what: str) -> int:
+    limit = _size(value, what)
+    if limit < MIN_MEMORY_LIMIT:
+        raise UsageError(f"{what} {format_size(limit)}: too small to run anything; use at least "
+                         f"{format_size(MIN_MEMORY_LIMIT)}")
+    return limit
+
+
+def _name(value: object, what: str) -> str:
+    from .store import check_name
+
+    return check_name(_string(value, what), f"{what}: variant name")
+
+
+def _sysctls(value: object, what: str) -> dict[str, str]:
+    """["KEY=VALUE", ...] (flags, plan list) or { "vm.dirty_ratio" = 10 } (plan table)."""
+    result: dict[str, str] = {}
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise NestedUsageError(str(i), f"{what}: expected \"KEY=VALUE\" strings")
+            key, text = parse_sysctl_assignment(item, what)
+            result[key] = text
+        return result
+    if not isinstance(value, dict):
+        raise UsageError(f"{what}: expected a table like {{ \"vm.dirty_ratio\" = 10 }}")
+    for key, item in _flatten(value):
+        try:
+            result[key] = check_sysctl(key, item, what)[1]
+        except UsageError as exc:
+            raise NestedUsageError(key, str(exc)) from None
+    return result
+
+
+def _path(value: object, what: str) -> Path:
+    return check_plain_path(value, what)
+
+
+def _kernel(value: object, what: str) -> str:
+    return str(check_plain_path(value, what))
+
+
+def _vm_cpus(value: object, what: str) -> int:
+    return check_vm_cpus(value, what)
+
+
+def _vm_memory(value: object, what: str) -> int:
+    return check_vm_memory(_size(value, what), what)
+
+
+def workload_options_table(value: object, what: str) -> dict[str, Any]:
+    """A table of workload options: keys as flags or plan keys, dashes made underscores."""
+    if not isinstance(value, dict) or any(isinstance(v, dict) for v in value.values()):
+        raise UsageError(f"{what}: expected a table of values")
+    for key in value:
+        if not OPTION_KEY_RE.match(key):
+            raise NestedUsageError(key, f"{what}.{key}: not a workload option name")
+    return {key.replace("-", "_"): item for key, item in value.items()}
+
+
+def _hosts(value: object, what: str) -> list[str]:
+    from .fleet.planhosts import check_variant_hosts
+
+    return check_variant_hosts(value, what)
+
+
+def _boot(value: object, what: str) -> dict[str, str]:
+    from .fleet.planhosts import check_boot
+
+    return check_boot(value, what)
+
+
+_SIZE_SCHEMA = {"$ref": "#/$defs/size"}
+_STRING = {"type": "string"}
+_BOOL = {"type": "boolean"}
+_SIZE_OR_ZERO = {"oneOf": [{"type": "string"}, {"type": "integer", "minimum": 0}]}
+_STRINGS = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+
+
+# -- the table: every variant setting, declared once -------------------------------------------
+
+@dataclass
+class VariantSettings:
+    """One configuration: where the workload's files live and what is changed on the system."""
+
+    name: str = option(dataclasses.MISSING, parse=_name, flag="--variant",
+                       help="name of this configuration (default: uname -r)",
+                       schema={"type": "string",
+                               "pattern": "^[A-Za-z0-9][A-Za-z0-9._+@=,:-]{0,99}$"})
+    # an existing directory: only used, never formatted
+    dir: Path | None = option(parse=_path, help="existing directory for the workload's files",
+                              schema=_STRING)
+    fs: str | None = option(parse=check_fs_name, choices=FILESYSTEMS, root="loop devices, "
+                            "mkfs and mount", schema={"enum": list(FILESYSTEMS)},
+                            help="make this filesystem on a loop device for the run (root)")
+    fs_size: int | None = option(parse=_size, schema=_SIZE_SCHEMA,  # default: loopfs sizes it
+                                 help="loop filesystem size (default: what the workload needs "
+                                      "plus the filesystem's own overhead)")
+    mkfs_opts: str = option("", parse=lambda v, w: check_mkfs_opts(_string(v, w), w),
+                            help="options for mkfs", schema=_STRING)
+    mount_opts: str = option("", parse=lambda v, w: check_mount_opts(_string(v, w), w),
+                             help="options for mount -o", schema=_STRING)
+    # where images live; default under the results directory
+    work_dir: Path | None = option(parse=_path, help="where loop images live", schema=_STRING)
+    keep_image: bool = option(False, kind=SWITCH, parse=_boolean, help="keep the loop image",
+                              schema=_BOOL)
+    memory: int | None = option(parse=_memory_limit, root="creating a memory cgroup",
+                                schema=_SIZE_SCHEMA,
+                                help="memory cgroup limit for the workload, e.g. 512M (root)")
+    system_memory: int | None = option(
+        parse=_size, root="reserving huge pages through vm.nr_hugepages", schema=_SIZE_SCHEMA,
+        help="leave only about this much memory available system-wide (root)")
+    sysctls: dict[str, str] = option(
+        factory=dict, parse=_sysctls, flag="--sysctl", kind=APPEND, metavar="KEY=VALUE",
+        root="writing /proc/sys", help="set a sysctl for the run (repeatable; root)",
+        schema={"type": "object",
+                "propertyNames": {"pattern": _SYSCTL_KEY_RE.pattern},
+                "additionalProperties": {"type": ["string", "integer"]}})
+    scheduler: str | None = option(
+        parse=check_scheduler_name, metavar="NAME",
+        root="writing /sys/block/DEV/queue/scheduler",
+        help=f"I/O scheduler for the device under the dir: one of {', '.join(SCHEDULERS)} "
+             "that the device offers (root)",
+        schema={"type": "string", "pattern": _SCHEDULER_RE.pattern})
+    drop_caches: bool = option(True, kind=OFF_SWITCH, flag="--no-drop-caches", parse=_boolean,
+                               schema=_BOOL,
+                               help="keep the page cache (default as root: sync and drop the "
+                                    "page cache, dentries and inodes machine-wide before each "
+                                    "run)")
+    # override the plan's
+    workload_options: dict[str, Any] = option(factory=dict, flag=None,
+                                              parse=workload_options_table,
+                                              schema={"$ref": "#/$defs/options"})
+    kernel: str | None = option(parse=_kernel, metavar="IMAGE_OR_DEB", schema=_STRING,
+                                help="boot this kernel (bzImage, linux-image-*.deb or unpacked "
+                                     "dir) under QEMU and run the workload in the guest")
+    vm_cpus: int | None = option(parse=_vm_cpus, cli_type=int,  # default vm.DEFAULT_CPUS
+                                 help="the guest's vCPUs (with --kernel; 2)",
+                                 schema={"type": "integer", "minimum": 1})
+    vm_memory: int | None = option(parse=_vm_memory, schema=_SIZE_SCHEMA,
+                                   help="the guest's memory (with --kernel; 1G)")
+    hosts: list[str] | None = option(flag=None, parse=_hosts, schema=_STRINGS)   # fleet
+    boot: dict[str, str] | None = option(  # fleet: kernel to boot first (fleet/boot.py)
+        flag=None, parse=_boot,
+        schema={"type": "object", "description": "fleet: {entry, release} for grub-reboot, "
+                "or {kexec, initrd, append, release}"})
+    # cgroup knobs (env/memknobs.py, env/iocgroup.py)
+    memory_high: int | None = option(parse=_size, schema=_SIZE_OR_ZERO,
+                                     help="cgroup v2 memory.high for the workload (root)")
+    memory_soft_limit: int | None = option(
+        parse=_size, schema=_SIZE_OR_ZERO,
+        help="cgroup v1 memory.soft_limit_in_bytes for the workload (root)")
+    swap_limit: int | None = option(parse=parse_swap_limit, schema=_SIZE_OR_ZERO,
+                                    help="swap the workload may use, e.g. 0 or 256M (root)")
+    io_max: dict[str, int] = option(
+        factory=dict, parse=parse_io_max, metavar="rbps=N,wbps=N,riops=N,wiops=N",
+        schema={"oneOf": [{"type": "string"}, {"type": "object"}]},
+        help="throttle I/O to the device under the directory (root; cgroup v2 io.max or v1 "
+             "blkio.throttle)")
+    io_weight: int | None = option(parse=check_io_weight, cli_type=int,
+                                   help="I/O weight 1-10000 (root; io.weight)",
+                                   schema={"type": "integer", "minimum": 1, "maximum": 10000})
+    io_latency_us: int | None = option(
+        name="io_latency", parse=parse_io_latency, metavar="TIME",
+        schema={"oneOf": [{"type": "string"}, {"type": "number"}]},
+        help="cgroup v2 io.latency target on the device, e.g. 5ms (root)")
+
+
+VARIANT_FIELDS: tuple[Field, ...] = fields_of(VariantSettings)
+RELATIONS = (
+    Excludes("dir", "fs", "give either {first} (an existing directory) or {second} "
+                          "(a new loop filesystem), not both"),
+    Requires(("fs_size", "mkfs_opts", "mount_opts", "keep_image"), "fs"),
+    Requires(("vm_cpus", "vm_memory"), "kernel",
+             cli="--vm-cpus and --vm-memory only make sense with --kernel"),
+    Excludes("kernel", "dir", "a kernel variant runs on the guest's own virtual disk; leave out "
+                              "{second} ({fs} chooses the disk's filesystem)"),
+)
+
+
+def flag_of(f: Field) -> str:
+    """What a setting is called in messages about flags: its flag, or its key if it has none."""
+    return f.option or f.name
+
+
+def variant_from_flags(given: dict[str, Any]) -> VariantSettings:
+    """The settings given as flags (`options.values_from_args`), checked."""
+    given.setdefault("name", os.uname().release)
+    settings = build(VariantSettings, given, flag_of)
+    check_shape(settings, cli=True)
+    return settings
+
+
+def check_shape(settings: VariantSettings, prefix: str = "", cli: bool = False) -> None:
+    """Every set value through its parser again (settings built in code were never parsed;
+    the parsers take what they return) and the relations between settings, by flag."""
+    flags = {f.name: flag_of(f) for f in VARIANT_FIELDS}
+    values = vars(settings)
+    for f in VARIANT_FIELDS:
+        if f.option is not None and f.parse is not None and f.is_set(values[f.target]):
+            try:
+                f.parse(values[f.target], flags[f.name])
+            except UsageError as exc:
+                raise UsageError(f"{prefix}{exc}") from None
+
+    def fail(key: str, message: str, about_key: bool) -> UsageError:
+        return UsageError(prefix + (f"{flags[key]} {message}" if about_key else message))
+
+    check_relations(values, VARIANT_FIELDS, RELATIONS, fail, flags.__getitem__, cli)
