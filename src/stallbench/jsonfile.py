@@ -8,8 +8,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     """Write JSON so that a reader sees either the old or the new file, never half of one."""
@@ -28,10 +26,10 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
 
 
 def _json_default(value: Any) -> Any:
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
+    # numpy scalars by their module, so that writing JSON (the journal, `cleanup`) never
+    # imports numpy
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        return value.item()
     if isinstance(value, Path):
         return str(value)
     raise TypeError(f"not JSON serializable: {type(value).__name__}")

@@ -35,7 +35,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports bad usage as one line and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+        command = self.prog.removeprefix("stallbench").strip()   # main() prints "stallbench: "
+        raise UsageError(f"{command}: {message}" if command else message)
 
 
 class _Commands(argparse._SubParsersAction):
