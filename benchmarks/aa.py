@@ -51,6 +51,7 @@ from stallbench.comparison import (
     gate,
     gate_exit_code,
 )
+from stallbench.runmeta import Status
 from stallbench.store import Resolved, load_run
 
 SETS = {
@@ -190,13 +191,12 @@ def _scaled_copy(run: store.Run, target: Path, delta: float, mode: str) -> store
     table = table.set_column(table.schema.get_field_index("latency_ns"), "latency_ns",
                              pa.array(np.rint(latency).astype(np.int64)))
     writer = store.RunWriter(target, f"{run.variant}-{mode}{delta:g}", run.workload,
-                             run.meta.get("params", {}))
+                             run.meta.params)
     for key in ("ops_declared", "duration_s", "duration_planned_s", "warmup_s", "rusage",
                 "machine_load"):
-        if key in run.meta:
-            writer.meta[key] = run.meta[key]
-    writer.meta["samples"] = writer.write_ops([table])
-    writer.finalize(store.STATUS_COMPLETE)
+        setattr(writer.meta, key, getattr(run.meta, key))
+    writer.meta.samples = writer.write_ops([table])
+    writer.finalize(Status.COMPLETE)
     return load_run(writer.path)
 
 

@@ -37,7 +37,7 @@ def test_spools_round_trip_and_a_torn_record_is_dropped(tmp_path):
 
     run = RunWriter(tmp_path / "results", "v", "w", {})
     counts = run.write_ops(read_spools(spool, t0, chunk_records=7))
-    run.meta["ops_declared"] = ["read", "wal", "commit", "never"]
+    run.meta.ops_declared = ["read", "wal", "commit", "never"]
     run.finalize("complete")
     assert counts == {"read": 40, "wal": 2, "commit": 1}
     ops = load_run(run.path).op_arrays()

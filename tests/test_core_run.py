@@ -59,7 +59,7 @@ def test_pgioperf_records_all_op_types_with_pacing(results, workdir):
     ops = run.op_arrays()
     assert set(ops) == {"wal", "commit", "checkpoint", "checkpoint-fsync", "read"}
     for op, arrays in ops.items():
-        assert run.meta["counted"][op] == len(arrays.latency_ns) == run.meta["samples"][op], op
+        assert run.meta.counted[op] == len(arrays.latency_ns) == run.meta.samples[op], op
     wal, commit = ops["wal"], ops["commit"]
     # every 5th WAL write is a commit, timed from the same start
     assert len(wal.latency_ns) // 5 == len(commit.latency_ns)
@@ -72,7 +72,7 @@ def test_pgioperf_records_all_op_types_with_pacing(results, workdir):
     # roughly 1000 WAL writes a second were planned over 5 s
     assert 3000 < len(wal.latency_ns) <= 5100
     assert len(ops["checkpoint-fsync"].latency_ns) >= 1
-    assert run.meta["params"]["wal_size"] == 16 << 20
+    assert run.meta.params["wal_size"] == 16 << 20
     assert (workdir / "pgioperf.data").stat().st_size == 64 << 20
 
 
@@ -109,11 +109,11 @@ def test_interrupted_run_keeps_what_was_recorded(results, workdir, signum):
     assert process.returncode == 130, stderr
     run = stallbench.load_run(run_json.parent)
     assert run.status == "interrupted"
-    assert run.meta["duration_s"] < 30
+    assert run.meta.duration_s < 30
     ops = run.op_arrays()
     assert len(ops["read"].latency_ns) > 0
     for op, arrays in ops.items():
-        assert run.meta["counted"][op] == len(arrays.latency_ns), op
+        assert run.meta.counted[op] == len(arrays.latency_ns), op
     assert not (run_json.parent / ".spool").exists()
     assert "Traceback" not in stderr
 
@@ -139,7 +139,7 @@ def test_a_killed_worker_fails_the_run_and_keeps_the_rest(results, workdir):
     assert process.returncode == 1
     run = stallbench.load_run(_only_run(results, "k", "randread"))
     assert run.status == "failed"
-    assert "killed by signal 9" in run.meta["reason"]
+    assert "killed by signal 9" in run.meta.reason
     assert len(run.op_arrays()["read"].latency_ns) > 1000
 
 

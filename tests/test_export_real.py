@@ -79,7 +79,7 @@ def test_perfetto_trace_matches_the_run(pair) -> None:
     rows = _trace(tight)
     reclaims = [r for r in rows if r["kind"] == "memcg reclaim"]
     assert reclaims, "a 64 MiB cgroup reading a 256 MiB file reclaims"
-    worker_pid = int(tight.meta["workload_summary"]["worker_pids"]["0"])
+    worker_pid = int(tight.meta.workload_summary["worker_pids"]["0"])
     r_start = np.array([r["t_ns"] for r in reclaims if r["pid"] == worker_pid])
     r_end = r_start + np.array([r["duration_ns"] for r in reclaims if r["pid"] == worker_pid])
     start, latency = ops["start_ns"], ops["latency_ns"]
@@ -127,10 +127,10 @@ def test_perfetto_trace_matches_the_run(pair) -> None:
 
 def test_trace_d_states_are_the_workloads_own(pair) -> None:
     _base, _results, tight, _roomy = pair
-    pids = {int(p) for p in tight.meta["workload_summary"]["worker_pids"].values()}
+    pids = {int(p) for p in tight.meta.workload_summary["worker_pids"].values()}
     dstate = [r for r in _trace(tight) if r["category"] == "dstate"]
     assert dstate
-    assert {r["pid"] for r in dstate} <= pids | set(tight.meta["monitors"]["trace"]
+    assert {r["pid"] for r in dstate} <= pids | set(tight.meta.monitors["trace"]
                                                    ["workload_pids"])
 
 
@@ -255,9 +255,9 @@ def test_parquet_metadata_read_back_by_pyarrow(pair) -> None:
         metadata = pq.read_schema(path).metadata
         assert metadata[b"stallbench.variant"] == b"tight"
         assert metadata[b"stallbench.workload"] == b"randread"
-        assert metadata[b"stallbench.iteration"] == str(tight.meta["iteration"]).encode()
-        assert metadata[b"stallbench.version"] == tight.meta["stallbench_version"].encode()
-        assert metadata[b"stallbench.schema_version"] == str(tight.meta["schema_version"]).encode()
+        assert metadata[b"stallbench.iteration"] == str(tight.meta.iteration).encode()
+        assert metadata[b"stallbench.version"] == tight.meta.stallbench_version.encode()
+        assert metadata[b"stallbench.schema_version"] == str(tight.meta.schema_version).encode()
         units = json.loads(metadata[b"stallbench.units"])
         assert set(units) == set(pq.read_schema(path).names)
         if path.name == "ops.parquet":

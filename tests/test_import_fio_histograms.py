@@ -184,4 +184,4 @@ def test_fio_workload_keeps_offsets_and_says_rate_jobs_have_no_schedule(tmp_path
     assert io.num_rows == len(run.op_arrays()["read"].latency_ns) == pytest.approx(800, rel=0.1)
     assert set(io.column("bs").to_pylist()) == {8192}
     assert (io.column("offset").to_numpy() % 8192 == 0).all()
-    assert any("fio logs no scheduled start" in note for note in run.meta["notes"])
+    assert any("fio logs no scheduled start" in note for note in run.meta.notes)

@@ -47,9 +47,9 @@ def test_mmtests_without_time(tmp_path: Path) -> None:
     log.write_text("MMTests header line\n" + MMTESTS_LINES)
     run_dir = import_log("mmtests-pgioperf", log, "vanilla", tmp_path / "results")
     run = load_run(run_dir)
-    assert run.complete and run.meta["interval_sampled"] is True
-    assert run.meta["samples"] == {"commit": 1, "read": 2, "wal": 1}
-    assert any("interval-sampled" in n for n in run.meta["notes"])
+    assert run.complete and run.meta.interval_sampled is True
+    assert run.meta.samples == {"commit": 1, "read": 2, "wal": 1}
+    assert any("interval-sampled" in n for n in run.meta.notes)
     ops = _ops(run_dir)
     # hand-computed: the interval maxima in ns
     assert sorted(ops["read"][0].tolist()) == [9_400_000, 4_481_200_000]

@@ -22,12 +22,12 @@ def _make_run(results: Path, variant: str, n: int, scale: float) -> tuple[Path, 
     latency = (rng.lognormal(0, 0.5, n) * scale).astype(np.int64) + 1000
     start = np.cumsum(latency)
     writer = RunWriter(results, variant, "fake", {"n": n})
-    writer.meta["ops_declared"] = ["read"]
+    writer.meta.ops_declared = ["read"]
     samples = writer.write_ops([ops_batch(["read"], np.zeros(n, np.int32), 0, start, latency)])
-    writer.meta["samples"] = samples
-    writer.meta["counted"] = samples
-    writer.meta["duration_s"] = float(start[-1]) / 1e9
-    writer.meta["rusage"] = {"user_s": 0.1, "system_s": 0.1, "elapsed_s": writer.meta["duration_s"]}
+    writer.meta.samples = samples
+    writer.meta.counted = samples
+    writer.meta.duration_s = float(start[-1]) / 1e9
+    writer.meta.rusage = {"user_s": 0.1, "system_s": 0.1, "elapsed_s": writer.meta.duration_s}
     writer.finalize("complete")
     return writer.path, latency
 
