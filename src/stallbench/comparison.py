@@ -121,6 +121,8 @@ class OpComparison:
     ccdf: dict[str, dict[str, list[float]]]  # variant -> {latency_ns, fraction_above}
     stalls: dict[str, StallSummary]
     rate_fell: dict[str, bool] = field(default_factory=dict)  # rate fell beyond rate_drop
+    samples_change: dict[str, float | None] = field(default_factory=dict)  # candidate -> c/b - 1
+    band_shares: dict[str, list[float]] = field(default_factory=dict)  # variant -> share per band
 
 
 @dataclass
@@ -405,7 +407,9 @@ def _stalls(side: _OpSide, others_active: list[np.ndarray], iterations: list[int
                        "duration_ns": op.gap_ns, "exact": op.gap_exact}
         counted = stalls_mod.worker_counts_from(op.workers, op.worker_count, expected_workers)
         workers.append({"iteration": iteration, "counts": counted.counts,
-                        "starved": counted.starved})
+                        "starved": counted.starved,
+                        "median": int(np.median(list(counted.counts.values())))
+                        if counted.counts else None})
     return StallSummary(interval_ns, options.stall_threshold_ns, timelines, found, longest,
                         workers, warmup_ns)
 
@@ -594,7 +598,11 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
         result = OpComparison(name, kind, {}, {}, {}, {}, {}, {}, {}, {}, {})
         for v, side, act in zip(variants, sides, activity, strict=True):
             result.stats[v.label] = side.stats
-            result.bands[v.label] = bands_from_histogram(side.histogram).tolist()
+            counts = bands_from_histogram(side.histogram)
+            result.bands[v.label] = counts.tolist()
+            total = counts.sum()
+            result.band_shares[v.label] = (counts / total).tolist() if total else \
+                [0.0] * counts.size
             result.ccdf[v.label] = _ccdf(side.histogram)
             result.stalls[v.label] = _stalls(
                 side, _others_active(act, name.removesuffix(RESPONSE_SUFFIX)),
@@ -602,6 +610,8 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
         for label, side in zip(cand_labels, sides[1:], strict=True):
             result.changes[label], result.shift_curve[label], result.rate_fell[label] = \
                 _compare_op(sides[0], side, probabilities, options, kind)
+            result.samples_change[label] = iv.ratio_change(side.stats.samples,
+                                                           sides[0].stats.samples)
             result.starved[label] = starved(result.stalls[label], side.stats.samples,
                                             sides[0].stats.samples, sides[0].stats.rate)
             result.slower_probability[label] = hist.superiority(side.histogram,
@@ -767,6 +777,7 @@ class GateResult:
     change: iv.Change | None
     outcome: str  # "ok" | "regression" | "undecided"
     reason: str
+    bound: float = 0.0  # the change the metric may not pass (negative for the rate)
 
 
 def parse_metric(text: str) -> Metric:
@@ -803,7 +814,9 @@ def gate(comparison: Comparison, metrics: list[Metric], max_regression: float) -
             raise UsageError(f"--metric {metric.op}:{metric.stat}: no op {metric.op!r} in these "
                              f"runs (ops: {', '.join(by_name) or 'none'})")
         change = op.changes[candidate].get(metric.stat)
-        results.append(_judge(metric, change, op, comparison, candidate, max_regression))
+        result = _judge(metric, change, op, comparison, candidate, max_regression)
+        result.bound = -max_regression if metric.stat == "rate" else max_regression
+        results.append(result)
     return results
 
 

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         parse_metric,
         parse_percent,
     )
-    from ..report.common import format_interval, format_percent
+    from ..report import check as check_report
 
     metrics = [parse_metric(m) for m in args.metric]
     bound = parse_percent(args.max_regression, "--max-regression")
@@ -49,16 +49,8 @@ def run(args: argparse.Namespace) -> int:
     options = CompareOptions(noise=parse_percent(args.noise, "--noise"), explain=False)
     comparison = build_comparison(baseline, candidates, options)
     results = gate(comparison, metrics, bound)
-    for result in results:
-        change = result.change
-        shown = "" if change is None else \
-            f"{format_percent(change.change)} {format_interval(change)}".strip()
-        print(f"{result.metric.op}:{result.metric.stat}  {shown or '-'}  bound "
-              f"{format_percent(bound if result.metric.stat != 'rate' else -bound)}  "
-              f"{result.outcome}: {result.reason}")
+    print(check_report.render(results), end="")
     code = gate_exit_code(results)
     if code == 125:
-        reasons = "; ".join(f"{r.metric.op}:{r.metric.stat} {r.reason}" for r in results
-                            if r.outcome == "undecided")
-        raise UndecidedError(reasons)
+        raise UndecidedError(check_report.undecided(results))
     return code

@@ -116,14 +116,11 @@ def render(comparison: Comparison) -> str:
 
 
 def _default(value: Any) -> Any:
-    try:
-        import numpy as np
-        if isinstance(value, np.integer):
-            return int(value)
-        if isinstance(value, np.floating):
-            return float(value)
-        if isinstance(value, np.ndarray):
-            return value.tolist()
-    except ImportError:  # pragma: no cover
-        pass
+    import numpy as np
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
