@@ -617,8 +617,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
             result.slower_probability[label] = hist.superiority(side.histogram,
                                                                 sides[0].histogram)
             result.shift[label] = bands_mod.distribution_shift(
-                np.asarray(result.bands[base.label]), np.asarray(result.bands[label]),
-                name.removesuffix(RESPONSE_SUFFIX))
+                np.asarray(result.bands[base.label]), np.asarray(result.bands[label]))
         ops.append(result)
 
     cpu = _cpu_rows(variants, cand_labels)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..analysis.bands import Shift
 from ..analysis.intervals import Change
 from ..analysis.quantiles import LATENCY_STATS, PERCENTILES
 from ..comparison import Comparison, OpComparison, OpStats
@@ -19,6 +20,34 @@ JSON_KEYS = {"min": "min_ns", "p50": "p50_ns", "p90": "p90_ns", "p95": "p95_ns",
              "rate": "rate"}
 PERCENTILE_STATS = {stat for stat, _ in PERCENTILES}
 ROW_STATS = ("rate", *LATENCY_STATS)
+
+
+_BAND_UNITS = ("ns", "µs", "ms", "s", "ks")
+
+
+def band_label(exponent: int) -> str:
+    """'512 µs' for 2**19 ns, '1 ms' for 2**20 ns: 1024 is the step between units, as in bcc's
+    histograms ('512 µs' is 524 µs)."""
+    unit = min(exponent // 10, len(_BAND_UNITS) - 1)
+    return f"{2 ** (exponent - 10 * unit)} {_BAND_UNITS[unit]}"
+
+
+def band_range_label(first: int, last: int) -> str:
+    """'512 µs–1 ms' for bands 19..19, '16–64 ms' for bands 24..25."""
+    low, high = band_label(first), band_label(last + 1)
+    low_value, low_unit = low.split(" ")
+    high_value, high_unit = high.split(" ")
+    if low_unit == high_unit:
+        return f"{low_value}–{high_value} {high_unit}"
+    return f"{low}–{high}"
+
+
+def shift_sentence(shift: Shift | None, op: str) -> str | None:
+    """'8.1% of read ops moved from 512 µs–1 ms into 16–64 ms' (None: nothing worth naming)."""
+    if shift is None or not shift.called or not shift.lost or not shift.gained:
+        return None
+    return (f"{shift.amount:.1%} of {op} ops moved from {band_range_label(*shift.lost)} into "
+            f"{band_range_label(*shift.gained)}" + (" (mixed)" if shift.mixed else ""))
 
 
 def op_unit(op: OpComparison) -> tuple[str, int]:

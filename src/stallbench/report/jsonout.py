@@ -8,8 +8,9 @@ from typing import Any
 
 from .. import __version__
 from ..analysis.intervals import Change
+from ..analysis.summary import RESPONSE_SUFFIX
 from ..comparison import Comparison, OpComparison, OpStats
-from .common import JSON_KEYS, PERCENTILE_STATS, json_number
+from .common import JSON_KEYS, PERCENTILE_STATS, json_number, shift_sentence
 
 SCHEMA_VERSION = 1  # of this JSON document (schemas/comparison.schema.json)
 
@@ -65,7 +66,7 @@ def op_dict(op: OpComparison, comparison: Comparison) -> dict[str, Any]:
             entry["shift"] = None if shift is None else {
                 "moved": shift.moved, "lost_bands": shift.lost, "gained_bands": shift.gained,
                 "lost_share": shift.lost_share, "gained_share": shift.gained_share,
-                "sentence": shift.sentence,
+                "sentence": shift_sentence(shift, op.op.removesuffix(RESPONSE_SUFFIX)),
             }
             entry["shift_function"] = asdict(op.shift_curve[label])
         stalls = op.stalls[label]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import textwrap
 
-from ..analysis import bands as bands_mod
+from ..analysis.summary import RESPONSE_SUFFIX
 from ..comparison import Comparison, OpComparison
 from ..units import format_ns
-from .common import level_shift_notes, method_line, run_count_notes
+from .common import band_label, level_shift_notes, method_line, run_count_notes, shift_sentence
 from .environment import render_lines as environment_lines  # fidelity
 from .tables import RIGHT, Section, Table, comparison_sections
 
@@ -106,8 +106,9 @@ def distribution(op: OpComparison, comparison: Comparison, width: int) -> list[s
     lines = [f"{op.op} — distribution (log2 bands, share of ops)"]
     for cand_label in comparison.candidates:
         shift = op.shift[cand_label]
-        if shift and shift.sentence:
-            lines.append(f"  {cand_label}: {shift.sentence}")
+        sentence = shift_sentence(shift, op.op.removesuffix(RESPONSE_SUFFIX))
+        if sentence:
+            lines.append(f"  {cand_label}: {sentence}")
         elif shift:
             lines.append(f"  {cand_label}: {shift.moved:.1%} of ops changed band")
     label_width = 20
@@ -120,7 +121,7 @@ def distribution(op: OpComparison, comparison: Comparison, width: int) -> list[s
         for row in shares:
             stars = int(round(row[band] * bar))
             cells.append(f" {row[band]:6.1%} |{'*' * stars:<{bar}}|")
-        name = f"{bands_mod.edge_label(band)} – {bands_mod.edge_label(band + 1)}"
+        name = f"{band_label(band)} – {band_label(band + 1)}"
         lines.append(f"  {name:<{label_width}}" + "".join(cells))
     lines.append("")
     return lines
