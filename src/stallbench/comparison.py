@@ -22,11 +22,17 @@ from .analysis import stationarity
 from .analysis import summary as sm
 from .analysis.environment import environment_diff  # fidelity
 from .analysis.quantiles import (
-    LATENCY_STATS,
+    DEFAULT_PERCENTS,
     MIN_TAIL_SAMPLES,
-    PERCENTILES,
+    Stat,
+    latency_stats,
+    needed_samples,
+    parse_percents,
+    percentiles,
     resolvable,
+    row_stats,
     spread,
+    stat_named,
     tail_samples,
 )
 from .analysis.summary import RESPONSE_SUFFIX
@@ -49,6 +55,7 @@ class CompareOptions:
     rate_drop: float = 0.10  # rate fell by more than this -> flagged FEWER OPS
     explain: bool = True  # call stallbench.where (monitor sections); check does not need it
     run_to_run_sd: dict[str, float] | None = None  # prior τ0 per statistic; None: iv's table
+    percentiles: tuple[float, ...] | None = None  # in per cent; None: DEFAULT_PERCENTS
 
 
 @dataclass
@@ -78,12 +85,13 @@ class OpStats:
 
     samples: int
     rate: float | None  # ops/s = samples / total duration
-    values: dict[str, float | None]  # LATENCY_STATS -> ns
-    unresolved: dict[str, int]  # percentile -> samples at or beyond it (< 10)
+    values: dict[str, float | None]  # latency_stats() keys -> ns
+    unresolved: dict[str, int]  # percentile -> samples at or beyond it (< MIN_TAIL_SAMPLES)
     iteration_samples: list[int]
     iteration_p99_ns: list[float | None]
     iteration_p99_spread: float | None  # (max - min) / median of the per-iteration p99
     warmup_samples: int = 0  # recorded during the warm-up, not in the statistics
+    needed: dict[str, int] = field(default_factory=dict)  # unresolved percentile -> ops it needs
 
 
 @dataclass
@@ -155,6 +163,11 @@ class Comparison:
     @property
     def labels(self) -> list[str]:
         return [self.baseline, *self.candidates]
+
+    @property
+    def stats(self) -> tuple[Stat, ...]:
+        """The rows of every op table: rate, min, the percentiles asked, max, mean."""
+        return row_stats(self.options.percentiles)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -249,7 +262,8 @@ class _OpSide:
                 for op, run in zip(self.ops, self.runs, strict=True)]
 
 
-def _side(name: str, variant: _VariantRuns) -> _OpSide:
+def _side(name: str, variant: _VariantRuns, percents: tuple[float, ...] | None = None
+          ) -> _OpSide:
     ops = [summary.ops.get(name) or _empty_op(summary.blocks) for summary in variant.summaries]
     histogram = np.sum([op.histogram for op in ops], axis=0) if ops else \
         np.zeros(hist.N_BUCKETS, np.int64)
@@ -264,8 +278,10 @@ def _side(name: str, variant: _VariantRuns) -> _OpSide:
                              if t[0] and resolvable(t[0], 0.99) else None)
     iteration_samples = [int(t[0]) for t in totals]
     warmup = int(sum(op.warmup_samples for op in ops))
+    wanted = percentiles(percents)
     if n == 0:
-        stats = OpStats(0, rate, {s: None for s in LATENCY_STATS}, {}, iteration_samples,
+        stats = OpStats(0, rate, {s.key: None for s in latency_stats(percents)}, {},
+                        iteration_samples,
                         iteration_p99, None, warmup)
         return _OpSide(ops, variant.summaries, variant.durations, histogram, stats)
     values: dict[str, float | None] = {
@@ -274,14 +290,16 @@ def _side(name: str, variant: _VariantRuns) -> _OpSide:
         "mean": float(sum(t[1] for t in totals)) / n,
     }
     unresolved: dict[str, int] = {}
-    for (stat, p), estimate in zip(PERCENTILES, _quantiles(histogram, [p for _, p in PERCENTILES]),
-                                   strict=True):
-        values[stat] = estimate
-        if not resolvable(n, p):
-            unresolved[stat] = tail_samples(n, p)
-    values = {stat: values[stat] for stat in LATENCY_STATS}
+    needed: dict[str, int] = {}
+    for stat, estimate in zip(wanted, _quantiles(histogram, [s.probability for s in wanted]),
+                              strict=True):
+        values[stat.key] = estimate
+        if not resolvable(n, stat.probability):
+            unresolved[stat.key] = tail_samples(n, stat.probability)
+            needed[stat.key] = needed_samples(stat.probability)
+    values = {stat.key: values[stat.key] for stat in latency_stats(percents)}
     stats = OpStats(n, rate, values, unresolved, iteration_samples, iteration_p99,
-                    spread(iteration_p99), warmup)
+                    spread(iteration_p99), warmup, needed)
     return _OpSide(ops, variant.summaries, variant.durations, histogram, stats)
 
 
@@ -314,7 +332,7 @@ def _changes(base: _OpSide, cand: _OpSide, probabilities: list[float],
     c_values = _quantiles(cand.histogram, probabilities)
     b_runs = base.quantile_statistics(probabilities)
     c_runs = cand.quantile_statistics(probabilities)
-    stat_of = {p: s for s, p in PERCENTILES}
+    stat_of = {s.probability: s.key for s in percentiles(options.percentiles)}
     triples = []
     for j, p in enumerate(probabilities):
         change = iv.two_level_change(iv.ratio_change(c_values[j], b_values[j]),
@@ -586,13 +604,14 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     base = variants[0]
     cand_labels = labels[1:]
     method = {label: iv.METHOD for label in cand_labels}
-    probabilities = sorted(set(SHIFT_PROBABILITIES) | {p for _, p in PERCENTILES})
+    probabilities = sorted(set(SHIFT_PROBABILITIES) |
+                           {s.probability for s in percentiles(options.percentiles)})
     activity = [_activity(v, options) for v in variants]
     names = _op_names(variants)
     ops: list[OpComparison] = []
     for name in names:
         kind = "response" if name.endswith(RESPONSE_SUFFIX) else "service"
-        sides = [_side(name, v) for v in variants]
+        sides = [_side(name, v, options.percentiles) for v in variants]
         workers_seen = np.unique(np.concatenate(
             [op.workers for side in sides for op in side.ops] or [np.empty(0, np.int64)]))
         result = OpComparison(name, kind, {}, {}, {}, {}, {}, {}, {}, {}, {})
@@ -660,11 +679,11 @@ def compare_summaries(baseline: list[sm.RunSummary], candidate: list[sm.RunSumma
     """Changes of every statistic of one op between two lists of run summaries (before the
     multiple-comparison adjustment), as build_comparison computes them."""
     options = options or CompareOptions()
-    probabilities = sorted({p for _, p in PERCENTILES})
+    probabilities = sorted({s.probability for s in percentiles(options.percentiles)})
     sides = []
     for summaries in (baseline, candidate):
         durations = [max(s.duration_ns - s.warmup_ns, 0) / 1e9 for s in summaries]
-        sides.append(_side(op, _VariantRuns("", [], summaries, durations)))
+        sides.append(_side(op, _VariantRuns("", [], summaries, durations), options.percentiles))
     changes, _, _ = _compare_op(sides[0], sides[1], probabilities, options)
     return changes
 
@@ -673,16 +692,17 @@ def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
                 options: CompareOptions, kind: str = "service"):
     nb, nc = base.stats.samples, cand.stats.samples
     if nb == 0 or nc == 0:
-        changes = {stat: iv.Change(None, note="no samples") for stat in LATENCY_STATS}
+        changes = {stat.key: iv.Change(None, note="no samples")
+                   for stat in latency_stats(options.percentiles)}
         rate_change = iv.ratio_change(cand.stats.rate, base.stats.rate)
         changes["rate"] = iv.Change(rate_change, note="no samples")
         if nc == 0 and nb >= MIN_TAIL_SAMPLES:
             changes["rate"].verdict = "worse"
         return changes, ShiftCurve([], [], [], []), nc == 0 and nb > 0
     changes, curve = _changes(base, cand, probabilities, options, kind)
-    for stat, _ in PERCENTILES:
-        if stat in base.stats.unresolved or stat in cand.stats.unresolved:
-            changes[stat] = iv.Change(None, note="not resolvable")
+    for stat in percentiles(options.percentiles):
+        if stat.key in base.stats.unresolved or stat.key in cand.stats.unresolved:
+            changes[stat.key] = iv.Change(None, note="not resolvable")
     rate = changes["rate"].change
     return changes, curve, rate is not None and rate < -options.rate_drop
 
@@ -761,7 +781,6 @@ def _where(comparison: Comparison, variants: list[_VariantRuns]) -> dict[str, An
 # ----------------------------------------------------------------------------------------------
 # the regression gate (stallbench check)
 
-GATE_STATS = ("min", "p50", "p90", "p95", "p99", "p999", "max", "mean", "rate")
 
 
 @dataclass
@@ -780,13 +799,34 @@ class GateResult:
 
 
 def parse_metric(text: str) -> Metric:
-    """'read:p99' -> Metric('read', 'p99'); the op name may itself contain ':'."""
-    op, sep, stat = text.rpartition(":")
-    stat = {"p99.9": "p999", "p99_9": "p999"}.get(stat, stat)
-    if not sep or not op or stat not in GATE_STATS:
+    """'read:p99' -> Metric('read', 'p99'), 'read:p99.99' -> Metric('read', 'p9999'); the op
+    name may itself contain ':'."""
+    op, sep, name = text.rpartition(":")
+    try:
+        stat = stat_named(name) if sep and op else None
+    except ValueError:
+        stat = None
+    if stat is None:
         raise UsageError(f"--metric {text!r}: use OP:STAT with STAT one of "
-                         f"{' '.join(GATE_STATS)} (e.g. read:p99)")
-    return Metric(op, stat)
+                         f"{' '.join(s.key for s in row_stats())} or any percentile such as "
+                         "p99.99 (e.g. read:p99)")
+    return Metric(op, stat.key)
+
+
+def metric_percents(metrics: list[Metric]) -> tuple[float, ...]:
+    """The default percentiles and those the metrics name: what the comparison must hold."""
+    named = {round(stat.probability * 100, 10) for m in metrics
+             if (stat := stat_named(m.stat)).probability is not None}
+    return tuple(sorted({float(p) for p in (*DEFAULT_PERCENTS, *named)}))
+
+
+def parse_percentiles(text: str) -> tuple[float, ...]:
+    """--percentiles '50,99,99.99' -> (50.0, 99.0, 99.99)."""
+    try:
+        return parse_percents(text)
+    except ValueError as exc:
+        raise UsageError(f"--percentiles {text}: {exc}; give percentiles between 0 and 100 "
+                         "separated by commas, e.g. 50,99,99.99") from None
 
 
 def parse_percent(text: str, what: str) -> float:
@@ -836,8 +876,9 @@ def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, compariso
         if base.samples == 0 or cand.samples == 0:
             reason = "no samples"
         elif metric.stat in base.unresolved or metric.stat in cand.unresolved:
+            needed = base.needed.get(metric.stat) or cand.needed.get(metric.stat)
             reason = (f"not resolvable: fewer than {MIN_TAIL_SAMPLES} samples at or beyond "
-                      f"{metric.stat}")
+                      f"{metric.stat} (it needs ≥ {needed:,} ops per variant)")
         return GateResult(metric, change, "undecided", reason)
     if change.low is None or change.high is None:
         return GateResult(metric, change, "undecided",

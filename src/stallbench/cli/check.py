@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..analysis.quantiles import row_stats
 from ..errors import UndecidedError
 from .compare import add_common, resolve_all
 
@@ -19,8 +20,9 @@ def register(subparsers) -> None:
     parser.add_argument("baseline", metavar="BASELINE")
     parser.add_argument("candidate", metavar="CANDIDATE")
     parser.add_argument("--metric", action="append", required=True, metavar="OP:STAT",
-                        help="e.g. read:p99 (repeatable); STAT: min p50 p90 p95 p99 p999 max "
-                             "mean rate")
+                        help="e.g. read:p99 (repeatable); STAT: "
+                             + " ".join(s.key for s in row_stats())
+                             + " or any percentile, e.g. p99.99")
     parser.add_argument("--max-regression", required=True, metavar="PCT",
                         help="largest tolerated regression, e.g. 10%%")
     add_common(parser)
@@ -33,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
         build_comparison,
         gate,
         gate_exit_code,
+        metric_percents,
         parse_metric,
         parse_percent,
     )
@@ -46,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
                   for run in r.runs if not run.complete]
     if incomplete:
         raise UndecidedError(f"incomplete run {incomplete[0]}")
-    options = CompareOptions(noise=parse_percent(args.noise, "--noise"), explain=False)
+    options = CompareOptions(noise=parse_percent(args.noise, "--noise"), explain=False,
+                             percentiles=metric_percents(metrics))
     comparison = build_comparison(baseline, candidates, options)
     results = gate(comparison, metrics, bound)
     print(check_report.render(results), end="")

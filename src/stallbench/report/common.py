@@ -7,19 +7,17 @@ from typing import Any
 
 from ..analysis.bands import Shift
 from ..analysis.intervals import Change
-from ..analysis.quantiles import LATENCY_STATS, PERCENTILES
+from ..analysis.quantiles import Stat, latency_stats, percentiles, row_stats
 from ..comparison import Comparison, OpComparison, OpStats
 from ..units import choose_time_unit, format_ns
 
 NO_SAMPLES = "no samples"
 NOT_RESOLVABLE = "n/r"
-STAT_LABELS = {"rate": "rate/s", "min": "min", "p50": "p50", "p90": "p90", "p95": "p95",
-               "p99": "p99", "p999": "p99.9", "max": "max", "mean": "mean"}
-JSON_KEYS = {"min": "min_ns", "p50": "p50_ns", "p90": "p90_ns", "p95": "p95_ns",
-             "p99": "p99_ns", "p999": "p999_ns", "max": "max_ns", "mean": "mean_ns",
-             "rate": "rate"}
-PERCENTILE_STATS = {stat for stat, _ in PERCENTILES}
-ROW_STATS = ("rate", *LATENCY_STATS)
+# the default set (analysis/quantiles.py declares the statistics)
+STAT_LABELS = {s.key: s.label for s in row_stats()}
+JSON_KEYS = {s.key: s.json_key for s in (*latency_stats(), row_stats()[0])}
+PERCENTILE_STATS = {s.key for s in percentiles()}
+ROW_STATS = tuple(s.key for s in row_stats())
 
 
 _BAND_UNITS = ("ns", "µs", "ms", "s", "ks")
@@ -52,8 +50,7 @@ def shift_sentence(shift: Shift | None, op: str) -> str | None:
 
 def op_unit(op: OpComparison) -> tuple[str, int]:
     """One time unit for the whole table of an op, chosen from its typical values."""
-    values = [s.values[stat] for s in op.stats.values() for stat in LATENCY_STATS
-              if s.values.get(stat)]
+    values = [value for s in op.stats.values() for value in s.values.values() if value]
     return choose_time_unit(values)
 
 
@@ -182,16 +179,15 @@ def level_shift_notes(comparison: Comparison) -> list[str]:
     return out
 
 
-def decide_advice(changes: dict[str, Change]) -> str | None:
+def decide_advice(changes: dict[str, Change], stats: tuple[Stat, ...]) -> str | None:
     """'to decide: p99 ~6 runs per variant, ...' for the rows the intervals left unclear."""
     parts = []
-    for stat in ROW_STATS:
-        change = changes.get(stat)
+    for stat in stats:
+        change = changes.get(stat.key)
         if change is None or change.verdict != "unclear" or change.note:
             continue
         needed = change.iterations_needed
-        parts.append(f"{STAT_LABELS[stat]} ~{needed}" if needed else
-                     f"{STAT_LABELS[stat]} >30")
+        parts.append(f"{stat.label} ~{needed}" if needed else f"{stat.label} >30")
     if not parts:
         return None
     return ("unclear rows would likely be decided by this many runs per variant (from the "

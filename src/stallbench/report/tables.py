@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 
 from ..comparison import Comparison, CpuRow, OpComparison, OpStats
 from .common import (
-    ROW_STATS,
-    STAT_LABELS,
     change_cell,
     decide_advice,
     format_count,
@@ -86,22 +84,34 @@ def op_sections(op: OpComparison, comparison: Comparison) -> list[Section]:
         rows = [[*cells("samples", format_count(base.samples), format_count(cand.samples),
                         "" if samples_change is None else format_percent(samples_change), ""),
                  Cell("")]]
-        for stat in ROW_STATS:
-            change, interval, word = change_cell(op.changes[cand_label].get(stat), base, cand,
-                                                 stat)
-            flag = rate_flag(op, cand_label) if stat == "rate" else ""
-            rows.append([*cells(STAT_LABELS[stat], stat_cell(base, stat, unit),
-                                stat_cell(cand, stat, unit), change, interval),
+        for stat in comparison.stats:
+            key = stat.key
+            change, interval, word = change_cell(op.changes[cand_label].get(key), base, cand,
+                                                 key)
+            flag = rate_flag(op, cand_label) if key == "rate" else ""
+            rows.append([*cells(stat.label, stat_cell(base, key, unit),
+                                stat_cell(cand, key, unit), change, interval),
                          _verdict(word, flag)])
         out.append(Section(f"{op.op} — {what} in {unit[0]}",
                            [Table(_change_columns(base_label, cand_label), rows)],
-                           _op_notes(op, cand_label, base_label),
+                           _op_notes(op, comparison, cand_label),
                            context=f"{cand_label} vs {base_label}"))
     return out
 
 
-def _op_notes(op: OpComparison, cand_label: str, base_label: str) -> list[str]:
+def _op_notes(op: OpComparison, comparison: Comparison, cand_label: str) -> list[str]:
+    base_label = comparison.baseline
     notes = []
+    if comparison.options.percentiles is not None:   # asked with --percentiles: say what it takes
+        for stat in comparison.stats:
+            short = [(label, op.stats[label]) for label in (base_label, cand_label)
+                     if stat.key in op.stats[label].needed and op.stats[label].samples]
+            if short:
+                notes.append(f"{stat.label} is not resolved: it needs ≥ "
+                             f"{format_count(short[0][1].needed[stat.key])} ops (10 at or "
+                             "beyond it); " + ", ".join(f"{label} has "
+                                                        f"{format_count(s.samples)}"
+                                                        for label, s in short))
     probability = op.slower_probability[cand_label]
     if probability is not None:
         notes.append(f"P({cand_label} op slower than {base_label} op) = {probability:.2f}")
@@ -110,7 +120,7 @@ def _op_notes(op: OpComparison, cand_label: str, base_label: str) -> list[str]:
     if any(s is not None for _, s in spreads):
         notes.append("iterations differ (p99 max−min / median): " + ", ".join(
             f"{label} {s:.1%}" for label, s in spreads if s is not None))
-    advice = decide_advice(op.changes[cand_label])
+    advice = decide_advice(op.changes[cand_label], comparison.stats)
     if advice:
         notes.append(advice)
     return notes
