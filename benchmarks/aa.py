@@ -43,13 +43,8 @@ import pyarrow.parquet as pq
 
 from stallbench import store
 from stallbench.analysis.quantiles import LATENCY_STATS
-from stallbench.comparison import (
-    CompareOptions,
-    Metric,
-    build_comparison,
-    gate,
-    gate_exit_code,
-)
+from stallbench.comparison import CompareOptions, build_comparison
+from stallbench.gate import Metric, gate, gate_exit_code
 from stallbench.store import Resolved, load_run
 
 SETS = {

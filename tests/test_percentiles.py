@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import run_stallbench
 
+from conftest import run_stallbench
 from stallbench.report.common import JSON_KEYS
 
 RUN = ["randread", "--monitors", "none", "--no-progress", "--no-drop-caches", "--warmup", "0",

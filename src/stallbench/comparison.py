@@ -4,6 +4,11 @@ The Comparison is a tree of dataclasses that the renderers in report/ print with
 anything. Every number comes from the runs' summaries (summary.parquet, analysis/summary.py), so
 memory does not grow with the number of operations. Several iterations of a variant are pooled
 for the estimates; intervals come from analysis/intervals.py (runs and time blocks).
+
+Split by command: the check gate is gate.py, the show summary showsummary.py, the stalls over
+time stallsummary.py. What is left (~680 lines) is one builder whose steps all read the same
+per-op sides (_OpSide) and fill the same dataclasses; splitting it further would pass those
+private structures between modules.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ from .analysis import stationarity
 from .analysis import summary as sm
 from .analysis.environment import environment_diff  # fidelity
 from .analysis.quantiles import (
-    DEFAULT_PERCENTS,
     MIN_TAIL_SAMPLES,
     Stat,
     latency_stats,
@@ -32,11 +36,11 @@ from .analysis.quantiles import (
     resolvable,
     row_stats,
     spread,
-    stat_named,
     tail_samples,
 )
 from .analysis.summary import RESPONSE_SUFFIX
 from .errors import UsageError
+from .stallsummary import StallSummary, activity, others_active, stall_summary, starved
 from .store import Resolved, Run
 
 NOT_STATIONARY = "not stationary"
@@ -100,19 +104,6 @@ class ShiftCurve:
     change: list[float | None]
     low: list[float | None]
     high: list[float | None]
-
-
-@dataclass
-class StallSummary:
-    """Stalls of one op in one variant, over all its iterations."""
-
-    interval_ns: int
-    threshold_ns: int
-    timelines: list[dict[str, list]]  # per iteration: count, p99_ns, max_ns (None = no op)
-    episodes: list[dict[str, Any]]  # iteration, start_ns, duration_ns, kind, worst_ns
-    longest_stall: dict[str, Any]  # iteration, start_ns, duration_ns
-    workers: list[dict[str, Any]]  # per iteration: counts {worker: n}, starved [workers]
-    warmup_ns: int = 0  # timelines start at the run start; statistics after this
 
 
 @dataclass
@@ -188,7 +179,7 @@ def _run_seconds(run: Run, summary: sm.RunSummary) -> tuple[float, str]:
     return summary.duration_ns / 1e9, "ops"
 
 
-def _load(resolved: Resolved) -> tuple[_VariantRuns, VariantInfo]:
+def load_variant(resolved: Resolved) -> tuple[_VariantRuns, VariantInfo]:
     summaries = [run.summary() for run in resolved.runs]
     durations, infos = [], []
     for run, summary in zip(resolved.runs, summaries, strict=True):
@@ -208,7 +199,7 @@ def _load(resolved: Resolved) -> tuple[_VariantRuns, VariantInfo]:
     return _VariantRuns(resolved.label, resolved.runs, summaries, durations), info
 
 
-def _op_names(variants: list[_VariantRuns]) -> list[str]:
+def op_names(variants: list[_VariantRuns]) -> list[str]:
     names: list[str] = []
     for variant in variants:
         for run, summary in zip(variant.runs, variant.summaries, strict=True):
@@ -262,7 +253,7 @@ class _OpSide:
                 for op, run in zip(self.ops, self.runs, strict=True)]
 
 
-def _side(name: str, variant: _VariantRuns, percents: tuple[float, ...] | None = None
+def op_side(name: str, variant: _VariantRuns, percents: tuple[float, ...] | None = None
           ) -> _OpSide:
     ops = [summary.ops.get(name) or _empty_op(summary.blocks) for summary in variant.summaries]
     histogram = np.sum([op.histogram for op in ops], axis=0) if ops else \
@@ -366,94 +357,6 @@ def _ccdf(counts: np.ndarray) -> dict[str, list[float]]:
     above = 1.0 - np.cumsum(counts)[used] / total
     keep = above > 0
     return {"latency_ns": upper[keep].tolist(), "fraction_above": above[keep].tolist()}
-
-
-# ----------------------------------------------------------------------------------------------
-# stalls over time, from the blocks
-
-
-def _interval_blocks(run: sm.RunSummary, options: CompareOptions) -> int:
-    return max(1, int(round(options.interval_s * 1e9 / run.block_ns)))
-
-
-def _timeline(op: sm.OpSummary, run: sm.RunSummary, per: int) -> stalls_mod.Timeline:
-    """Count, p99 and max per interval of `per` blocks (count and max exact; p99 from the
-    blocks' coarse histograms)."""
-    blocks = op.blocks
-    intervals = max(-(-blocks // per), 1)
-    pad = intervals * per - blocks
-    count = np.pad(op.block_count, (0, pad)).reshape(intervals, per).sum(axis=1)
-    peak = np.pad(op.block_max, (0, pad), constant_values=-1).reshape(intervals, per).max(axis=1)
-    width = op.block_hist.shape[1]
-    p99 = np.full(intervals, np.nan)
-    if width:
-        cells = np.pad(op.block_hist, ((0, pad), (0, 0))).reshape(intervals, per, width)
-        cells = cells.sum(axis=1)
-        edges = sm.coarse_lower_edges()[op.coarse_first:op.coarse_first + width + 1]
-        p99 = hist.quantiles_from_counts(cells, np.array([0.99]), edges)[:, 0]
-    peak = np.where(count > 0, peak, np.nan).astype(np.float64)
-    p99 = np.where(count > 0, p99, np.nan)
-    return stalls_mod.Timeline(per * run.block_ns, count.astype(np.int64), p99, peak)
-
-
-def _stalls(side: _OpSide, others_active: list[np.ndarray], iterations: list[int | None],
-            expected_workers: np.ndarray, options: CompareOptions) -> StallSummary:
-    timelines, found, workers = [], [], []
-    longest = {"iteration": None, "start_ns": 0, "duration_ns": 0}
-    interval_ns = int(options.interval_s * 1e9)
-    warmup_ns = 0
-    for op, run, active, iteration in zip(side.ops, side.runs, others_active, iterations,
-                                          strict=True):
-        per = _interval_blocks(run, options)
-        line = _timeline(op, run, per)
-        interval_ns = line.interval_ns
-        warmup_ns = max(warmup_ns, run.warmup_ns)
-        active = np.pad(active, (0, max(line.count.size - active.size, 0)))[:line.count.size]
-        timelines.append({
-            "count": line.count.tolist(),
-            "p99_ns": [None if np.isnan(v) else float(v) for v in line.p99_ns],
-            "max_ns": [None if np.isnan(v) else float(v) for v in line.max_ns],
-        })
-        for episode in stalls_mod.episodes(line, active, options.stall_threshold_ns):
-            if episode.start_ns + episode.duration_ns <= run.warmup_ns:
-                continue
-            found.append({"iteration": iteration, "start_ns": episode.start_ns,
-                          "duration_ns": episode.duration_ns, "kind": episode.kind,
-                          "worst_ns": episode.worst_ns})
-        if op.gap_ns > longest["duration_ns"]:
-            longest = {"iteration": iteration, "start_ns": op.gap_start_ns,
-                       "duration_ns": op.gap_ns, "exact": op.gap_exact}
-        counted = stalls_mod.worker_counts_from(op.workers, op.worker_count, expected_workers)
-        workers.append({"iteration": iteration, "counts": counted.counts,
-                        "starved": counted.starved,
-                        "median": int(np.median(list(counted.counts.values())))
-                        if counted.counts else None})
-    return StallSummary(interval_ns, options.stall_threshold_ns, timelines, found, longest,
-                        workers, warmup_ns)
-
-
-def _activity(variant: _VariantRuns, options: CompareOptions) -> list[dict[str, np.ndarray]]:
-    """Per run: op -> intervals in which that op started anything (for the starved test)."""
-    per_run = []
-    for summary in variant.summaries:
-        per = _interval_blocks(summary, options)
-        intervals = max(-(-summary.blocks // per), 1)
-        pad = intervals * per - summary.blocks
-        per_run.append({name: np.pad(op.block_count, (0, pad)).reshape(intervals, per)
-                        .sum(axis=1) > 0 for name, op in summary.ops.items()})
-    return per_run
-
-
-def _others_active(activity: list[dict[str, np.ndarray]], op: str) -> list[np.ndarray]:
-    out = []
-    for per_op in activity:
-        length = max((m.size for m in per_op.values()), default=1)
-        active = np.zeros(length, dtype=bool)
-        for name, mask in per_op.items():
-            if name != op and not name.endswith(RESPONSE_SUFFIX):
-                active[:mask.size] |= mask
-        out.append(active)
-    return out
 
 
 def _level_shifts(variants: list[_VariantRuns], names: list[str]) -> list[dict[str, Any]]:
@@ -594,7 +497,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     labels = [baseline.label, *(c.label for c in candidates)]
     if len(set(labels)) != len(labels):
         raise UsageError(f"variants named twice ({', '.join(labels)}): give each variant once")
-    loaded = [_load(r) for r in (baseline, *candidates)]
+    loaded = [load_variant(r) for r in (baseline, *candidates)]
     variants = [v for v, _ in loaded]
     infos = [i for _, i in loaded]
     workloads = sorted({run.workload for v in variants for run in v.runs})
@@ -606,16 +509,16 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     method = {label: iv.METHOD for label in cand_labels}
     probabilities = sorted(set(SHIFT_PROBABILITIES) |
                            {s.probability for s in percentiles(options.percentiles)})
-    activity = [_activity(v, options) for v in variants]
-    names = _op_names(variants)
+    active = [activity(v.summaries, options.interval_s) for v in variants]
+    names = op_names(variants)
     ops: list[OpComparison] = []
     for name in names:
         kind = "response" if name.endswith(RESPONSE_SUFFIX) else "service"
-        sides = [_side(name, v, options.percentiles) for v in variants]
+        sides = [op_side(name, v, options.percentiles) for v in variants]
         workers_seen = np.unique(np.concatenate(
             [op.workers for side in sides for op in side.ops] or [np.empty(0, np.int64)]))
         result = OpComparison(name, kind, {}, {}, {}, {}, {}, {}, {}, {}, {})
-        for v, side, act in zip(variants, sides, activity, strict=True):
+        for v, side, act in zip(variants, sides, active, strict=True):
             result.stats[v.label] = side.stats
             counts = bands_from_histogram(side.histogram)
             result.bands[v.label] = counts.tolist()
@@ -623,9 +526,10 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
             result.band_shares[v.label] = (counts / total).tolist() if total else \
                 [0.0] * counts.size
             result.ccdf[v.label] = _ccdf(side.histogram)
-            result.stalls[v.label] = _stalls(
-                side, _others_active(act, name.removesuffix(RESPONSE_SUFFIX)),
-                [r.meta.get("iteration") for r in v.runs], workers_seen, options)
+            result.stalls[v.label] = stall_summary(
+                side.ops, side.runs, others_active(act, name.removesuffix(RESPONSE_SUFFIX)),
+                [r.meta.get("iteration") for r in v.runs], workers_seen, options.interval_s,
+                options.stall_threshold_ns)
         for label, side in zip(cand_labels, sides[1:], strict=True):
             result.changes[label], result.shift_curve[label], result.rate_fell[label] = \
                 _compare_op(sides[0], side, probabilities, options, kind)
@@ -683,7 +587,7 @@ def compare_summaries(baseline: list[sm.RunSummary], candidate: list[sm.RunSumma
     sides = []
     for summaries in (baseline, candidate):
         durations = [max(s.duration_ns - s.warmup_ns, 0) / 1e9 for s in summaries]
-        sides.append(_side(op, _VariantRuns("", [], summaries, durations), options.percentiles))
+        sides.append(op_side(op, _VariantRuns("", [], summaries, durations), options.percentiles))
     changes, _, _ = _compare_op(sides[0], sides[1], probabilities, options)
     return changes
 
@@ -705,23 +609,6 @@ def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
             changes[stat.key] = iv.Change(None, note="not resolvable")
     rate = changes["rate"].change
     return changes, curve, rate is not None and rate < -options.rate_drop
-
-
-STARVED_MIN_PER_INTERVAL = 5   # an op rarer than this per interval has empty intervals anyway
-
-
-def starved(stalls: StallSummary, samples: int, baseline_samples: int,
-            baseline_rate: float | None) -> bool:
-    """Starved: the op stopped completing while other ops went on (a 'starved' stall episode
-    or a worker far below the others) where the baseline completes it often enough that an
-    empty interval means something, or it completed nothing where the baseline did. A variant
-    that is merely slower is not starved."""
-    if samples == 0:
-        return baseline_samples > 0
-    if (baseline_rate or 0.0) * stalls.interval_ns / 1e9 < STARVED_MIN_PER_INTERVAL:
-        return False
-    return any(e["kind"] == "starved" for e in stalls.episodes) or \
-        any(w["starved"] for w in stalls.workers)
 
 
 def _adjust(ops: list[OpComparison], cpu: list[CpuRow], options: CompareOptions) -> None:
@@ -778,48 +665,6 @@ def _where(comparison: Comparison, variants: list[_VariantRuns]) -> dict[str, An
         return {"error": f"where did the time go: analysis failed ({type(exc).__name__}: {exc})"}
 
 
-# ----------------------------------------------------------------------------------------------
-# the regression gate (stallbench check)
-
-
-
-@dataclass
-class Metric:
-    op: str
-    stat: str
-
-
-@dataclass
-class GateResult:
-    metric: Metric
-    change: iv.Change | None
-    outcome: str  # "ok" | "regression" | "undecided"
-    reason: str
-    bound: float = 0.0  # the change the metric may not pass (negative for the rate)
-
-
-def parse_metric(text: str) -> Metric:
-    """'read:p99' -> Metric('read', 'p99'), 'read:p99.99' -> Metric('read', 'p9999'); the op
-    name may itself contain ':'."""
-    op, sep, name = text.rpartition(":")
-    try:
-        stat = stat_named(name) if sep and op else None
-    except ValueError:
-        stat = None
-    if stat is None:
-        raise UsageError(f"--metric {text!r}: use OP:STAT with STAT one of "
-                         f"{' '.join(s.key for s in row_stats())} or any percentile such as "
-                         "p99.99 (e.g. read:p99)")
-    return Metric(op, stat.key)
-
-
-def metric_percents(metrics: list[Metric]) -> tuple[float, ...]:
-    """The default percentiles and those the metrics name: what the comparison must hold."""
-    named = {round(stat.probability * 100, 10) for m in metrics
-             if (stat := stat_named(m.stat)).probability is not None}
-    return tuple(sorted({float(p) for p in (*DEFAULT_PERCENTS, *named)}))
-
-
 def parse_percentiles(text: str) -> tuple[float, ...]:
     """--percentiles '50,99,99.99' -> (50.0, 99.0, 99.99)."""
     try:
@@ -839,85 +684,3 @@ def parse_percent(text: str, what: str) -> float:
     if not np.isfinite(value) or value < 0 or value > 10000:
         raise UsageError(f"{what}: {text!r} must be a percentage between 0 and 10000")
     return value / 100.0
-
-
-def gate(comparison: Comparison, metrics: list[Metric], max_regression: float) -> list[GateResult]:
-    """Judge each metric of the first candidate against the bound: a regression only when the
-    whole 95% interval lies beyond it, ok only when the whole interval lies within it."""
-    candidate = comparison.candidates[0]
-    by_name = {op.op: op for op in comparison.ops}
-    results = []
-    for metric in metrics:
-        op = by_name.get(metric.op)
-        if op is None:
-            raise UsageError(f"--metric {metric.op}:{metric.stat}: no op {metric.op!r} in these "
-                             f"runs (ops: {', '.join(by_name) or 'none'})")
-        change = op.changes[candidate].get(metric.stat)
-        result = _judge(metric, change, op, comparison, candidate, max_regression)
-        result.bound = -max_regression if metric.stat == "rate" else max_regression
-        results.append(result)
-    return results
-
-
-def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, comparison: Comparison,
-           candidate: str, bound: float) -> GateResult:
-    if comparison.problems:
-        return GateResult(metric, change, "undecided",
-                          f"runs left out: {comparison.problems[0]}")
-    if change is not None and change.note == NOT_STATIONARY:
-        return GateResult(metric, change, "undecided",
-                          "the runs mix two regimes (see the comparison's NOT STATIONARY line)")
-    if change is None or change.change is None:
-        base, cand = op.stats[comparison.baseline], op.stats[candidate]
-        if metric.stat == "rate" and change is not None and change.note == "no samples":
-            if cand.samples == 0 and base.samples > 0:
-                return GateResult(metric, change, "regression", "no samples in the candidate")
-        reason = (change.note if change and change.note else "no estimate")
-        if base.samples == 0 or cand.samples == 0:
-            reason = "no samples"
-        elif metric.stat in base.unresolved or metric.stat in cand.unresolved:
-            needed = base.needed.get(metric.stat) or cand.needed.get(metric.stat)
-            reason = (f"not resolvable: fewer than {MIN_TAIL_SAMPLES} samples at or beyond "
-                      f"{metric.stat} (it needs ≥ {needed:,} ops per variant)")
-        return GateResult(metric, change, "undecided", reason)
-    if change.low is None or change.high is None:
-        return GateResult(metric, change, "undecided",
-                          change.note or "no interval for this statistic")
-    if metric.stat == "rate":
-        if change.high < -bound:
-            return GateResult(metric, change, "regression", "rate fell beyond the bound")
-        if change.low >= -bound:
-            return GateResult(metric, change, "ok", "within the bound")
-    else:
-        if change.low > bound:
-            return GateResult(metric, change, "regression", "grew beyond the bound")
-        if change.high <= bound:
-            return GateResult(metric, change, "ok", "within the bound")
-    return GateResult(metric, change, "undecided", "the interval straddles the bound")
-
-
-def gate_exit_code(results: list[GateResult]) -> int:
-    outcomes = {r.outcome for r in results}
-    if "regression" in outcomes:
-        return 1
-    if "undecided" in outcomes:
-        return 125
-    return 0
-
-
-# ----------------------------------------------------------------------------------------------
-# one run or variant (stallbench show)
-
-
-@dataclass
-class RunsSummary:
-    label: str
-    variant: VariantInfo
-    metas: list[dict[str, Any]]
-    ops: dict[str, OpStats]
-
-
-def summarize_runs(resolved: Resolved) -> RunsSummary:
-    variant, info = _load(resolved)
-    ops = {name: _side(name, variant).stats for name in _op_names([variant])}
-    return RunsSummary(resolved.label, info, [r.meta for r in resolved.runs], ops)

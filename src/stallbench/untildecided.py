@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .comparison import CompareOptions, Metric, build_comparison, parse_metric
+from .comparison import CompareOptions, build_comparison
 from .errors import RunDataError, UsageError
+from .gate import Metric, metric_percents, parse_metric
 from .store import STATUS_COMPLETE, Resolved, load_run
 
 DECIDED = ("better", "worse", "same")
@@ -58,7 +59,8 @@ def decide(paths_by_variant: dict[str, list[Path]], metrics: list[Metric],
         if not runs:
             return Decision(False, rounds, {f"{name}": "no complete run"})
         resolved.append(Resolved(name, runs, []))
-    comparison = build_comparison(resolved[0], resolved[1:], CompareOptions(explain=False))
+    comparison = build_comparison(resolved[0], resolved[1:], CompareOptions(
+        explain=False, percentiles=metric_percents(metrics)))
     by_op = {op.op: op for op in comparison.ops}
     verdicts: dict[str, str] = {}
     for candidate in comparison.candidates:

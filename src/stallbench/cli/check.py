@@ -30,15 +30,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..comparison import (
-        CompareOptions,
-        build_comparison,
-        gate,
-        gate_exit_code,
-        metric_percents,
-        parse_metric,
-        parse_percent,
-    )
+    from ..comparison import CompareOptions, build_comparison, parse_percent
+    from ..gate import gate, gate_exit_code, metric_percents, parse_metric
     from ..report import check as check_report
 
     metrics = [parse_metric(m) for m in args.metric]
