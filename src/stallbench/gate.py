@@ -52,18 +52,24 @@ def gate(comparison: Comparison, metrics: list[Metric], max_regression: float) -
     """Judge each metric of the first candidate against the bound: a regression only when the
     whole 95% interval lies beyond it, ok only when the whole interval lies within it."""
     candidate = comparison.candidates[0]
-    by_name = {op.op: op for op in comparison.ops}
     results = []
     for metric in metrics:
-        op = by_name.get(metric.op)
-        if op is None:
-            raise UsageError(f"--metric {metric.op}:{metric.stat}: no op {metric.op!r} in these "
-                             f"runs (ops: {', '.join(by_name) or 'none'})")
-        change = op.changes[candidate].get(metric.stat)
+        op, change = metric_change(comparison, metric, candidate)
         result = _judge(metric, change, op, comparison, candidate, max_regression)
         result.bound = -max_regression if metric.stat == "rate" else max_regression
         results.append(result)
     return results
+
+
+def metric_change(comparison: Comparison, metric: Metric, candidate: str
+                  ) -> tuple[OpComparison, iv.Change | None]:
+    """The metric's op and its change in the candidate; an op not in the runs is bad input."""
+    by_name = {op.op: op for op in comparison.ops}
+    op = by_name.get(metric.op)
+    if op is None:
+        raise UsageError(f"--metric {metric.op}:{metric.stat}: no op {metric.op!r} in these "
+                         f"runs (ops: {', '.join(by_name) or 'none'})")
+    return op, op.changes[candidate].get(metric.stat)
 
 
 def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, comparison: Comparison,
