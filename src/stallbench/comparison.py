@@ -654,7 +654,8 @@ def _notes(comparison: Comparison) -> list[str]:
 def _where(comparison: Comparison, variants: list[_VariantRuns]) -> dict[str, Any] | None:
     from . import where
     tail_changes = {
-        label: {op.op: op.changes[label]["p99"].change for op in comparison.ops
+        label: {op.op: (tail.change if (tail := op.changes[label].get("p99")) else None)
+                for op in comparison.ops
                 if op.kind == "service"}
         for label in comparison.candidates
     }

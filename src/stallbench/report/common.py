@@ -93,14 +93,13 @@ def format_interval(change: Change) -> str:
     return f"[{format_percent(change.low)}, {format_percent(change.high)}]"
 
 
-def change_cell(change: Change | None, stats_base: OpStats, stats_cand: OpStats,
-                stat: str) -> tuple[str, str, str]:
-    """(change, interval, verdict-or-note) columns of one row."""
+def change_cell(change: Change | None, no_samples: bool = False) -> tuple[str, str, str]:
+    """(change, interval, verdict-or-note) columns of one row; `no_samples`: a side has none."""
     if change is None:
         return "", "", ""
     if change.change is None:
         note = change.note or ""
-        if note == "no samples" or stats_base.samples == 0 or stats_cand.samples == 0:
+        if note == "no samples" or no_samples:
             return "", "", NO_SAMPLES
         if note == "not resolvable":
             return NOT_RESOLVABLE, "", "not resolvable"

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..comparison import Comparison, CpuRow, OpComparison, OpStats
+from ..analysis.quantiles import MIN_TAIL_SAMPLES
+from ..comparison import Comparison, CpuRow, OpComparison
 from .common import (
     change_cell,
     decide_advice,
@@ -86,8 +87,8 @@ def op_sections(op: OpComparison, comparison: Comparison) -> list[Section]:
                  Cell("")]]
         for stat in comparison.stats:
             key = stat.key
-            change, interval, word = change_cell(op.changes[cand_label].get(key), base, cand,
-                                                 key)
+            change, interval, word = change_cell(op.changes[cand_label].get(key),
+                                                 base.samples == 0 or cand.samples == 0)
             flag = rate_flag(op, cand_label) if key == "rate" else ""
             rows.append([*cells(stat.label, stat_cell(base, key, unit),
                                 stat_cell(cand, key, unit), change, interval),
@@ -108,8 +109,8 @@ def _op_notes(op: OpComparison, comparison: Comparison, cand_label: str) -> list
                      if stat.key in op.stats[label].needed and op.stats[label].samples]
             if short:
                 notes.append(f"{stat.label} is not resolved: it needs ≥ "
-                             f"{format_count(short[0][1].needed[stat.key])} ops (10 at or "
-                             "beyond it); " + ", ".join(f"{label} has "
+                             f"{format_count(short[0][1].needed[stat.key])} ops "
+                             f"({MIN_TAIL_SAMPLES} at or beyond it); " + ", ".join(f"{label} has "
                                                         f"{format_count(s.samples)}"
                                                         for label, s in short))
     probability = op.slower_probability[cand_label]
@@ -126,12 +127,8 @@ def _op_notes(op: OpComparison, comparison: Comparison, cand_label: str) -> list
     return notes
 
 
-_WITH_SAMPLES = OpStats(1, None, {}, {}, [], [], None)  # CPU rows always have their "samples"
-
-
 def _cpu_row(row: CpuRow, baseline: str, candidate: str) -> list[Cell]:
-    change, interval, word = change_cell(row.changes[candidate], _WITH_SAMPLES, _WITH_SAMPLES,
-                                         row.name)
+    change, interval, word = change_cell(row.changes[candidate])
     return [*cells(row.name.capitalize(), format_seconds(row.values[baseline]),
                    format_seconds(row.values[candidate]), change, interval), _verdict(word)]
 
