@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
+from ..analysis.quantiles import MIN_TAIL_SAMPLES
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..comparison import Comparison, OpComparison
 from ..units import format_ns
@@ -44,8 +45,9 @@ def header(comparison: Comparison, width: int) -> list[str]:
                    "latency and higher rate are better; " + method_line(comparison) +
                    f"; better/worse only when the interval excludes 0 and |change| > "
                    f"{comparison.options.noise:.0%} ({comparison.adjustment}); same: interval "
-                   f"within ±{comparison.options.noise:.0%}; n/r: fewer than 10 samples at or "
-                   "beyond the percentile; min and max have no interval", width)
+                   f"within ±{comparison.options.noise:.0%}; n/r: fewer than "
+                   f"{MIN_TAIL_SAMPLES} samples at or beyond the percentile; min and max have no "
+                   "interval", width)
     for sentence in run_count_notes(comparison):
         lines += _wrap("note: " + sentence, width)
     for sentence in level_shift_notes(comparison):
