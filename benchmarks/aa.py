@@ -43,14 +43,8 @@ import pyarrow.parquet as pq
 
 from stallbench import store
 from stallbench.analysis.quantiles import LATENCY_STATS
-from stallbench.comparison import (
-    MACHINE_BUSIER,
-    CompareOptions,
-    Metric,
-    build_comparison,
-    gate,
-    gate_exit_code,
-)
+from stallbench.comparison import MACHINE_BUSIER, CompareOptions, build_comparison
+from stallbench.gate import Metric, gate, gate_exit_code
 from stallbench.runmeta import Status
 from stallbench.store import Resolved, load_run
 

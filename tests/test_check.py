@@ -80,7 +80,7 @@ def test_incomplete_run_is_exit_125(results, tmp_path, capsys):
     assert code == 125 and "killed" in err
 
 
-@pytest.mark.parametrize("metric", ["read", "read:p42", ":p99", "nosuch:p99"])
+@pytest.mark.parametrize("metric", ["read", "read:p100", "read:pfoo", ":p99", "nosuch:p99"])
 def test_bad_metric_is_exit_2(results, capsys, metric):
     code, _, err = check(capsys, results, "good", "bad", metric)
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err

@@ -84,9 +84,11 @@ def test_busier_side_uses_a_tenth_of_the_machine():
     assert busier_side(quiet, loaded) == 1 and busier_side(loaded, quiet) == -1
     assert busier_side(quiet, OutsideLoad(2, 0.29, 2)) == 0          # 0.19 < 0.2 of 2 CPUs
     assert busier_side(None, loaded) == 0
-    mean = outside_load([{"cpus": 2, "others_cpus": 0.5, "steal_cpus": 0.1}, None,
-                         {"cpus": 2, "others_cpus": 0.3}])
-    assert mean == OutsideLoad(2, (0.6 + 0.3) / 2, 2)
+    full = OutsideLoad(2, 1.6, 2, busy_share=0.97)    # others' share is what was left over
+    assert busier_side(quiet, full) == 0
+    mean = outside_load([{"cpus": 2, "busy_cpus": 1.0, "others_cpus": 0.5, "steal_cpus": 0.1},
+                         None, {"cpus": 2, "busy_cpus": 0.6, "others_cpus": 0.3}])
+    assert mean == OutsideLoad(2, (0.6 + 0.3) / 2, 2, 0, (1.1 + 0.6) / 2 / 2)
 
 
 def test_an_aa_run_next_to_a_cpu_hog_is_not_called_worse(tmp_path):

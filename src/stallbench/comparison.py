@@ -4,6 +4,11 @@ The Comparison is a tree of dataclasses that the renderers in report/ print with
 anything. Every number comes from the runs' summaries (summary.parquet, analysis/summary.py), so
 memory does not grow with the number of operations. Several iterations of a variant are pooled
 for the estimates; intervals come from analysis/intervals.py (runs and time blocks).
+
+Split by command: the check gate is gate.py, the show summary showsummary.py, the stalls over
+time stallsummary.py. What is left (~680 lines) is one builder whose steps all read the same
+per-op sides (_OpSide) and fill the same dataclasses; splitting it further would pass those
+private structures between modules.
 """
 
 from __future__ import annotations
@@ -22,20 +27,24 @@ from .analysis import stalls as stalls_mod
 from .analysis import summary as sm
 from .analysis.environment import environment_diff  # fidelity
 from .analysis.quantiles import (
-    LATENCY_STATS,
     MIN_TAIL_SAMPLES,
-    PERCENTILES,
+    Stat,
+    latency_stats,
+    needed_samples,
+    parse_percents,
+    percentiles,
     resolvable,
+    row_stats,
     spread,
     tail_samples,
 )
 from .analysis.summary import RESPONSE_SUFFIX
 from .errors import UsageError
+from .stallsummary import StallSummary, activity, others_active, stall_summary, starved
 from .store import Resolved, Run
 
 NOT_STATIONARY = "not stationary"
 MACHINE_BUSIER = "machine busier"
-MACHINE_SATURATED = "machine saturated"
 MEASURED_SPREAD_RUNS = 3
 COUNTER_POINTS = 400     # per counter timeline (a 30-minute run samples 1800 times)
 SHIFT_PROBABILITIES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999,
@@ -51,6 +60,7 @@ class CompareOptions:
     rate_drop: float = 0.10  # rate fell by more than this -> flagged FEWER OPS
     explain: bool = True  # call stallbench.where (monitor sections); check does not need it
     run_to_run_sd: dict[str, float] | None = None  # prior τ0 per statistic; None: iv's table
+    percentiles: tuple[float, ...] | None = None  # in per cent; None: DEFAULT_PERCENTS
 
 
 @dataclass
@@ -80,12 +90,13 @@ class OpStats:
 
     samples: int
     rate: float | None  # ops/s = samples / total duration
-    values: dict[str, float | None]  # LATENCY_STATS -> ns
-    unresolved: dict[str, int]  # percentile -> samples at or beyond it (< 10)
+    values: dict[str, float | None]  # latency_stats() keys -> ns
+    unresolved: dict[str, int]  # percentile -> samples at or beyond it (< MIN_TAIL_SAMPLES)
     iteration_samples: list[int]
     iteration_p99_ns: list[float | None]
     iteration_p99_spread: float | None  # (max - min) / median of the per-iteration p99
     warmup_samples: int = 0  # recorded during the warm-up, not in the statistics
+    needed: dict[str, int] = field(default_factory=dict)  # unresolved percentile -> ops it needs
 
 
 @dataclass
@@ -94,19 +105,6 @@ class ShiftCurve:
     change: list[float | None]
     low: list[float | None]
     high: list[float | None]
-
-
-@dataclass
-class StallSummary:
-    """Stalls of one op in one variant, over all its iterations."""
-
-    interval_ns: int
-    threshold_ns: int
-    timelines: list[dict[str, list]]  # per iteration: count, p99_ns, max_ns (None = no op)
-    episodes: list[dict[str, Any]]  # iteration, start_ns, duration_ns, kind, worst_ns
-    longest_stall: dict[str, Any]  # iteration, start_ns, duration_ns
-    workers: list[dict[str, Any]]  # per iteration: counts {worker: n}, starved [workers]
-    warmup_ns: int = 0  # timelines start at the run start; statistics after this
 
 
 @dataclass
@@ -123,6 +121,8 @@ class OpComparison:
     ccdf: dict[str, dict[str, list[float]]]  # variant -> {latency_ns, fraction_above}
     stalls: dict[str, StallSummary]
     rate_fell: dict[str, bool] = field(default_factory=dict)  # rate fell beyond rate_drop
+    samples_change: dict[str, float | None] = field(default_factory=dict)  # candidate -> c/b - 1
+    band_shares: dict[str, list[float]] = field(default_factory=dict)  # variant -> share per band
 
 
 @dataclass
@@ -156,6 +156,11 @@ class Comparison:
     def labels(self) -> list[str]:
         return [self.baseline, *self.candidates]
 
+    @property
+    def stats(self) -> tuple[Stat, ...]:
+        """The rows of every op table: rate, min, the percentiles asked, max, mean."""
+        return row_stats(self.options.percentiles)
+
 
 # ----------------------------------------------------------------------------------------------
 # loading: every number below comes from the runs' summaries (summary.parquet), never raw ops
@@ -175,7 +180,7 @@ def _run_seconds(run: Run, summary: sm.RunSummary) -> tuple[float, str]:
     return summary.duration_ns / 1e9, "ops"
 
 
-def _load(resolved: Resolved) -> tuple[_VariantRuns, VariantInfo]:
+def load_variant(resolved: Resolved) -> tuple[_VariantRuns, VariantInfo]:
     summaries = [run.summary() for run in resolved.runs]
     durations, infos = [], []
     for run, summary in zip(resolved.runs, summaries, strict=True):
@@ -195,7 +200,7 @@ def _load(resolved: Resolved) -> tuple[_VariantRuns, VariantInfo]:
     return _VariantRuns(resolved.label, resolved.runs, summaries, durations), info
 
 
-def _op_names(variants: list[_VariantRuns]) -> list[str]:
+def op_names(variants: list[_VariantRuns]) -> list[str]:
     names: list[str] = []
     for variant in variants:
         for run, summary in zip(variant.runs, variant.summaries, strict=True):
@@ -249,7 +254,8 @@ class _OpSide:
                 for op, run in zip(self.ops, self.runs, strict=True)]
 
 
-def _side(name: str, variant: _VariantRuns) -> _OpSide:
+def op_side(name: str, variant: _VariantRuns, percents: tuple[float, ...] | None = None
+          ) -> _OpSide:
     ops = [summary.ops.get(name) or _empty_op(summary.blocks) for summary in variant.summaries]
     histogram = np.sum([op.histogram for op in ops], axis=0) if ops else \
         np.zeros(hist.N_BUCKETS, np.int64)
@@ -264,8 +270,10 @@ def _side(name: str, variant: _VariantRuns) -> _OpSide:
                              if t[0] and resolvable(t[0], 0.99) else None)
     iteration_samples = [int(t[0]) for t in totals]
     warmup = int(sum(op.warmup_samples for op in ops))
+    wanted = percentiles(percents)
     if n == 0:
-        stats = OpStats(0, rate, {s: None for s in LATENCY_STATS}, {}, iteration_samples,
+        stats = OpStats(0, rate, {s.key: None for s in latency_stats(percents)}, {},
+                        iteration_samples,
                         iteration_p99, None, warmup)
         return _OpSide(ops, variant.summaries, variant.durations, histogram, stats)
     values: dict[str, float | None] = {
@@ -274,14 +282,16 @@ def _side(name: str, variant: _VariantRuns) -> _OpSide:
         "mean": float(sum(t[1] for t in totals)) / n,
     }
     unresolved: dict[str, int] = {}
-    for (stat, p), estimate in zip(PERCENTILES, _quantiles(histogram, [p for _, p in PERCENTILES]),
-                                   strict=True):
-        values[stat] = estimate
-        if not resolvable(n, p):
-            unresolved[stat] = tail_samples(n, p)
-    values = {stat: values[stat] for stat in LATENCY_STATS}
+    needed: dict[str, int] = {}
+    for stat, estimate in zip(wanted, _quantiles(histogram, [s.probability for s in wanted]),
+                              strict=True):
+        values[stat.key] = estimate
+        if not resolvable(n, stat.probability):
+            unresolved[stat.key] = tail_samples(n, stat.probability)
+            needed[stat.key] = needed_samples(stat.probability)
+    values = {stat.key: values[stat.key] for stat in latency_stats(percents)}
     stats = OpStats(n, rate, values, unresolved, iteration_samples, iteration_p99,
-                    spread(iteration_p99), warmup)
+                    spread(iteration_p99), warmup, needed)
     return _OpSide(ops, variant.summaries, variant.durations, histogram, stats)
 
 
@@ -291,15 +301,17 @@ def _quantiles(histogram: np.ndarray, probabilities: list[float]) -> list[float]
 
 
 def _changes(base: _OpSide, cand: _OpSide, probabilities: list[float],
-             options: CompareOptions, kind: str = "service"
+             options: CompareOptions, kind: str = "service", prior_factor: float = 1.0
              ) -> tuple[dict[str, iv.Change], ShiftCurve]:
-    """Every statistic's change with its two-level interval (analysis/intervals.py)."""
+    """Every statistic's change with its two-level interval (analysis/intervals.py);
+    `prior_factor` raises the run-to-run prior (a saturated machine, analysis/interference.py)."""
     changes: dict[str, iv.Change] = {}
     bs, cs = base.stats, cand.stats
     table = options.run_to_run_sd
-    if kind == "response":
+    if kind == "response" or prior_factor != 1.0:
         # (not the rate: a response op completes exactly as often as its service op)
-        table = {k: v * (iv.RESPONSE_PRIOR_FACTOR if k != "rate" else 1.0)
+        table = {k: v * prior_factor
+                 * (iv.RESPONSE_PRIOR_FACTOR if kind == "response" and k != "rate" else 1.0)
                  for k, v in {**iv.RUN_TO_RUN_SD, **(table or {})}.items()}
     changes["rate"] = iv.two_level_change(iv.ratio_change(cs.rate, bs.rate),
                                           base.rate_statistics(), cand.rate_statistics(),
@@ -314,7 +326,7 @@ def _changes(base: _OpSide, cand: _OpSide, probabilities: list[float],
     c_values = _quantiles(cand.histogram, probabilities)
     b_runs = base.quantile_statistics(probabilities)
     c_runs = cand.quantile_statistics(probabilities)
-    stat_of = {p: s for s, p in PERCENTILES}
+    stat_of = {s.probability: s.key for s in percentiles(options.percentiles)}
     triples = []
     for j, p in enumerate(probabilities):
         change = iv.two_level_change(iv.ratio_change(c_values[j], b_values[j]),
@@ -348,92 +360,6 @@ def _ccdf(counts: np.ndarray) -> dict[str, list[float]]:
     above = 1.0 - np.cumsum(counts)[used] / total
     keep = above > 0
     return {"latency_ns": upper[keep].tolist(), "fraction_above": above[keep].tolist()}
-
-
-# ----------------------------------------------------------------------------------------------
-# stalls over time, from the blocks
-
-
-def _interval_blocks(run: sm.RunSummary, options: CompareOptions) -> int:
-    return max(1, int(round(options.interval_s * 1e9 / run.block_ns)))
-
-
-def _timeline(op: sm.OpSummary, run: sm.RunSummary, per: int) -> stalls_mod.Timeline:
-    """Count, p99 and max per interval of `per` blocks (count and max exact; p99 from the
-    blocks' coarse histograms)."""
-    blocks = op.blocks
-    intervals = max(-(-blocks // per), 1)
-    pad = intervals * per - blocks
-    count = np.pad(op.block_count, (0, pad)).reshape(intervals, per).sum(axis=1)
-    peak = np.pad(op.block_max, (0, pad), constant_values=-1).reshape(intervals, per).max(axis=1)
-    width = op.block_hist.shape[1]
-    p99 = np.full(intervals, np.nan)
-    if width:
-        cells = np.pad(op.block_hist, ((0, pad), (0, 0))).reshape(intervals, per, width)
-        cells = cells.sum(axis=1)
-        edges = sm.coarse_lower_edges()[op.coarse_first:op.coarse_first + width + 1]
-        p99 = hist.quantiles_from_counts(cells, np.array([0.99]), edges)[:, 0]
-    peak = np.where(count > 0, peak, np.nan).astype(np.float64)
-    p99 = np.where(count > 0, p99, np.nan)
-    return stalls_mod.Timeline(per * run.block_ns, count.astype(np.int64), p99, peak)
-
-
-def _stalls(side: _OpSide, others_active: list[np.ndarray], iterations: list[int | None],
-            expected_workers: np.ndarray, options: CompareOptions) -> StallSummary:
-    timelines, found, workers = [], [], []
-    longest = {"iteration": None, "start_ns": 0, "duration_ns": 0}
-    interval_ns = int(options.interval_s * 1e9)
-    warmup_ns = 0
-    for op, run, active, iteration in zip(side.ops, side.runs, others_active, iterations,
-                                          strict=True):
-        per = _interval_blocks(run, options)
-        line = _timeline(op, run, per)
-        interval_ns = line.interval_ns
-        warmup_ns = max(warmup_ns, run.warmup_ns)
-        active = np.pad(active, (0, max(line.count.size - active.size, 0)))[:line.count.size]
-        timelines.append({
-            "count": line.count.tolist(),
-            "p99_ns": [None if np.isnan(v) else float(v) for v in line.p99_ns],
-            "max_ns": [None if np.isnan(v) else float(v) for v in line.max_ns],
-        })
-        for episode in stalls_mod.episodes(line, active, options.stall_threshold_ns):
-            if episode.start_ns + episode.duration_ns <= run.warmup_ns:
-                continue
-            found.append({"iteration": iteration, "start_ns": episode.start_ns,
-                          "duration_ns": episode.duration_ns, "kind": episode.kind,
-                          "worst_ns": episode.worst_ns})
-        if op.gap_ns > longest["duration_ns"]:
-            longest = {"iteration": iteration, "start_ns": op.gap_start_ns,
-                       "duration_ns": op.gap_ns, "exact": op.gap_exact}
-        counted = stalls_mod.worker_counts_from(op.workers, op.worker_count, expected_workers)
-        workers.append({"iteration": iteration, "counts": counted.counts,
-                        "starved": counted.starved})
-    return StallSummary(interval_ns, options.stall_threshold_ns, timelines, found, longest,
-                        workers, warmup_ns)
-
-
-def _activity(variant: _VariantRuns, options: CompareOptions) -> list[dict[str, np.ndarray]]:
-    """Per run: op -> intervals in which that op started anything (for the starved test)."""
-    per_run = []
-    for summary in variant.summaries:
-        per = _interval_blocks(summary, options)
-        intervals = max(-(-summary.blocks // per), 1)
-        pad = intervals * per - summary.blocks
-        per_run.append({name: np.pad(op.block_count, (0, pad)).reshape(intervals, per)
-                        .sum(axis=1) > 0 for name, op in summary.ops.items()})
-    return per_run
-
-
-def _others_active(activity: list[dict[str, np.ndarray]], op: str) -> list[np.ndarray]:
-    out = []
-    for per_op in activity:
-        length = max((m.size for m in per_op.values()), default=1)
-        active = np.zeros(length, dtype=bool)
-        for name, mask in per_op.items():
-            if name != op and not name.endswith(RESPONSE_SUFFIX):
-                active[:mask.size] |= mask
-        out.append(active)
-    return out
 
 
 def _level_shifts(variants: list[_VariantRuns], names: list[str]) -> list[dict[str, Any]]:
@@ -485,47 +411,37 @@ def _distrust_regime_mixes(ops: list[OpComparison], level_shifts: list[dict[str,
                 change.note = NOT_STATIONARY
 
 
-def _distrust_busier_machine(ops: list[OpComparison], cpu: list[CpuRow],
-                             variants: list[_VariantRuns]) -> list[str]:
+def _distrust_busier_machine(ops: list[OpComparison], cpu: list[CpuRow], base: str,
+                             loads: dict[str, interference.OutsideLoad | None],
+                             saturated: dict[str, int]) -> list[str]:
     """Verdicts that more outside load on one side could explain (analysis/interference.py):
     'worse' when the candidate's runs were busier, 'better' when the baseline's were, become
-    'unclear (machine busier)'. Returns the notes that say so."""
-    loads = {v.label: interference.outside_load([r.meta.get("machine_load") for r in v.runs])
-             for v in variants}
-    base = variants[0].label
+    'unclear (machine busier)'. Returns the notes that say so, and the saturated ones (whose
+    intervals build_comparison widened)."""
     notes = []
-    for v in variants[1:]:
-        pair = [loads[base], loads[v.label]]
-        if any(load is not None and load.saturated for load in pair) and min(
-                len(variants[0].runs), len(v.runs)) < MEASURED_SPREAD_RUNS:
-            for op in ops:
-                for change in op.changes[v.label].values():
-                    if change.low is not None:
-                        change.verdict, change.note = "unclear", MACHINE_SATURATED
-                        change.iterations_needed = None
-            runs = sum(load.saturated for load in pair if load is not None)
+    for label, runs in saturated.items():
+        if runs:
             notes.append(
-                f"MACHINE SATURATED: in {runs} of the runs of {base} and {v.label} every CPU was "
-                "busy, mostly with other processes: separate runs then differ far more than the "
-                "A/A spread the intervals assume, so no verdict for "
-                f"{v.label}; run {MEASURED_SPREAD_RUNS} or more iterations per variant (their "
-                "spread is then measured) or use a quieter machine")
-            continue
-        side = interference.busier_side(loads[base], loads[v.label])
+                f"MACHINE SATURATED: in {runs} of the runs of {base} and {label} every CPU was "
+                "busy, mostly with other processes; separate runs there differ far more than "
+                "on a machine with room, so the intervals assume a run-to-run spread "
+                f"{interference.SATURATED_PRIOR_FACTOR:g}x the A/A one: use a quieter machine")
+    for label in saturated:
+        side = interference.busier_side(loads[base], loads[label])
         if side == 0:
             continue
         distrusted = "worse" if side > 0 else "better"
-        changes = [c for op in ops for c in op.changes[v.label].values()]
-        changes += [row.changes[v.label] for row in cpu if v.label in row.changes]
+        changes = [c for op in ops for c in op.changes[label].values()]
+        changes += [row.changes[label] for row in cpu if label in row.changes]
         for change in changes:
             if change.verdict == distrusted:
                 change.verdict, change.note = "unclear", MACHINE_BUSIER
-        busier, quieter = (v.label, base) if side > 0 else (base, v.label)
+        busier, quieter = (label, base) if side > 0 else (base, label)
         notes.append(
             f"MACHINE BUSIER: other processes and steal took {loads[busier].mean_cpus:.2f} of "
             f"{loads[busier].cpus} CPUs during {busier}'s runs vs "
             f"{loads[quieter].mean_cpus:.2f} during {quieter}'s: '{distrusted}' verdicts for "
-            f"{v.label} are left unclear; rerun on a quieter machine or interleave more "
+            f"{label} are left unclear; rerun on a quieter machine or interleave more "
             "iterations")
     return notes
 
@@ -619,7 +535,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     labels = [baseline.label, *(c.label for c in candidates)]
     if len(set(labels)) != len(labels):
         raise UsageError(f"variants named twice ({', '.join(labels)}): give each variant once")
-    loaded = [_load(r) for r in (baseline, *candidates)]
+    loaded = [load_variant(r) for r in (baseline, *candidates)]
     variants = [v for v, _ in loaded]
     infos = [i for _, i in loaded]
     workloads = sorted({run.workload for v in variants for run in v.runs})
@@ -629,33 +545,46 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     base = variants[0]
     cand_labels = labels[1:]
     method = {label: iv.METHOD for label in cand_labels}
-    probabilities = sorted(set(SHIFT_PROBABILITIES) | {p for _, p in PERCENTILES})
-    activity = [_activity(v, options) for v in variants]
-    names = _op_names(variants)
+    probabilities = sorted(set(SHIFT_PROBABILITIES) |
+                           {s.probability for s in percentiles(options.percentiles)})
+    active = [activity(v.summaries, options.interval_s) for v in variants]
+    loads = {v.label: interference.outside_load([r.meta.machine_load for r in v.runs])
+             for v in variants}
+    saturated = {label: sum(load.saturated for load in (loads[base.label], loads[label])
+                            if load is not None) for label in cand_labels}
+    prior_factor = {label: interference.SATURATED_PRIOR_FACTOR if saturated[label] else 1.0
+                    for label in cand_labels}
+    names = op_names(variants)
     ops: list[OpComparison] = []
     for name in names:
         kind = "response" if name.endswith(RESPONSE_SUFFIX) else "service"
-        sides = [_side(name, v) for v in variants]
+        sides = [op_side(name, v, options.percentiles) for v in variants]
         workers_seen = np.unique(np.concatenate(
             [op.workers for side in sides for op in side.ops] or [np.empty(0, np.int64)]))
         result = OpComparison(name, kind, {}, {}, {}, {}, {}, {}, {}, {}, {})
-        for v, side, act in zip(variants, sides, activity, strict=True):
+        for v, side, act in zip(variants, sides, active, strict=True):
             result.stats[v.label] = side.stats
-            result.bands[v.label] = bands_from_histogram(side.histogram).tolist()
+            counts = bands_from_histogram(side.histogram)
+            result.bands[v.label] = counts.tolist()
+            total = counts.sum()
+            result.band_shares[v.label] = (counts / total).tolist() if total else \
+                [0.0] * counts.size
             result.ccdf[v.label] = _ccdf(side.histogram)
-            result.stalls[v.label] = _stalls(
-                side, _others_active(act, name.removesuffix(RESPONSE_SUFFIX)),
-                [r.meta.get("iteration") for r in v.runs], workers_seen, options)
+            result.stalls[v.label] = stall_summary(
+                side.ops, side.runs, others_active(act, name.removesuffix(RESPONSE_SUFFIX)),
+                [r.meta.get("iteration") for r in v.runs], workers_seen, options.interval_s,
+                options.stall_threshold_ns)
         for label, side in zip(cand_labels, sides[1:], strict=True):
             result.changes[label], result.shift_curve[label], result.rate_fell[label] = \
-                _compare_op(sides[0], side, probabilities, options, kind)
+                _compare_op(sides[0], side, probabilities, options, kind, prior_factor[label])
+            result.samples_change[label] = iv.ratio_change(side.stats.samples,
+                                                           sides[0].stats.samples)
             result.starved[label] = starved(result.stalls[label], side.stats.samples,
                                             sides[0].stats.samples, sides[0].stats.rate)
             result.slower_probability[label] = hist.superiority(side.histogram,
                                                                 sides[0].histogram)
             result.shift[label] = bands_mod.distribution_shift(
-                np.asarray(result.bands[base.label]), np.asarray(result.bands[label]),
-                name.removesuffix(RESPONSE_SUFFIX))
+                np.asarray(result.bands[base.label]), np.asarray(result.bands[label]))
         ops.append(result)
 
     cpu = _cpu_rows(variants, cand_labels)
@@ -663,7 +592,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     level_shifts = _level_shifts(variants, names)
     _distrust_regime_mixes(ops, level_shifts, base.label,
                            {v.label: len(v.runs) for v in variants})
-    busier_notes = _distrust_busier_machine(ops, cpu, variants)
+    busier_notes = _distrust_busier_machine(ops, cpu, base.label, loads, saturated)
     comparison = Comparison(
         workload=workloads[0], baseline=base.label, candidates=cand_labels, variants=infos,
         method=method, options=options, ops=ops, cpu=cpu,
@@ -699,48 +628,32 @@ def compare_summaries(baseline: list[sm.RunSummary], candidate: list[sm.RunSumma
     """Changes of every statistic of one op between two lists of run summaries (before the
     multiple-comparison adjustment), as build_comparison computes them."""
     options = options or CompareOptions()
-    probabilities = sorted({p for _, p in PERCENTILES})
+    probabilities = sorted({s.probability for s in percentiles(options.percentiles)})
     sides = []
     for summaries in (baseline, candidate):
         durations = [max(s.duration_ns - s.warmup_ns, 0) / 1e9 for s in summaries]
-        sides.append(_side(op, _VariantRuns("", [], summaries, durations)))
+        sides.append(op_side(op, _VariantRuns("", [], summaries, durations), options.percentiles))
     changes, _, _ = _compare_op(sides[0], sides[1], probabilities, options)
     return changes
 
 
 def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
-                options: CompareOptions, kind: str = "service"):
+                options: CompareOptions, kind: str = "service", prior_factor: float = 1.0):
     nb, nc = base.stats.samples, cand.stats.samples
     if nb == 0 or nc == 0:
-        changes = {stat: iv.Change(None, note="no samples") for stat in LATENCY_STATS}
+        changes = {stat.key: iv.Change(None, note="no samples")
+                   for stat in latency_stats(options.percentiles)}
         rate_change = iv.ratio_change(cand.stats.rate, base.stats.rate)
         changes["rate"] = iv.Change(rate_change, note="no samples")
         if nc == 0 and nb >= MIN_TAIL_SAMPLES:
             changes["rate"].verdict = "worse"
         return changes, ShiftCurve([], [], [], []), nc == 0 and nb > 0
-    changes, curve = _changes(base, cand, probabilities, options, kind)
-    for stat, _ in PERCENTILES:
-        if stat in base.stats.unresolved or stat in cand.stats.unresolved:
-            changes[stat] = iv.Change(None, note="not resolvable")
+    changes, curve = _changes(base, cand, probabilities, options, kind, prior_factor)
+    for stat in percentiles(options.percentiles):
+        if stat.key in base.stats.unresolved or stat.key in cand.stats.unresolved:
+            changes[stat.key] = iv.Change(None, note="not resolvable")
     rate = changes["rate"].change
     return changes, curve, rate is not None and rate < -options.rate_drop
-
-
-STARVED_MIN_PER_INTERVAL = 5   # an op rarer than this per interval has empty intervals anyway
-
-
-def starved(stalls: StallSummary, samples: int, baseline_samples: int,
-            baseline_rate: float | None) -> bool:
-    """Starved: the op stopped completing while other ops went on (a 'starved' stall episode
-    or a worker far below the others) where the baseline completes it often enough that an
-    empty interval means something, or it completed nothing where the baseline did. A variant
-    that is merely slower is not starved."""
-    if samples == 0:
-        return baseline_samples > 0
-    if (baseline_rate or 0.0) * stalls.interval_ns / 1e9 < STARVED_MIN_PER_INTERVAL:
-        return False
-    return any(e["kind"] == "starved" for e in stalls.episodes) or \
-        any(w["starved"] for w in stalls.workers)
 
 
 def _adjust(ops: list[OpComparison], cpu: list[CpuRow], options: CompareOptions) -> None:
@@ -786,7 +699,8 @@ def _notes(comparison: Comparison) -> list[str]:
 def _where(comparison: Comparison, variants: list[_VariantRuns]) -> dict[str, Any] | None:
     from . import where
     tail_changes = {
-        label: {op.op: op.changes[label]["p99"].change for op in comparison.ops
+        label: {op.op: (tail.change if (tail := op.changes[label].get("p99")) else None)
+                for op in comparison.ops
                 if op.kind == "service"}
         for label in comparison.candidates
     }
@@ -797,34 +711,13 @@ def _where(comparison: Comparison, variants: list[_VariantRuns]) -> dict[str, An
         return {"error": f"where did the time go: analysis failed ({type(exc).__name__}: {exc})"}
 
 
-# ----------------------------------------------------------------------------------------------
-# the regression gate (stallbench check)
-
-GATE_STATS = ("min", "p50", "p90", "p95", "p99", "p999", "max", "mean", "rate")
-
-
-@dataclass
-class Metric:
-    op: str
-    stat: str
-
-
-@dataclass
-class GateResult:
-    metric: Metric
-    change: iv.Change | None
-    outcome: str  # "ok" | "regression" | "undecided"
-    reason: str
-
-
-def parse_metric(text: str) -> Metric:
-    """'read:p99' -> Metric('read', 'p99'); the op name may itself contain ':'."""
-    op, sep, stat = text.rpartition(":")
-    stat = {"p99.9": "p999", "p99_9": "p999"}.get(stat, stat)
-    if not sep or not op or stat not in GATE_STATS:
-        raise UsageError(f"--metric {text!r}: use OP:STAT with STAT one of "
-                         f"{' '.join(GATE_STATS)} (e.g. read:p99)")
-    return Metric(op, stat)
+def parse_percentiles(text: str) -> tuple[float, ...]:
+    """--percentiles '50,99,99.99' -> (50.0, 99.0, 99.99)."""
+    try:
+        return parse_percents(text)
+    except ValueError as exc:
+        raise UsageError(f"--percentiles {text}: {exc}; give percentiles between 0 and 100 "
+                         "separated by commas, e.g. 50,99,99.99") from None
 
 
 def parse_percent(text: str, what: str) -> float:
@@ -837,88 +730,3 @@ def parse_percent(text: str, what: str) -> float:
     if not np.isfinite(value) or value < 0 or value > 10000:
         raise UsageError(f"{what}: {text!r} must be a percentage between 0 and 10000")
     return value / 100.0
-
-
-def gate(comparison: Comparison, metrics: list[Metric], max_regression: float) -> list[GateResult]:
-    """Judge each metric of the first candidate against the bound: a regression only when the
-    whole 95% interval lies beyond it, ok only when the whole interval lies within it."""
-    candidate = comparison.candidates[0]
-    by_name = {op.op: op for op in comparison.ops}
-    results = []
-    for metric in metrics:
-        op = by_name.get(metric.op)
-        if op is None:
-            raise UsageError(f"--metric {metric.op}:{metric.stat}: no op {metric.op!r} in these "
-                             f"runs (ops: {', '.join(by_name) or 'none'})")
-        change = op.changes[candidate].get(metric.stat)
-        results.append(_judge(metric, change, op, comparison, candidate, max_regression))
-    return results
-
-
-def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, comparison: Comparison,
-           candidate: str, bound: float) -> GateResult:
-    if comparison.problems:
-        return GateResult(metric, change, "undecided",
-                          f"runs left out: {comparison.problems[0]}")
-    if change is not None and change.note == NOT_STATIONARY:
-        return GateResult(metric, change, "undecided",
-                          "the runs mix two regimes (see the comparison's NOT STATIONARY line)")
-    if change is not None and change.note == MACHINE_BUSIER:
-        return GateResult(metric, change, "undecided",
-                          "one side's runs had more outside load (see MACHINE BUSIER)")
-    if change is not None and change.note == MACHINE_SATURATED:
-        return GateResult(metric, change, "undecided",
-                          "the machine was saturated by other work (see MACHINE SATURATED)")
-    if change is None or change.change is None:
-        base, cand = op.stats[comparison.baseline], op.stats[candidate]
-        if metric.stat == "rate" and change is not None and change.note == "no samples":
-            if cand.samples == 0 and base.samples > 0:
-                return GateResult(metric, change, "regression", "no samples in the candidate")
-        reason = (change.note if change and change.note else "no estimate")
-        if base.samples == 0 or cand.samples == 0:
-            reason = "no samples"
-        elif metric.stat in base.unresolved or metric.stat in cand.unresolved:
-            reason = (f"not resolvable: fewer than {MIN_TAIL_SAMPLES} samples at or beyond "
-                      f"{metric.stat}")
-        return GateResult(metric, change, "undecided", reason)
-    if change.low is None or change.high is None:
-        return GateResult(metric, change, "undecided",
-                          change.note or "no interval for this statistic")
-    if metric.stat == "rate":
-        if change.high < -bound:
-            return GateResult(metric, change, "regression", "rate fell beyond the bound")
-        if change.low >= -bound:
-            return GateResult(metric, change, "ok", "within the bound")
-    else:
-        if change.low > bound:
-            return GateResult(metric, change, "regression", "grew beyond the bound")
-        if change.high <= bound:
-            return GateResult(metric, change, "ok", "within the bound")
-    return GateResult(metric, change, "undecided", "the interval straddles the bound")
-
-
-def gate_exit_code(results: list[GateResult]) -> int:
-    outcomes = {r.outcome for r in results}
-    if "regression" in outcomes:
-        return 1
-    if "undecided" in outcomes:
-        return 125
-    return 0
-
-
-# ----------------------------------------------------------------------------------------------
-# one run or variant (stallbench show)
-
-
-@dataclass
-class RunsSummary:
-    label: str
-    variant: VariantInfo
-    metas: list[dict[str, Any]]
-    ops: dict[str, OpStats]
-
-
-def summarize_runs(resolved: Resolved) -> RunsSummary:
-    variant, info = _load(resolved)
-    ops = {name: _side(name, variant).stats for name in _op_names([variant])}
-    return RunsSummary(resolved.label, info, [r.meta for r in resolved.runs], ops)

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .comparison import CompareOptions, Metric, build_comparison, parse_metric
+from .comparison import CompareOptions, build_comparison
 from .errors import RunDataError, UsageError
+from .gate import Metric, metric_change, metric_percents, parse_metric
 from .runmeta import Status
 from .store import Resolved, load_run
 
@@ -59,16 +60,12 @@ def decide(paths_by_variant: dict[str, list[Path]], metrics: list[Metric],
         if not runs:
             return Decision(False, rounds, {f"{name}": "no complete run"})
         resolved.append(Resolved(name, runs, []))
-    comparison = build_comparison(resolved[0], resolved[1:], CompareOptions(explain=False))
-    by_op = {op.op: op for op in comparison.ops}
+    comparison = build_comparison(resolved[0], resolved[1:], CompareOptions(
+        explain=False, percentiles=metric_percents(metrics)))
     verdicts: dict[str, str] = {}
     for candidate in comparison.candidates:
         for metric in metrics:
-            op = by_op.get(metric.op)
-            if op is None:
-                raise UsageError(f"--metric {metric.op}:{metric.stat}: no op {metric.op!r} in "
-                                 f"these runs (ops: {', '.join(by_op)})")
-            change = op.changes[candidate].get(metric.stat)
+            _, change = metric_change(comparison, metric, candidate)
             verdicts[f"{candidate} {metric.op}:{metric.stat}"] = \
                 change.verdict if change is not None else "n/a"
     return Decision(all(v in DECIDED for v in verdicts.values()), rounds, verdicts)

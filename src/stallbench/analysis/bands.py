@@ -1,7 +1,7 @@
 """Log2 latency bands (as bcc's histograms) and the distribution shift between two variants.
 
-Band k holds latencies in [2**k, 2**(k+1)) ns; band 0 also holds 0. Labels use 1024 as the step
-between units, as bcc does ("512 µs" is 2**19 ns = 524 µs, "1 ms" is 2**20 ns = 1.05 ms).
+Band k holds latencies in [2**k, 2**(k+1)) ns; band 0 also holds 0. The words for bands and
+shifts are report/common.py's (band_label, shift_sentence).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import numpy as np
 
 N_BANDS = 50
-_UNITS = ("ns", "µs", "ms", "s", "ks")
 
 
 def band_counts(latency_ns: np.ndarray) -> np.ndarray:
@@ -24,32 +23,18 @@ def band_counts(latency_ns: np.ndarray) -> np.ndarray:
     return np.bincount(np.clip(bands, 0, N_BANDS - 1), minlength=N_BANDS).astype(np.int64)
 
 
-def edge_label(exponent: int) -> str:
-    """'512 µs' for 2**19 ns, '1 ms' for 2**20 ns (bcc-style binary steps)."""
-    unit = min(exponent // 10, len(_UNITS) - 1)
-    return f"{2 ** (exponent - 10 * unit)} {_UNITS[unit]}"
-
-
-def range_label(first: int, last: int) -> str:
-    """'512 µs–1 ms' for bands 19..19, '16–64 ms' for bands 24..25."""
-    low, high = edge_label(first), edge_label(last + 1)
-    low_value, low_unit = low.split(" ")
-    high_value, high_unit = high.split(" ")
-    if low_unit == high_unit:
-        return f"{low_value}–{high_value} {high_unit}"
-    return f"{low}–{high}"
-
-
 @dataclass
 class Shift:
-    """How much of an op's distribution moved between bands, in words and numbers."""
+    """How much of an op's distribution moved between bands."""
 
     moved: float  # share of ops that changed band (sum of the positive share differences)
     lost: tuple[int, int] | None  # band range that lost most
     gained: tuple[int, int] | None  # band range that gained most
     lost_share: float
     gained_share: float
-    sentence: str | None
+    called: bool = False    # enough moved (min_moved) from one range into another to name them
+    amount: float = 0.0     # the share that moved from `lost` into `gained`
+    mixed: bool = False     # the gained range overlaps the lost one
 
 
 def _main_range(diff: np.ndarray, total: float, sign: int) -> tuple[tuple[int, int] | None, float]:
@@ -70,8 +55,8 @@ def _main_range(diff: np.ndarray, total: float, sign: int) -> tuple[tuple[int, i
 
 
 def distribution_shift(baseline_counts: np.ndarray, candidate_counts: np.ndarray,
-                       op: str, min_moved: float = 0.01) -> Shift | None:
-    """Shares per band compared; the sentence names the bands that lost and gained most."""
+                       min_moved: float = 0.01) -> Shift | None:
+    """Shares per band compared: the ranges of bands that lost and gained most."""
     nb, nc = baseline_counts.sum(), candidate_counts.sum()
     if nb == 0 or nc == 0:
         return None
@@ -79,10 +64,8 @@ def distribution_shift(baseline_counts: np.ndarray, candidate_counts: np.ndarray
     moved = float(diff.clip(min=0).sum())
     lost, lost_share = _main_range(diff, moved, -1)
     gained, gained_share = _main_range(diff, moved, +1)
-    sentence = None
     if moved >= min_moved and lost and gained:
-        direction = "up" if gained[0] > lost[1] else "down" if gained[1] < lost[0] else "around"
-        amount = min(lost_share, gained_share)
-        sentence = (f"{amount:.1%} of {op} ops moved from {range_label(*lost)} into "
-                    f"{range_label(*gained)}" + (" (mixed)" if direction == "around" else ""))
-    return Shift(moved, lost, gained, lost_share, gained_share, sentence)
+        mixed = not (gained[0] > lost[1] or gained[1] < lost[0])
+        return Shift(moved, lost, gained, lost_share, gained_share, True,
+                     min(lost_share, gained_share), mixed)
+    return Shift(moved, lost, gained, lost_share, gained_share)

@@ -11,8 +11,9 @@ extra load could explain (worse on the busier side) are not given.
 On a saturated machine (every CPU busy, most of it with other work) that mean no longer
 measures the outside demand: it is what the workload left over. Separate runs there differ far
 beyond the A/A prior (benchmarks/aa.py on a machine with 1.5-1.8 of 2 CPUs taken by others:
-randread p90 25x between two single runs), so with fewer than MEASURED_SPREAD_RUNS runs per side
-no verdict is given; with more, the measured run-to-run spread carries it.
+randread p90 25x between two single runs, p50 far less), so the comparison multiplies the
+run-to-run prior by SATURATED_PRIOR_FACTOR for a pair with a saturated run (BENCHMARKS.md, "A/A
+on a saturated machine"); with 3 or more runs per side the measured spread counts as well.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 BUSIER_SHARE = 0.10     # of the machine's CPUs: 0.2 of 2 CPUs, measured outside load
 SATURATED_BUSY = 0.90   # a run whose machine was busy this share of its CPUs ...
 SATURATED_OTHERS = 0.50  # ... with at least this share taken by other processes and steal
+SATURATED_PRIOR_FACTOR = 8.0  # the run-to-run prior when a run of the pair was saturated
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class OutsideLoad:
     mean_cpus: float        # others + steal, mean over the runs that recorded it
     runs: int
     saturated: int = 0      # runs whose machine was saturated (see saturated())
+    busy_share: float = 0.0  # mean share of the CPUs busy (anyone's work and steal)
 
 
 def saturated(load: dict[str, Any]) -> bool:
@@ -48,14 +51,21 @@ def outside_load(loads: Sequence[dict[str, Any] | None]) -> OutsideLoad | None:
     if not seen:
         return None
     values = [float(load["others_cpus"]) + float(load.get("steal_cpus") or 0.0) for load in seen]
-    return OutsideLoad(max(int(load.get("cpus") or 1) for load in seen),
-                       sum(values) / len(values), len(seen), sum(map(saturated, seen)))
+    cpus = max(int(load.get("cpus") or 1) for load in seen)
+    busy = [float(load.get("busy_cpus") or 0.0) + float(load.get("steal_cpus") or 0.0)
+            for load in seen]
+    return OutsideLoad(cpus, sum(values) / len(values), len(seen), sum(map(saturated, seen)),
+                       sum(busy) / len(busy) / cpus)
 
 
 def busier_side(baseline: OutsideLoad | None, candidate: OutsideLoad | None) -> int:
     """+1 if the candidate's runs had more outside load by BUSIER_SHARE of the machine, -1 if
-    the baseline's had, 0 otherwise or when either side did not record it."""
+    the baseline's had, 0 otherwise or when either side did not record it. Not on a machine
+    that was full (SATURATED_BUSY) on either side: there the others' share is what the
+    workload left them, so a variant that uses less CPU (O_DIRECT) would look 'busier'."""
     if baseline is None or candidate is None:
+        return 0
+    if max(baseline.busy_share, candidate.busy_share) >= SATURATED_BUSY:
         return 0
     margin = BUSIER_SHARE * max(baseline.cpus, candidate.cpus)
     difference = candidate.mean_cpus - baseline.mean_cpus

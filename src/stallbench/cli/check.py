@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..analysis.quantiles import row_stats
 from ..errors import UndecidedError
 from .compare import add_common, resolve_all
 
@@ -19,8 +20,9 @@ def register(subparsers) -> None:
     parser.add_argument("baseline", metavar="BASELINE")
     parser.add_argument("candidate", metavar="CANDIDATE")
     parser.add_argument("--metric", action="append", required=True, metavar="OP:STAT",
-                        help="e.g. read:p99 (repeatable); STAT: min p50 p90 p95 p99 p999 max "
-                             "mean rate")
+                        help="e.g. read:p99 (repeatable); STAT: "
+                             + " ".join(s.key for s in row_stats())
+                             + " or any percentile, e.g. p99.99")
     parser.add_argument("--max-regression", required=True, metavar="PCT",
                         help="largest tolerated regression, e.g. 10%%")
     add_common(parser)
@@ -28,15 +30,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..comparison import (
-        CompareOptions,
-        build_comparison,
-        gate,
-        gate_exit_code,
-        parse_metric,
-        parse_percent,
-    )
-    from ..report.common import format_interval, format_percent
+    from ..comparison import CompareOptions, build_comparison, parse_percent
+    from ..gate import gate, gate_exit_code, metric_percents, parse_metric
+    from ..report import check as check_report
 
     metrics = [parse_metric(m) for m in args.metric]
     bound = parse_percent(args.max_regression, "--max-regression")
@@ -46,19 +42,12 @@ def run(args: argparse.Namespace) -> int:
                   for run in r.runs if not run.complete]
     if incomplete:
         raise UndecidedError(f"incomplete run {incomplete[0]}")
-    options = CompareOptions(noise=parse_percent(args.noise, "--noise"), explain=False)
+    options = CompareOptions(noise=parse_percent(args.noise, "--noise"), explain=False,
+                             percentiles=metric_percents(metrics))
     comparison = build_comparison(baseline, candidates, options)
     results = gate(comparison, metrics, bound)
-    for result in results:
-        change = result.change
-        shown = "" if change is None else \
-            f"{format_percent(change.change)} {format_interval(change)}".strip()
-        print(f"{result.metric.op}:{result.metric.stat}  {shown or '-'}  bound "
-              f"{format_percent(bound if result.metric.stat != 'rate' else -bound)}  "
-              f"{result.outcome}: {result.reason}")
+    print(check_report.render(results), end="")
     code = gate_exit_code(results)
     if code == 125:
-        reasons = "; ".join(f"{r.metric.op}:{r.metric.stat} {r.reason}" for r in results
-                            if r.outcome == "undecided")
-        raise UndecidedError(reasons)
+        raise UndecidedError(check_report.undecided(results))
     return code

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..analysis.quantiles import DEFAULT_PERCENTS
 from ..errors import UsageError
 from ..report import FORMATS
 
@@ -23,6 +24,10 @@ def register(subparsers) -> None:
     parser.add_argument("--output", type=Path, help="write the report here instead of stdout")
     parser.add_argument("--plots", type=Path, metavar="DIR",
                         help="also write the plots as PNG and SVG into DIR")
+    parser.add_argument("--percentiles", metavar="LIST",
+                        help="percentiles of the tables and the JSON, e.g. 50,99,99.99 "
+                             "(default " + ",".join(f"{p:g}" for p in DEFAULT_PERCENTS)
+                             + "); one is a number where at least 10 ops lie at or beyond it")
     parser.add_argument("--allow-incomplete", action="store_true",
                         help="use runs that did not finish (they are flagged)")
     parser.set_defaults(func=run)
@@ -64,10 +69,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"stallbench: a comparison needs two variants; this is {args.baseline} alone "
               "(give a CANDIDATE to compare it with)", file=sys.stderr)
         return 0
-    from ..comparison import CompareOptions, build_comparison, parse_percent
+    from ..comparison import CompareOptions, build_comparison, parse_percent, parse_percentiles
     from ..report import render
 
-    options = CompareOptions(noise=parse_percent(args.noise, "--noise"))
+    options = CompareOptions(noise=parse_percent(args.noise, "--noise"),
+                             percentiles=parse_percentiles(args.percentiles)
+                             if args.percentiles is not None else None)
     baseline, candidates = resolve_all(args, args.allow_incomplete)
     comparison = build_comparison(baseline, candidates, options)
     plots = None

@@ -5,26 +5,52 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..analysis.bands import Shift
 from ..analysis.intervals import Change
-from ..analysis.quantiles import LATENCY_STATS, PERCENTILES
+from ..analysis.quantiles import Stat, latency_stats, percentiles, row_stats
 from ..comparison import Comparison, OpComparison, OpStats
 from ..units import choose_time_unit, format_ns
 
 NO_SAMPLES = "no samples"
 NOT_RESOLVABLE = "n/r"
-STAT_LABELS = {"rate": "rate/s", "min": "min", "p50": "p50", "p90": "p90", "p95": "p95",
-               "p99": "p99", "p999": "p99.9", "max": "max", "mean": "mean"}
-JSON_KEYS = {"min": "min_ns", "p50": "p50_ns", "p90": "p90_ns", "p95": "p95_ns",
-             "p99": "p99_ns", "p999": "p999_ns", "max": "max_ns", "mean": "mean_ns",
-             "rate": "rate"}
-PERCENTILE_STATS = {stat for stat, _ in PERCENTILES}
-ROW_STATS = ("rate", *LATENCY_STATS)
+# the default set (analysis/quantiles.py declares the statistics)
+STAT_LABELS = {s.key: s.label for s in row_stats()}
+JSON_KEYS = {s.key: s.json_key for s in (*latency_stats(), row_stats()[0])}
+PERCENTILE_STATS = {s.key for s in percentiles()}
+ROW_STATS = tuple(s.key for s in row_stats())
+
+
+_BAND_UNITS = ("ns", "µs", "ms", "s", "ks")
+
+
+def band_label(exponent: int) -> str:
+    """'512 µs' for 2**19 ns, '1 ms' for 2**20 ns: 1024 is the step between units, as in bcc's
+    histograms ('512 µs' is 524 µs)."""
+    unit = min(exponent // 10, len(_BAND_UNITS) - 1)
+    return f"{2 ** (exponent - 10 * unit)} {_BAND_UNITS[unit]}"
+
+
+def band_range_label(first: int, last: int) -> str:
+    """'512 µs–1 ms' for bands 19..19, '16–64 ms' for bands 24..25."""
+    low, high = band_label(first), band_label(last + 1)
+    low_value, low_unit = low.split(" ")
+    high_value, high_unit = high.split(" ")
+    if low_unit == high_unit:
+        return f"{low_value}–{high_value} {high_unit}"
+    return f"{low}–{high}"
+
+
+def shift_sentence(shift: Shift | None, op: str) -> str | None:
+    """'8.1% of read ops moved from 512 µs–1 ms into 16–64 ms' (None: nothing worth naming)."""
+    if shift is None or not shift.called or not shift.lost or not shift.gained:
+        return None
+    return (f"{shift.amount:.1%} of {op} ops moved from {band_range_label(*shift.lost)} into "
+            f"{band_range_label(*shift.gained)}" + (" (mixed)" if shift.mixed else ""))
 
 
 def op_unit(op: OpComparison) -> tuple[str, int]:
     """One time unit for the whole table of an op, chosen from its typical values."""
-    values = [s.values[stat] for s in op.stats.values() for stat in LATENCY_STATS
-              if s.values.get(stat)]
+    values = [value for s in op.stats.values() for value in s.values.values() if value]
     return choose_time_unit(values)
 
 
@@ -67,14 +93,13 @@ def format_interval(change: Change) -> str:
     return f"[{format_percent(change.low)}, {format_percent(change.high)}]"
 
 
-def change_cell(change: Change | None, stats_base: OpStats, stats_cand: OpStats,
-                stat: str) -> tuple[str, str, str]:
-    """(change, interval, verdict-or-note) columns of one row."""
+def change_cell(change: Change | None, no_samples: bool = False) -> tuple[str, str, str]:
+    """(change, interval, verdict-or-note) columns of one row; `no_samples`: a side has none."""
     if change is None:
         return "", "", ""
     if change.change is None:
         note = change.note or ""
-        if note == "no samples" or stats_base.samples == 0 or stats_cand.samples == 0:
+        if note == "no samples" or no_samples:
             return "", "", NO_SAMPLES
         if note == "not resolvable":
             return NOT_RESOLVABLE, "", "not resolvable"
@@ -153,16 +178,15 @@ def level_shift_notes(comparison: Comparison) -> list[str]:
     return out
 
 
-def decide_advice(changes: dict[str, Change]) -> str | None:
+def decide_advice(changes: dict[str, Change], stats: tuple[Stat, ...]) -> str | None:
     """'to decide: p99 ~6 runs per variant, ...' for the rows the intervals left unclear."""
     parts = []
-    for stat in ROW_STATS:
-        change = changes.get(stat)
+    for stat in stats:
+        change = changes.get(stat.key)
         if change is None or change.verdict != "unclear" or change.note:
             continue
         needed = change.iterations_needed
-        parts.append(f"{STAT_LABELS[stat]} ~{needed}" if needed else
-                     f"{STAT_LABELS[stat]} >30")
+        parts.append(f"{stat.label} ~{needed}" if needed else f"{stat.label} >30")
     if not parts:
         return None
     return ("unclear rows would likely be decided by this many runs per variant (from the "

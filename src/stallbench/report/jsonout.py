@@ -8,8 +8,10 @@ from typing import Any
 
 from .. import __version__
 from ..analysis.intervals import Change
+from ..analysis.quantiles import Stat, latency_stats, needed_samples, stat_named
+from ..analysis.summary import RESPONSE_SUFFIX
 from ..comparison import Comparison, OpComparison, OpStats
-from .common import JSON_KEYS, PERCENTILE_STATS, json_number
+from .common import json_number, shift_sentence
 
 SCHEMA_VERSION = 1  # of this JSON document (schemas/comparison.schema.json)
 
@@ -31,18 +33,19 @@ def change_dict(change: Change) -> dict[str, Any]:
     }
 
 
-def stats_dict(stats: OpStats) -> dict[str, Any]:
+def stats_dict(stats: OpStats, latency: tuple[Stat, ...] | None = None) -> dict[str, Any]:
+    """One op in one variant; `latency`: its latency statistics (default: the default set)."""
     out: dict[str, Any] = {"samples": stats.samples, "warmup_samples": stats.warmup_samples,
                            "rate": json_number(stats.rate)}
-    for stat, key in JSON_KEYS.items():
-        if stat == "rate":
-            continue
-        value = stats.values.get(stat)
-        out[key] = None if stat in stats.unresolved else json_number(value)
+    for stat in latency or latency_stats():
+        value = stats.values.get(stat.key)
+        out[stat.json_key] = None if stat.key in stats.unresolved else json_number(value)
     out["no_samples"] = stats.samples == 0
     out["not_resolvable"] = {
-        JSON_KEYS[stat]: {"samples_at_or_beyond": n, "estimate_ns": stats.values[stat]}
-        for stat, n in stats.unresolved.items() if stat in PERCENTILE_STATS
+        stat_named(stat).json_key: {"samples_at_or_beyond": n,
+                                    "estimate_ns": stats.values[stat],
+                                    "needs_samples": stats.needed.get(stat)}
+        for stat, n in stats.unresolved.items()
     }
     out["iterations"] = {
         "samples": stats.iteration_samples,
@@ -55,9 +58,10 @@ def stats_dict(stats: OpStats) -> dict[str, Any]:
 def op_dict(op: OpComparison, comparison: Comparison) -> dict[str, Any]:
     variants: dict[str, Any] = {}
     for label in comparison.labels:
-        entry = stats_dict(op.stats[label])
+        entry = stats_dict(op.stats[label], comparison.stats[1:])
         if label != comparison.baseline:
-            entry["change"] = {JSON_KEYS[s]: change_dict(c) for s, c in op.changes[label].items()}
+            entry["change"] = {stat_named(s).json_key: change_dict(c)
+                               for s, c in op.changes[label].items()}
             entry["starved"] = op.starved[label]
             entry["rate_fell"] = op.rate_fell[label]
             entry["slower_probability"] = json_number(op.slower_probability[label])
@@ -65,7 +69,7 @@ def op_dict(op: OpComparison, comparison: Comparison) -> dict[str, Any]:
             entry["shift"] = None if shift is None else {
                 "moved": shift.moved, "lost_bands": shift.lost, "gained_bands": shift.gained,
                 "lost_share": shift.lost_share, "gained_share": shift.gained_share,
-                "sentence": shift.sentence,
+                "sentence": shift_sentence(shift, op.op.removesuffix(RESPONSE_SUFFIX)),
             }
             entry["shift_function"] = asdict(op.shift_curve[label])
         stalls = op.stalls[label]
@@ -98,6 +102,9 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
         "accuracy": comparison.accuracy,
         "environment": comparison.environment,
         "level_shifts": comparison.level_shifts,
+        "percentiles": [{"stat": s.key, "label": s.label, "key": s.json_key,
+                         "probability": s.probability, "needs_samples": needed_samples(
+                             s.probability)} for s in comparison.stats if s.probability],
         "variants": [asdict(v) for v in comparison.variants],
         "ops": {op.op: op_dict(op, comparison) for op in comparison.ops},
         "cpu": {row.name + "_s": {
@@ -116,14 +123,11 @@ def render(comparison: Comparison) -> str:
 
 
 def _default(value: Any) -> Any:
-    try:
-        import numpy as np
-        if isinstance(value, np.integer):
-            return int(value)
-        if isinstance(value, np.floating):
-            return float(value)
-        if isinstance(value, np.ndarray):
-            return value.tolist()
-    except ImportError:  # pragma: no cover
-        pass
+    import numpy as np
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
     raise TypeError(f"not JSON serializable: {type(value).__name__}")

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-from ..comparison import Comparison, OpComparison
-from .common import (
-    ROW_STATS,
-    STAT_LABELS,
-    change_cell,
-    format_count,
-    format_percent,
-    format_seconds,
-    op_unit,
-    rate_flag,
-    stat_cell,
-)
+from ..comparison import Comparison
+from .tables import RIGHT, Cell, Section, comparison_sections
 from .text import distribution, header, stalls
+
+BOLD = ("worse", "better")
 
 
 def _escape(text: str) -> str:
@@ -24,9 +16,8 @@ def _escape(text: str) -> str:
 def render(comparison: Comparison) -> str:
     out = [f"# stallbench compare — {comparison.workload}", ""]
     out += ["```", *header(comparison, 100), "```", ""]
-    for op in comparison.ops:
-        out += op_tables(op, comparison)
-    out += cpu_table(comparison)
+    for section in comparison_sections(comparison):
+        out += section_lines(section)
     out += where_section(comparison)
     for op in comparison.ops:
         block = distribution(op, comparison, 100) + stalls(op, comparison, 100)
@@ -35,63 +26,31 @@ def render(comparison: Comparison) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def op_tables(op: OpComparison, comparison: Comparison) -> list[str]:
-    unit = op_unit(op)
-    what = "response time" if op.kind == "response" else "latency"
-    base = op.stats[comparison.baseline]
-    lines = []
-    for cand_label in comparison.candidates:
-        cand = op.stats[cand_label]
-        lines += [f"## {_escape(op.op)} — {what} in {unit[0]} ({_escape(cand_label)} vs "
-                  f"{_escape(comparison.baseline)})", "",
-                  f"| stat | {_escape(comparison.baseline)} | {_escape(cand_label)} | change "
-                  "| 95% interval | verdict |",
-                  "|---|---:|---:|---:|---|---|"]
-        samples_change = format_percent(cand.samples / base.samples - 1) if base.samples else ""
-        lines.append(f"| samples | {format_count(base.samples)} | {format_count(cand.samples)} "
-                     f"| {samples_change} | | |")
-        for stat in ROW_STATS:
-            change, interval, word = change_cell(op.changes[cand_label].get(stat), base, cand,
-                                                 stat)
-            if stat == "rate" and rate_flag(op, cand_label):
-                word += f" **{rate_flag(op, cand_label)}**"
-            if word in ("worse", "better"):
-                word = f"**{word}**"
-            lines.append(f"| {STAT_LABELS[stat]} | {stat_cell(base, stat, unit)} | "
-                         f"{stat_cell(cand, stat, unit)} | {change} | {interval} | {word} |")
-        probability = op.slower_probability[cand_label]
+def section_lines(section: Section) -> list[str]:
+    """A section of the table model as a heading, GitHub tables and paragraphs."""
+    title = section.title + (f" ({section.context})" if section.context else "")
+    lines = [f"## {_escape(title)}", ""]
+    for table in section.tables:
+        lines.append(_row([_escape(c.title) for c in table.columns]))
+        lines.append("|" + "".join("---:|" if c.align == RIGHT else "---|"
+                                   for c in table.columns))
+        lines += [_row([_cell(cell) for cell in row]) for row in table.rows]
         lines.append("")
-        if probability is not None:
-            lines.append(f"P({_escape(cand_label)} op slower than "
-                         f"{_escape(comparison.baseline)} op) = {probability:.2f}")
-        shift = op.shift[cand_label]
-        if shift and shift.sentence:
-            lines += ["", f"**{shift.sentence}**"]
-        lines.append("")
+    for note in section.notes:
+        lines += [_escape(note), ""]
     return lines
 
 
-def cpu_table(comparison: Comparison) -> list[str]:
-    if not comparison.cpu:
-        return []
-    lines = ["## CPU time (seconds per iteration)", ""]
-    for cand_label in comparison.candidates:
-        lines += [f"| | {_escape(comparison.baseline)} | {_escape(cand_label)} | change | "
-                  "95% interval | verdict |", "|---|---:|---:|---:|---|---|"]
-        for row in comparison.cpu:
-            change = row.changes[cand_label]
-            word = change.verdict if change.verdict != "n/a" else "no interval"
-            lines.append(f"| {row.name.capitalize()} | "
-                         f"{format_seconds(row.values[comparison.baseline])} | "
-                         f"{format_seconds(row.values[cand_label])} | "
-                         f"{format_percent(change.change)} | "
-                         f"{change_cell(change, _One, _One, row.name)[1]} | {word} |")
-        lines.append("")
-    return lines
+def _row(texts: list[str]) -> str:
+    return "|" + "|".join(f" {t} " if t else " " for t in texts) + "|"
 
 
-class _One:
-    samples = 1
+def _cell(cell: Cell) -> str:
+    """A verdict is bold when it is a finding; a flag, when there is one, is the emphasis."""
+    text = _escape(cell.text)
+    if cell.flag:
+        return f"{text} **{_escape(cell.flag)}**"
+    return f"**{text}**" if cell.mark in BOLD else text
 
 
 def where_section(comparison: Comparison) -> list[str]:

@@ -6,13 +6,14 @@ import json
 import textwrap
 from typing import Any
 
-from ..comparison import RunsSummary
+from ..analysis.quantiles import latency_stats
+from ..showsummary import RunsSummary
 from ..units import choose_time_unit, format_size
 from .common import JSON_KEYS, format_count, format_rate, format_seconds
 from .jsonout import stats_dict
 
-_STATS = ("min", "p50", "p90", "p95", "p99", "p999", "max", "mean")
-_HEAD = ("min", "p50", "p90", "p95", "p99", "p99.9", "max", "mean")
+_STATS = tuple(s.key for s in latency_stats())
+_HEAD = tuple(s.label for s in latency_stats())
 WIDTH = 100
 # environment values in bytes (run.json keeps bytes; shown in KiB/MiB/GiB)
 _SIZE_KEYS = {"limit", "limit_requested", "peak", "size", "memory_limit", "memory_available",

@@ -4,27 +4,13 @@ from __future__ import annotations
 
 import textwrap
 
-import numpy as np
-
-from ..analysis import bands as bands_mod
+from ..analysis.quantiles import MIN_TAIL_SAMPLES
+from ..analysis.summary import RESPONSE_SUFFIX
 from ..comparison import Comparison, OpComparison
 from ..units import format_ns
-from .common import (
-    ROW_STATS,
-    STAT_LABELS,
-    change_cell,
-    decide_advice,
-    format_count,
-    format_percent,
-    format_seconds,
-    level_shift_notes,
-    method_line,
-    op_unit,
-    rate_flag,
-    run_count_notes,
-    stat_cell,
-)
+from .common import band_label, level_shift_notes, method_line, run_count_notes, shift_sentence
 from .environment import render_lines as environment_lines  # fidelity
+from .tables import RIGHT, Section, Table, comparison_sections
 
 MAX_EPISODES = 5
 
@@ -32,9 +18,8 @@ MAX_EPISODES = 5
 def render(comparison: Comparison, width: int = 100) -> str:
     out: list[str] = []
     out += header(comparison, width)
-    for op in comparison.ops:
-        out += op_tables(op, comparison, width)
-    out += cpu_table(comparison)
+    for section in comparison_sections(comparison):
+        out += section_lines(section, width)
     out += where_section(comparison, width)
     for op in comparison.ops:
         out += distribution(op, comparison, width)
@@ -60,8 +45,9 @@ def header(comparison: Comparison, width: int) -> list[str]:
                    "latency and higher rate are better; " + method_line(comparison) +
                    f"; better/worse only when the interval excludes 0 and |change| > "
                    f"{comparison.options.noise:.0%} ({comparison.adjustment}); same: interval "
-                   f"within ±{comparison.options.noise:.0%}; n/r: fewer than 10 samples at or "
-                   "beyond the percentile; min and max have no interval", width)
+                   f"within ±{comparison.options.noise:.0%}; n/r: fewer than "
+                   f"{MIN_TAIL_SAMPLES} samples at or beyond the percentile; min and max have no "
+                   "interval", width)
     for sentence in run_count_notes(comparison):
         lines += _wrap("note: " + sentence, width)
     for sentence in level_shift_notes(comparison):
@@ -75,70 +61,31 @@ def header(comparison: Comparison, width: int) -> list[str]:
     return lines
 
 
-def op_tables(op: OpComparison, comparison: Comparison, width: int = 100) -> list[str]:
-    unit = op_unit(op)
-    unit_name = unit[0]
-    what = "response time (completion − planned start)" if op.kind == "response" else "latency"
-    base_label = comparison.baseline
-    base = op.stats[base_label]
-    lines: list[str] = []
-    for cand_label in comparison.candidates:
-        cand = op.stats[cand_label]
-        lines.append(f"{op.op} — {what} in {unit_name}")
-        lines.append(f"  {'':<8} {base_label[:14]:>14} {cand_label[:14]:>14} {'change':>8}  "
-                     f"{'95% interval':<18} verdict")
-        lines.append(f"  {'samples':<8} {format_count(base.samples):>14} "
-                     f"{format_count(cand.samples):>14} "
-                     f"{_samples_change(base.samples, cand.samples):>8}")
-        for stat in ROW_STATS:
-            change, interval, word = change_cell(op.changes[cand_label].get(stat), base, cand,
-                                                 stat)
-            if stat == "rate" and rate_flag(op, cand_label):
-                word += "  " + rate_flag(op, cand_label)
-            lines.append(f"  {STAT_LABELS[stat]:<8} {stat_cell(base, stat, unit):>14} "
-                         f"{stat_cell(cand, stat, unit):>14} {change:>8}  {interval:<18} "
-                         f"{word}")
-        extra = []
-        probability = op.slower_probability[cand_label]
-        if probability is not None:
-            extra.append(f"P({cand_label} op slower than {base_label} op) = {probability:.2f}")
-        spreads = [(label, op.stats[label].iteration_p99_spread) for label in
-                   (base_label, cand_label)]
-        if any(s is not None for _, s in spreads):
-            extra.append("iterations differ (p99 max−min / median): " + ", ".join(
-                f"{label} {s:.1%}" for label, s in spreads if s is not None))
-        advice = decide_advice(op.changes[cand_label])
-        if advice:
-            extra.append(advice)
-        for text in extra:
-            lines += _wrap(text, width, "  ")
-        lines.append("")
-    return lines
+def section_lines(section: Section, width: int = 100) -> list[str]:
+    """A section of the table model as text: title, tables, notes wrapped under them."""
+    lines = [section.title]
+    for table in section.tables:
+        lines += table_lines(table)
+    for note in section.notes:
+        lines += _wrap(note, width, "  ")
+    return [*lines, ""]
 
 
-def _samples_change(base: int, cand: int) -> str:
-    return format_percent(cand / base - 1) if base > 0 else ""
+def table_lines(table: Table) -> list[str]:
+    """Columns padded to their width (titles cut to it) or, width 0, to their widest cell."""
+    texts = [[cell.text + (f"  {cell.flag}" if cell.flag else "") for cell in row]
+             for row in table.rows]
+    widths = [column.width or max([len(column.title), *(len(r[i]) for r in texts)])
+              for i, column in enumerate(table.columns)]
 
+    def line(row: list[str]) -> str:
+        return "".join(" " * column.gap + (text.rjust(w) if column.align == RIGHT
+                                           else text.ljust(w))
+                       for column, text, w in zip(table.columns, row, widths, strict=True)
+                       ).rstrip()
 
-def cpu_table(comparison: Comparison) -> list[str]:
-    if not comparison.cpu:
-        return []
-    lines = ["CPU time of the workload's processes (seconds per iteration)"]
-    for cand_label in comparison.candidates:
-        lines.append(f"  {'':<8} {comparison.baseline[:14]:>14} {cand_label[:14]:>14} "
-                     f"{'change':>8}  {'95% interval':<18} verdict")
-        for row in comparison.cpu:
-            change, interval, word = change_cell(row.changes[cand_label], _Any, _Any, row.name)
-            lines.append(f"  {row.name.capitalize():<8} "
-                         f"{format_seconds(row.values[comparison.baseline]):>14} "
-                         f"{format_seconds(row.values[cand_label]):>14} {change:>8}  "
-                         f"{interval:<18} {word}")
-    lines.append("")
-    return lines
-
-
-class _Any:
-    samples = 1
+    header = [c.title[:c.width] if c.width else c.title for c in table.columns]
+    return [line(header), *(line(row) for row in texts)]
 
 
 def where_section(comparison: Comparison, width: int) -> list[str]:
@@ -153,17 +100,17 @@ def where_section(comparison: Comparison, width: int) -> list[str]:
 
 def distribution(op: OpComparison, comparison: Comparison, width: int) -> list[str]:
     labels = comparison.labels
-    counts = np.array([op.bands[label] for label in labels])
-    totals = counts.sum(axis=1)
-    if not totals.any():
+    shares = [op.band_shares[label] for label in labels]
+    used = [band for band in range(len(shares[0])) if any(row[band] > 0 for row in shares)]
+    if not used:
         return []
-    used = np.flatnonzero(counts.sum(axis=0))
-    first, last = int(used[0]), int(used[-1])
+    first, last = used[0], used[-1]
     lines = [f"{op.op} — distribution (log2 bands, share of ops)"]
     for cand_label in comparison.candidates:
         shift = op.shift[cand_label]
-        if shift and shift.sentence:
-            lines.append(f"  {cand_label}: {shift.sentence}")
+        sentence = shift_sentence(shift, op.op.removesuffix(RESPONSE_SUFFIX))
+        if sentence:
+            lines.append(f"  {cand_label}: {sentence}")
         elif shift:
             lines.append(f"  {cand_label}: {shift.moved:.1%} of ops changed band")
     label_width = 20
@@ -173,11 +120,10 @@ def distribution(op: OpComparison, comparison: Comparison, width: int) -> list[s
         f" {label[:column - 2]:<{column - 1}}" for label in labels))
     for band in range(first, last + 1):
         cells = []
-        for row, total in zip(counts, totals, strict=True):
-            share = row[band] / total if total else 0.0
-            stars = int(round(share * bar))
-            cells.append(f" {share:6.1%} |{'*' * stars:<{bar}}|")
-        name = f"{bands_mod.edge_label(band)} – {bands_mod.edge_label(band + 1)}"
+        for row in shares:
+            stars = int(round(row[band] * bar))
+            cells.append(f" {row[band]:6.1%} |{'*' * stars:<{bar}}|")
+        name = f"{band_label(band)} – {band_label(band + 1)}"
         lines.append(f"  {name:<{label_width}}" + "".join(cells))
     lines.append("")
     return lines
@@ -203,10 +149,9 @@ def stalls(op: OpComparison, comparison: Comparison, width: int) -> list[str]:
                          f"{format_ns(summary.threshold_ns)}")
         if starved:
             parts.append(f"{len(starved)} run(s) of intervals with no op while others ran")
-        starved_workers = [(w["iteration"], w["starved"], w["counts"]) for w in summary.workers
-                           if w["starved"]]
-        for iteration, workers, counts in starved_workers:
-            median = int(np.median(list(counts.values())))
+        starved_workers = [(w["iteration"], w["starved"], w["counts"], w["median"])
+                           for w in summary.workers if w["starved"]]
+        for iteration, workers, counts, median in starved_workers:
             parts.append(f"iteration {iteration}: starved worker(s) " + ", ".join(
                 f"{w} ({counts[w]} ops)" for w in workers) + f" vs median {median}")
         lines += _wrap(f"{label}: " + "; ".join(parts), width, "  ")
