@@ -186,16 +186,16 @@ def load_variant(resolved: Resolved) -> tuple[_VariantRuns, VariantInfo]:
     for run, summary in zip(resolved.runs, summaries, strict=True):
         seconds, source = _run_seconds(run, summary)
         durations.append(max(seconds - summary.warmup_ns / 1e9, 0.0))
-        infos.append(RunInfo(run.meta.get("iteration"), str(run.path), run.describe_status(),
+        infos.append(RunInfo(run.meta.iteration, str(run.path), run.describe_status(),
                              seconds, source, summary.warmup_ns / 1e9, summary.block_ns))
     first = resolved.runs[0].meta
     info = VariantInfo(
         label=resolved.label,
         runs=infos,
-        workload_summary=[r.meta.get("workload_summary") or {} for r in resolved.runs],
-        interval_sampled=any(bool(r.meta.get("interval_sampled")) for r in resolved.runs),
-        kernel=(first.get("kernel") or {}).get("release"),
-        environment=first.get("environment") or {},
+        workload_summary=[r.meta.workload_summary or {} for r in resolved.runs],
+        interval_sampled=any(bool(r.meta.interval_sampled) for r in resolved.runs),
+        kernel=first.kernel.get("release"),
+        environment=first.environment,
     )
     return _VariantRuns(resolved.label, resolved.runs, summaries, durations), info
 
@@ -374,7 +374,7 @@ def _level_shifts(variants: list[_VariantRuns], names: list[str]) -> list[dict[s
                 shift = stationarity.level_shift(op, summary) if op is not None else None
                 if shift is not None:
                     found.append({"variant": variant.label, "op": name,
-                                  "iteration": run.meta.get("iteration"),
+                                  "iteration": run.meta.iteration,
                                   **asdict(shift)})
                     break
     return found
@@ -453,9 +453,9 @@ def _cpu_rows(variants: list[_VariantRuns], candidates: list[str]) -> list[CpuRo
     for name, key in CPU_ROWS:
         per_variant: dict[str, list[float]] = {}
         for v in variants:
-            per_variant[v.label] = [float(r.meta["rusage"][key]) for r in v.runs
-                                    if isinstance(r.meta.get("rusage"), dict)
-                                    and isinstance(r.meta["rusage"].get(key), (int, float))]
+            per_variant[v.label] = [float(r.meta.rusage[key]) for r in v.runs
+                                    if isinstance(r.meta.rusage, dict)
+                                    and isinstance(r.meta.rusage.get(key), (int, float))]
         if not any(per_variant.values()):
             continue
         values = {label: (float(np.mean(x)) if x else None) for label, x in per_variant.items()}
@@ -572,7 +572,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
             result.ccdf[v.label] = _ccdf(side.histogram)
             result.stalls[v.label] = stall_summary(
                 side.ops, side.runs, others_active(act, name.removesuffix(RESPONSE_SUFFIX)),
-                [r.meta.get("iteration") for r in v.runs], workers_seen, options.interval_s,
+                [r.meta.iteration for r in v.runs], workers_seen, options.interval_s,
                 options.stall_threshold_ns)
         for label, side in zip(cand_labels, sides[1:], strict=True):
             result.changes[label], result.shift_curve[label], result.rate_fell[label] = \
@@ -607,7 +607,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     )
     comparison.notes = _notes(comparison) + busier_notes
     comparison.environment = environment_diff(   # fidelity: what else differed
-        {v.label: [r.meta.get("environment") or {} for r in v.runs] for v in variants})
+        {v.label: [r.meta.environment or {} for r in v.runs] for v in variants})
     comparison.where = _where(comparison, variants) if options.explain else None
     from . import views  # heatmaps and blocked-time profiles, computed when a report draws
     comparison.views = views.build(variants) if options.explain else None
