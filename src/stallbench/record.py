@@ -146,7 +146,7 @@ class WorkerSummary:
     role: str
     counted: dict[str, int]
     late: int = 0
-    status: str = "ok"          # ok | failed | interrupted
+    status: str = "ok"          # "ok", or the run Status it forces: failed | interrupted
     reason: str | None = None
     user_s: float = 0.0
     system_s: float = 0.0

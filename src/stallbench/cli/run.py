@@ -10,6 +10,7 @@ from .. import verbosity
 from ..errors import UsageError
 from ..options import add_arguments, parse_values, values_from_args
 from ..plan import RUN_FIELDS, Plan
+from ..runmeta import Status
 from ..variant import VARIANT_FIELDS, flag_of, variant_from_flags
 from ..workloads import available_workloads, get_workload
 from .common import add_results_argument, print_comparison, results_dir
@@ -121,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
     outcomes = run_plan(plan, progress=not args.no_progress, log=verbosity.info)
     names = list(dict.fromkeys(v.name for v in plan.variants))
     # a variant without a complete run (its kernel did not boot, ...) was reported above
-    names = [n for n in names if any(o.variant == n and o.status == "complete" for o in outcomes)]
+    names = [n for n in names
+             if any(o.variant == n and o.status == Status.COMPLETE for o in outcomes)]
     if len(names) > 1:
         print_comparison(names[0], names[1:], plan.results, workload=plan.workload)
     else:
@@ -129,9 +131,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{outcome.path}: {outcome.status}"
                   + (f" ({outcome.reason})" if outcome.reason else ""))
     statuses = {o.status for o in outcomes}
-    if "interrupted" in statuses:
+    if Status.INTERRUPTED in statuses:
         return 130
-    if "failed" in statuses:
+    if Status.FAILED in statuses:
         print("stallbench: some runs failed; see run.json of each", file=sys.stderr)
         return 1
     return 0

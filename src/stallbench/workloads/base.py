@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import UsageError
 from ..options import Field, add_arguments, build, fields_of
+from ..runmeta import Status
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -34,7 +35,7 @@ class WorkloadResult:
     counted: dict[str, int] = field(default_factory=dict)  # the workers' own count per op
     rusage: dict[str, float] = field(default_factory=dict)  # user_s, system_s, elapsed_s
     extra: dict[str, Any] = field(default_factory=dict)    # -> run.json["workload_summary"]
-    status: str = "complete"                   # or "failed" / "interrupted"
+    status: Status = Status.COMPLETE           # or FAILED / INTERRUPTED
     reason: str | None = None
 
 

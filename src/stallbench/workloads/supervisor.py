@@ -37,6 +37,7 @@ from .. import journal as journal_mod
 from ..context import RunContext
 from ..errors import UsageError
 from ..journal import Entry
+from ..runmeta import Status
 from ..signals import held_while_starting
 
 POLL_S = 0.05
@@ -67,11 +68,11 @@ class Ending(enum.Enum):
 # how the program ended -> (run status, reason); {what} names the program, {code} is its exit
 # status and {detail} the last line of what it printed (": ..." or "")
 RUN_STATUS: dict[Ending, tuple[str, str | None]] = {
-    Ending.EXITED: ("complete", None),
-    Ending.TIME_UP: ("complete", None),
-    Ending.STOPPED: ("interrupted", "stopped before {what} finished"),
-    Ending.OVERRAN: ("failed", "{what} ran far past its {planned} and was stopped"),
-    Ending.FAILED: ("failed", "{what} exited with status {code}{detail}"),
+    Ending.EXITED: (Status.COMPLETE, None),
+    Ending.TIME_UP: (Status.COMPLETE, None),
+    Ending.STOPPED: (Status.INTERRUPTED, "stopped before {what} finished"),
+    Ending.OVERRAN: (Status.FAILED, "{what} ran far past its {planned} and was stopped"),
+    Ending.FAILED: (Status.FAILED, "{what} exited with status {code}{detail}"),
 }
 
 

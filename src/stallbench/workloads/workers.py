@@ -24,6 +24,7 @@ from typing import Any
 
 from ..context import RunContext
 from ..record import ProgressBoard, WorkerRecorder, WorkerSummary, read_spools
+from ..runmeta import Status
 from .base import ProgressFn, WorkloadResult
 
 TICK_NS = 100_000_000          # worker flush/progress period
@@ -157,13 +158,13 @@ def _worker_main(index: int, spec: WorkerSpec, spool_dir: Path, board: ProgressB
         summary.counted = extra.pop("counted")
         summary.late = int(extra.pop("late", 0))
         if _stop_requested:
-            summary.status = "interrupted"
+            summary.status = Status.INTERRUPTED
     except OSError as exc:
-        summary.status = "failed"
+        summary.status = Status.FAILED
         summary.reason = f"{spec.role} worker {index}: {exc.strerror or exc}".lower()
         summary.counted = getattr(exc, "counted", summary.counted)
     except BaseException as exc:  # noqa: BLE001 - report, never hang the parent
-        summary.status = "failed"
+        summary.status = Status.FAILED
         summary.reason = f"{spec.role} worker {index}: {type(exc).__name__}: {exc}"
     finally:
         if recorder is not None:
@@ -224,15 +225,15 @@ def _collect(ctx: RunContext, specs: list[WorkerSpec], processes: list, spool_di
         late += summary.late
         user += summary.user_s
         system += summary.system_s
-        if summary.status == "failed":
+        if summary.status == Status.FAILED:
             failures.append(summary.reason or f"{spec.role} worker {index} failed")
-        elif summary.status == "interrupted":
+        elif summary.status == Status.INTERRUPTED:
             interrupted = True
-    status, reason = "complete", None
+    status, reason = Status.COMPLETE, None
     if failures:
-        status, reason = "failed", "; ".join(dict.fromkeys(failures))
+        status, reason = Status.FAILED, "; ".join(dict.fromkeys(failures))
     elif interrupted:
-        status, reason = "interrupted", "stopped by signal"
+        status, reason = Status.INTERRUPTED, "stopped by signal"
     return WorkloadResult(
         batches=read_spools(spool_dir, ctx.t0_ns),
         counted=counted,
