@@ -174,3 +174,16 @@ def test_trace_rows_are_labelled_and_grouped_per_task_without_a_row_loop() -> No
     assert breakdown == {"memcg reclaim": 5, "dirty throttling": 5, "waiting on page lock": 5,
                          "device": 5, "elsewhere (CPU, runnable, not traced)": 25}
     assert slowops.lookup(np.array([0, 1, 5]), {0: 100, 1: 101}).tolist() == [100, 101, -1]
+
+
+def test_a_failing_totals_function_keeps_the_table_and_the_run() -> None:
+    # a psi table without its scope column (a bug or a foreign file): no totals, one error line
+    table = pa.table({"t_ns": pa.array([0, 1], pa.int64()),
+                      "total_ns": pa.array([5, 9], pa.int64())})
+    result = MonitorResult({"psi": table}, {"samples": 2, "errors": ["earlier"]},
+                           schemas={"psi": PSI})
+    summary = result.summary
+    assert summary["samples"] == 2 and "stall_ns" not in summary
+    assert summary["errors"][0] == "earlier"
+    assert summary["errors"][1].startswith("psi totals: KeyError")
+    assert result.tables["psi"] is table

@@ -99,8 +99,13 @@ class MonitorResult:
         summary = dict(self.status)
         for name, table in self.tables.items():
             schema = self.schemas.get(name)
-            if schema is not None and schema.totals is not None:
+            if schema is None or schema.totals is None:
+                continue
+            try:
                 summary.update(schema.totals(table_columns(table), schema))
+            except Exception as exc:  # noqa: BLE001 - the table is kept; the run must not fail
+                summary["errors"] = [*summary.get("errors", []),
+                                     f"{name} totals: {type(exc).__name__}: {exc}"]
         return summary
 
 
