@@ -102,6 +102,7 @@ class _VariantData:
                 if info.get("status") in SKIPPED_STATUSES:
                     self.skipped.setdefault(name, info.get("reason") or info["status"])
         self._cache: dict[str, list[tuple[Run, dict[str, np.ndarray]]]] = {}
+        self._breakdowns: dict[int, _Breakdown] = {}
         self.op_totals = self._op_totals()
 
     def used(self, monitor: str) -> bool:
@@ -209,6 +210,11 @@ class _VariantData:
         return [(c["category"], c["duration_ns"]) for _run, c in self._trace()]
 
     # -- slow ops -----------------------------------------------------------------------------
+    def _breakdown(self, run: Run) -> _Breakdown:
+        if id(run) not in self._breakdowns:
+            self._breakdowns[id(run)] = _Breakdown(run)
+        return self._breakdowns[id(run)]
+
     def slow_ops(self) -> dict[str, ws.SlowOps]:
         result: dict[str, ws.SlowOps] = {}
         for op, (samples, _, histogram) in self.op_totals.items():
@@ -238,10 +244,10 @@ class _VariantData:
                 count += int(slow["latency_ns"].size)
                 if not slow["latency_ns"].size:
                     continue
-                part, part_source = _run_breakdown(run, slow["start_ns"], slow["latency_ns"],
-                                                   slow["worker"])
-                if part_source:
-                    source = source or part_source
+                explain = self._breakdown(run)
+                if explain.source:
+                    source = source or explain.source
+                    part = explain.of(slow["start_ns"], slow["latency_ns"], slow["worker"])
                     for k, v in part.items():
                         breakdown[k] = breakdown.get(k, 0) + v
             if count:
@@ -275,28 +281,41 @@ def _slow_ops(run: Run, op: str, threshold: int) -> dict[str, np.ndarray]:
     return {name: np.concatenate(chunks) for name, chunks in parts.items()}
 
 
-def _run_breakdown(run: Run, start: np.ndarray, latency: np.ndarray,
-                   worker: np.ndarray) -> tuple[dict[str, int], str | None]:
-    """Break down one run's slow ops with its trace table, else its stack samples."""
-    task = slowops.lookup(worker, _worker_pids(run, "trace") or _worker_pids(run, "stacks"))
-    try:
-        trace = run.monitor_table("trace_full") or run.monitor_table("trace")
-    except RunDataError:
-        trace = None
-    if trace is not None and trace.num_rows:
-        return slowops.trace_breakdown(start, latency, task, table_columns(trace)), "trace"
-    try:
-        stacks = run.monitor_table("stacks")
-    except RunDataError:
-        stacks = None
-    if stacks is not None and stacks.num_rows:
-        interval_ns = int(float((run.meta.get("monitors") or {}).get("stacks", {})
-                                .get("interval_s", 0.02)) * 1e9)
-        columns = table_columns(stacks)
-        return slowops.sampled_breakdown(start, latency, task, columns["t_ns"], columns["pid"],
-                                         slowops.stack_labels(columns["stack"]),
-                                         interval_ns), "stacks"
-    return {}, None
+class _Breakdown:
+    """What one run's monitors say about where its ops' time went, loaded and labelled once
+    for all its ops: the trace's intervals, else the stack samples."""
+
+    def __init__(self, run: Run):
+        self.source: str | None = None
+        self.task_of_worker = _worker_pids(run, "trace") or _worker_pids(run, "stacks")
+        try:
+            trace = run.monitor_table("trace_full") or run.monitor_table("trace")
+        except RunDataError:
+            trace = None
+        if trace is not None and trace.num_rows:
+            self.source = "trace"
+            self.intervals, self.device = slowops.trace_intervals(table_columns(trace))
+            return
+        try:
+            stacks = run.monitor_table("stacks")
+        except RunDataError:
+            stacks = None
+        if stacks is not None and stacks.num_rows:
+            self.source = "stacks"
+            self.interval_ns = int(float((run.meta.get("monitors") or {}).get("stacks", {})
+                                         .get("interval_s", 0.02)) * 1e9)
+            columns = table_columns(stacks)
+            self.samples = (columns["t_ns"], columns["pid"],
+                            slowops.stack_labels(columns["stack"]))
+
+    def of(self, start: np.ndarray, latency: np.ndarray, worker: np.ndarray) -> dict[str, int]:
+        task = slowops.lookup(worker, self.task_of_worker)
+        if self.source == "trace":
+            return slowops.slow_op_breakdown(start, latency, task, self.intervals, self.device)
+        if self.source == "stacks":
+            return slowops.sampled_breakdown(start, latency, task, *self.samples,
+                                             self.interval_ns)
+        return {}
 
 
 def _worker_pids(run: Run, monitor: str) -> dict[int, int]:

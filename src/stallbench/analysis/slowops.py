@@ -213,14 +213,23 @@ def label_intervals(labels: np.ndarray, pid: np.ndarray, t_ns: np.ndarray,
     return out
 
 
-def trace_breakdown(op_start: np.ndarray, op_latency: np.ndarray, op_task: np.ndarray,
-                    trace: Mapping[str, np.ndarray]) -> dict[str, int]:
-    """slow_op_breakdown from a trace table's columns: the labelled intervals per task, and the
-    block requests in flight (any task) as the device's time."""
+Intervals = dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]
+
+
+def trace_intervals(trace: Mapping[str, np.ndarray]
+                    ) -> tuple[Intervals, tuple[np.ndarray, np.ndarray] | None]:
+    """A trace table's columns -> the labelled intervals per task, and the block requests in
+    flight (any task) as the device's time: slow_op_breakdown's inputs, once per run."""
     labels = trace_labels(trace["category"], trace["kind"], trace["stack"])
     duration = np.asarray(trace["duration_ns"], dtype=np.int64)
     t = np.asarray(trace["t_ns"], dtype=np.int64)
-    intervals = label_intervals(labels, trace["pid"], t, duration)
     block = (duration >= 0) & (_texts(trace["category"]) == "block")
     device = (t[block], t[block] + duration[block]) if block.any() else None
+    return label_intervals(labels, trace["pid"], t, duration), device
+
+
+def trace_breakdown(op_start: np.ndarray, op_latency: np.ndarray, op_task: np.ndarray,
+                    trace: Mapping[str, np.ndarray]) -> dict[str, int]:
+    """slow_op_breakdown from a trace table's columns."""
+    intervals, device = trace_intervals(trace)
     return slow_op_breakdown(op_start, op_latency, op_task, intervals, device)
