@@ -146,27 +146,29 @@ def test_counters_rates_come_from_the_declaration_not_the_data_shape() -> None:
 
 
 def test_trace_rows_are_labelled_and_grouped_per_task_without_a_row_loop() -> None:
-    category = np.array(["reclaim", "throttle", "throttle", "dstate", "block", "dstate",
-                         "reclaim"], dtype=object)
-    kind = np.array(["memcg reclaim", "balance_dirty_pages", "mm_vmscan_throttled", None, "rq",
-                     None, "memcg reclaim"], dtype=object)
-    stack = np.array([None, None, None, "filemap_read;folio_wait_bit_common;io_schedule", None,
-                      "x;jbd2_log_wait_commit", None], dtype=object)
+    category = slowops.Coded.of(["reclaim", "throttle", "throttle", "dstate", "block", "dstate",
+                                 "reclaim", "dstate"])
+    kind = slowops.Coded.of(["memcg reclaim", "balance_dirty_pages", "mm_vmscan_throttled", None,
+                             "rq", None, "memcg reclaim", None])
+    stack = slowops.Coded.of([None, None, None, "filemap_read;folio_wait_bit_common;io_schedule",
+                              None, "x;jbd2_log_wait_commit", None,
+                              "shrink_node;try_charge_memcg;io_schedule"])
     labels = slowops.trace_labels(category, kind, stack)
-    assert labels.tolist() == ["memcg reclaim", "dirty throttling", "reclaim throttling",
-                               "waiting on page lock", None, "fdatasync / journal commit",
-                               "memcg reclaim"]
-    pid = np.array([1, 1, 2, 1, 9, 2, 2])
-    t = np.array([0, 10, 20, 30, 40, 50, 60])
-    duration = np.array([5, 5, 5, 5, 5, -1, 7])       # -1: an interval never closed
+    assert labels.decoded().tolist() == [
+        "memcg reclaim", "dirty throttling", "reclaim throttling", "waiting on page lock", None,
+        "fdatasync / journal commit", "memcg reclaim", "memcg reclaim"]
+    pid = np.array([1, 1, 2, 1, 9, 2, 2, 1])
+    t = np.array([0, 10, 20, 30, 40, 50, 60, 70])
+    duration = np.array([5, 5, 5, 5, 5, -1, 7, 3])    # -1: an interval never closed
     intervals = slowops.label_intervals(labels, pid, t, duration)
     flat = {(label, task): (s.tolist(), e.tolist())
             for label, tasks in intervals.items() for task, (s, e) in tasks.items()}
-    assert flat == {("memcg reclaim", 1): ([0], [5]), ("memcg reclaim", 2): ([60], [67]),
+    # a reclaim row and a D-state sleep in memcg reclaim are one cause of task 1
+    assert flat == {("memcg reclaim", 1): ([0, 70], [5, 73]), ("memcg reclaim", 2): ([60], [67]),
                     ("dirty throttling", 1): ([10], [15]),
                     ("reclaim throttling", 2): ([20], [25]),
                     ("waiting on page lock", 1): ([30], [35])}
-    # one op of task 1 over [0, 40): 5 ns reclaim, 5 dirty throttling, 5 page lock, 5 device
+    # one op of task 1 over [0, 45): 5 ns reclaim, 5 dirty throttling, 5 page lock, 5 device
     breakdown = slowops.trace_breakdown(
         np.array([0]), np.array([45]), np.array([1]),
         {"category": category, "kind": kind, "stack": stack, "pid": pid, "t_ns": t,

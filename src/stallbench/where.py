@@ -294,7 +294,11 @@ class _Breakdown:
             trace = None
         if trace is not None and trace.num_rows:
             self.source = "trace"
-            self.intervals, self.device = slowops.trace_intervals(table_columns(trace))
+            columns = {name: trace.column(name).to_numpy()
+                       for name in ("t_ns", "duration_ns", "pid")}
+            columns.update({name: _coded(trace.column(name))
+                            for name in ("category", "kind", "stack")})
+            self.intervals, self.device = slowops.trace_intervals(columns)
             return
         try:
             stacks = run.monitor_table("stacks")
@@ -304,9 +308,9 @@ class _Breakdown:
             self.source = "stacks"
             self.interval_ns = int(float((run.meta.get("monitors") or {}).get("stacks", {})
                                          .get("interval_s", 0.02)) * 1e9)
-            columns = table_columns(stacks)
-            self.samples = (columns["t_ns"], columns["pid"],
-                            slowops.stack_labels(columns["stack"]))
+            labels = slowops.stack_labels(_coded(stacks.column("stack")))
+            self.samples = (stacks.column("t_ns").to_numpy(), stacks.column("pid").to_numpy(),
+                            labels.decoded())
 
     def of(self, start: np.ndarray, latency: np.ndarray, worker: np.ndarray) -> dict[str, int]:
         task = slowops.lookup(worker, self.task_of_worker)
@@ -316,6 +320,13 @@ class _Breakdown:
             return slowops.sampled_breakdown(start, latency, task, *self.samples,
                                              self.interval_ns)
         return {}
+
+
+def _coded(column: pa.ChunkedArray) -> slowops.Coded:
+    """A text column dictionary-encoded by Arrow: codes (-1 for null) and distinct values."""
+    encoded = column.combine_chunks().dictionary_encode()
+    codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return slowops.Coded(codes, encoded.dictionary.to_pylist())
 
 
 def _worker_pids(run: Run, monitor: str) -> dict[int, int]:

@@ -5,6 +5,8 @@ stack samples) and the slow ops' own intervals. Pure and vectorised: numpy array
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -160,46 +162,82 @@ def lookup(keys: np.ndarray, mapping: Mapping[int, int], default: int = -1) -> n
     return np.where(known[at] == keys, values[at], default)
 
 
-def _texts(values: Sequence[str | None] | np.ndarray) -> np.ndarray:
-    array = np.asarray(values, dtype=object)
-    return np.where(np.equal(array, None), "", array).astype(str)
+@dataclass(frozen=True)
+class Coded:
+    """A text column as codes into its distinct values (-1 for null): where.py makes it from the
+    Arrow column's dictionary encoding, so labels are worked out once per distinct value."""
+
+    codes: np.ndarray
+    names: list[str]
+
+    @classmethod
+    def of(cls, values: Sequence[str | None]) -> Coded:
+        """From plain values (one Python pass; for small inputs)."""
+        index: dict[str, int] = {}
+        codes = np.fromiter((-1 if v is None else index.setdefault(v, len(index))
+                             for v in values), dtype=np.int64)
+        return cls(codes, list(index))
+
+    def mask(self, name: str) -> np.ndarray:
+        if name not in self.names:
+            return np.zeros(self.codes.size, bool)
+        return self.codes == self.names.index(name)
+
+    def decoded(self) -> np.ndarray:
+        return np.array([*self.names, None], dtype=object)[self.codes]
 
 
-def stack_labels(stack: Sequence[str | None] | np.ndarray) -> np.ndarray:
-    """classify_stack of each stack, computed once per distinct stack."""
-    stacks, inverse = np.unique(_texts(stack), return_inverse=True)
-    what = np.array([classify_stack(s) for s in stacks.tolist()], dtype=object)
-    return what[inverse.reshape(-1)]
+class _Names:
+    """Distinct label names, each with one code."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def code(self, name: str) -> int:
+        return self.index.setdefault(name, len(self.index))
+
+    def codes(self, names: Sequence[str | None]) -> np.ndarray:
+        """Codes of `names` and, last, -1 (so that a null's code -1 indexes it)."""
+        return np.array([-1 if n is None else self.code(n) for n in names] + [-1], np.int64)
 
 
-def trace_labels(category: Sequence[str] | np.ndarray, kind: Sequence[str | None] | np.ndarray,
-                 stack: Sequence[str | None] | np.ndarray) -> np.ndarray:
-    """The cause each trace row stands for (None for rows that are none: block, syscall):
+def stack_labels(stack: Coded) -> Coded:
+    """classify_stack of each stack, computed once per distinct stack (a null one is "")."""
+    names = _Names()
+    table = np.array([names.code(classify_stack(s)) for s in stack.names]
+                     + [names.code(classify_stack(""))], np.int64)
+    return Coded(table[stack.codes], list(names.index))
+
+
+def trace_labels(category: Coded, kind: Coded, stack: Coded) -> Coded:
+    """The cause each trace row stands for (null for rows that are none: block, syscall):
     reclaim rows by their kind, throttling as dirty or reclaim throttling, D-state sleeps by
     what their stack waited on (classify_stack, once per distinct stack)."""
-    category = _texts(category)
-    kind = _texts(kind)
-    labels = np.full(category.size, None, dtype=object)
-    reclaim = category == "reclaim"
-    labels[reclaim] = kind[reclaim]
-    throttle = category == "throttle"
-    labels[throttle] = np.where(kind[throttle] == "balance_dirty_pages", "dirty throttling",
-                                "reclaim throttling")
-    dstate = np.flatnonzero(category == "dstate")
-    if dstate.size:
-        labels[dstate] = stack_labels(_texts(stack)[dstate])
-    return labels
+    names = _Names()
+    codes = np.full(category.codes.size, -1, np.int64)
+    reclaim = category.mask("reclaim")
+    codes[reclaim] = names.codes(kind.names)[kind.codes[reclaim]]
+    throttle = category.mask("throttle")
+    if throttle.any():
+        dirty = kind.mask("balance_dirty_pages")[throttle]
+        codes[throttle] = np.where(dirty, names.code("dirty throttling"),
+                                   names.code("reclaim throttling"))
+    dstate = category.mask("dstate")
+    if dstate.any():
+        waits = stack_labels(stack)
+        codes[dstate] = names.codes(waits.names)[waits.codes[dstate]]
+    return Coded(codes, list(names.index))
 
 
-def label_intervals(labels: np.ndarray, pid: np.ndarray, t_ns: np.ndarray,
+def label_intervals(labels: Coded, pid: np.ndarray, t_ns: np.ndarray,
                     duration_ns: np.ndarray) -> dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]:
     """{label: {pid: (starts, ends)}} of the labelled rows with a known duration (rows of one
     label and pid in table order)."""
     duration_ns = np.asarray(duration_ns, dtype=np.int64)
-    keep = (duration_ns >= 0) & ~np.equal(np.asarray(labels, dtype=object), None)
+    keep = (duration_ns >= 0) & (labels.codes >= 0)
     if not keep.any():
         return {}
-    label = np.asarray(labels, dtype=object)[keep].astype(str)
+    label = labels.codes[keep]
     task = np.asarray(pid, dtype=np.int64)[keep]
     start = np.asarray(t_ns, dtype=np.int64)[keep]
     end = start + duration_ns[keep]
@@ -209,27 +247,28 @@ def label_intervals(labels: np.ndarray, pid: np.ndarray, t_ns: np.ndarray,
     bounds = np.r_[cut, label.size]
     out: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        out.setdefault(str(label[a]), {})[int(task[a])] = (start[a:b], end[a:b])
+        out.setdefault(labels.names[label[a]], {})[int(task[a])] = (start[a:b], end[a:b])
     return out
 
 
 Intervals = dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]
 
 
-def trace_intervals(trace: Mapping[str, np.ndarray]
+def trace_intervals(trace: Mapping[str, Any]
                     ) -> tuple[Intervals, tuple[np.ndarray, np.ndarray] | None]:
-    """A trace table's columns -> the labelled intervals per task, and the block requests in
-    flight (any task) as the device's time: slow_op_breakdown's inputs, once per run."""
+    """A trace table's columns (category, kind and stack Coded) -> the labelled intervals per
+    task, and the block requests in flight (any task) as the device's time: slow_op_breakdown's
+    inputs, once per run."""
     labels = trace_labels(trace["category"], trace["kind"], trace["stack"])
     duration = np.asarray(trace["duration_ns"], dtype=np.int64)
     t = np.asarray(trace["t_ns"], dtype=np.int64)
-    block = (duration >= 0) & (_texts(trace["category"]) == "block")
+    block = (duration >= 0) & trace["category"].mask("block")
     device = (t[block], t[block] + duration[block]) if block.any() else None
     return label_intervals(labels, trace["pid"], t, duration), device
 
 
 def trace_breakdown(op_start: np.ndarray, op_latency: np.ndarray, op_task: np.ndarray,
-                    trace: Mapping[str, np.ndarray]) -> dict[str, int]:
+                    trace: Mapping[str, Any]) -> dict[str, int]:
     """slow_op_breakdown from a trace table's columns."""
     intervals, device = trace_intervals(trace)
     return slow_op_breakdown(op_start, op_latency, op_task, intervals, device)
