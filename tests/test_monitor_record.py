@@ -133,6 +133,10 @@ def test_psi_and_disk_totals_follow_the_declaration() -> None:
 def test_counters_rates_come_from_the_declaration_not_the_data_shape() -> None:
     assert COUNTERS.is_counter("vmstat.pgscan_direct") and COUNTERS.is_counter("memcg.failcnt")
     assert not COUNTERS.is_counter("vmstat.nr_dirty") and not COUNTERS.is_counter("meminfo.Dirty")
+    # nr_dirtied counts since boot, workingset_nodes is a level: named, not guessed by prefix
+    assert COUNTERS.is_counter("vmstat.nr_dirtied")
+    assert COUNTERS.unit("vmstat.nr_dirtied") == "pages"
+    assert not COUNTERS.is_counter("vmstat.workingset_nodes")
     assert COUNTERS.unit("vmstat.pgpgin") == "KiB" and COUNTERS.unit("meminfo.Dirty") == "bytes"
     t = np.array([0.0, 1.0, 3.0])
     # a gauge that only grew (the old shape rule took it for a counter)

@@ -26,9 +26,17 @@ _MEMCG_COUNTER_PREFIXES = ("pg", "workingset_", "thp_", "zswpin", "zswpout", "to
 # pgpgin/pgpgout count KiB; page scans, steals, frees, allocations and (de)activations count
 # pages; memcg's pgpgin/pgpgout count charge events of one page; the rest count events
 _KIB_COUNTERS = ("vmstat.pgpgin", "vmstat.pgpgout")
+# vmstat's nr_* are levels except these, which count since boot (include/linux/mmzone.h
+# node_stat_item: "page dirtyings/writings since bootup", pages written by reclaim or while it
+# was throttled, FOLL_PIN pins taken and released); workingset_nodes is a level (shadow nodes)
+_VMSTAT_NR_COUNTERS = frozenset({"nr_dirtied", "nr_written", "nr_vmscan_write",
+                                 "nr_throttled_written", "nr_foll_pin_acquired",
+                                 "nr_foll_pin_released"})
+_VMSTAT_GAUGES = frozenset({"workingset_nodes"})
 _PAGE_COUNTER_PREFIXES = ("pgscan", "pgsteal", "pgfree", "pgalloc", "pgactivate",
                           "pgdeactivate", "pgrefill", "pglazyfree", "pgpromote", "pgdemote",
-                          "pgmigrate", "pgrotated", "pswp", "pgpg", "total_pgpg")
+                          "pgmigrate", "pgrotated", "pswp", "pgpg", "total_pgpg",
+                          "nr_dirtied", "nr_written", "nr_vmscan_write", "nr_throttled_written")
 
 
 def _column(name: str) -> Column:
@@ -36,7 +44,8 @@ def _column(name: str) -> Column:
     sense) or gauges (sizes, nr_* levels, limits)."""
     source, _, key = name.partition(".")
     if source == "vmstat":
-        counter = not key.startswith("nr_")
+        counter = (not key.startswith("nr_") or key in _VMSTAT_NR_COUNTERS) \
+            and key not in _VMSTAT_GAUGES
     elif source == "memcg":
         counter = (key.startswith(_MEMCG_COUNTER_PREFIXES) or key.endswith("failcnt")
                    or key.startswith("events."))
