@@ -193,3 +193,21 @@ def test_a_failing_totals_function_keeps_the_table_and_the_run() -> None:
     assert summary["errors"][0] == "earlier"
     assert summary["errors"][1].startswith("psi totals: KeyError")
     assert result.tables["psi"] is table
+
+
+def test_a_long_wait_that_ends_samples_after_it_began_is_kept() -> None:
+    # task 5, born in the run, sampled every second: a 2.5 s blkio wait that began at 0.4 s is
+    # added by the kernel when it ends, between the samples at 2 s and 3 s: one step of 2.5 s,
+    # more than the second between the samples but less than the 3 s since the run started
+    names = [c.name for c in DELAY.columns]
+    rows = []
+    for t, blkio in ((1, 0), (2, 0), (3, 5 * S // 2), (4, 5 * S // 2)):
+        row = dict.fromkeys(names)
+        row.update(t_ns=t * S, pid=5, tid=5, comm="reader", born_in_run=True, exited=False,
+                   blkio_ns=blkio, blkio_count=int(blkio > 0))
+        rows.append(row)
+    table = pa.Table.from_pylist(rows, schema=DELAY.arrow())
+    summary = MonitorResult({"delay": table}, {}, schemas={"delay": DELAY}).summary
+    assert summary["totals_ns"]["blkio"] == 5 * S // 2
+    section = ws.role_delays([ws.RunDelays(table_columns(table), {5: "reader"}, {"reader": S})])
+    assert section[0].delays["blkio"].total_ns == 5 * S // 2

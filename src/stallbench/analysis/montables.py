@@ -144,9 +144,11 @@ def task_delays(tid: np.ndarray, born_in_run: np.ndarray, delays: Mapping[str, n
     """{tid: {kind: ns accrued during the run}} from cumulative samples in time order.
 
     With sample times, each step between two samples counts only when it is possible: no
-    more than the wall time between them. A kernel that had a wait in flight when
-    kernel.task_delayacct was switched on reports it from a zero start, i.e. the whole uptime
-    (seen on 6.18: blkio 6035 s in a 20 s run); such a step is dropped, not summed."""
+    more than the time since the run started (a wait is added when it ends, so one step may
+    hold a wait that began samples earlier, but not before the run: the rule delaymax.py
+    applies to maxima). A kernel that had a wait in flight when kernel.task_delayacct was
+    switched on reports it from a zero start, i.e. the whole uptime (seen on 6.18: blkio
+    6035 s in a 20 s run); such a step is dropped, not summed."""
     tid = np.asarray(tid)
     if tid.size == 0:
         return {}
@@ -169,10 +171,8 @@ def task_delays(tid: np.ndarray, born_in_run: np.ndarray, delays: Mapping[str, n
             filled = np.where(np.isnan(values), base[segment], values)
             previous = np.where(at_start, base[segment], np.r_[0.0, filled[:-1]])
             steps = filled - previous
-            times = np.asarray(t_ns, dtype=np.float64)[order]
-            before = np.where(at_start, np.where(born[segment], 0.0, times), np.r_[0.0, times[:-1]])
-            room = np.maximum(times - before, 0)
-            possible = (steps >= 0) & (steps <= room * 1.05 + 1e6)
+            since_start = np.maximum(np.asarray(t_ns, dtype=np.float64)[order], 0)
+            possible = (steps >= 0) & (steps <= since_start * 1.05 + 1e6)
             accrued = np.add.reduceat(np.where(possible, steps, 0.0), starts)
         per_kind[kind] = (accrued, known)
     result: dict[int, dict[str, int]] = {}
