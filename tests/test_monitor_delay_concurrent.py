@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_stallbench
-from stallbench.monitors.delay import DELAYACCT_SYSCTL, delayacct_dir
+from stallbench.monitors.delayacct import DELAYACCT_SYSCTL, delayacct_dir
 
 DELAYACCT = Path(DELAYACCT_SYSCTL)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from stallbench.analysis import monitors as am
+from stallbench.analysis import slowops
 from stallbench.monitors.diskstats import parse_diskstats
 from stallbench.monitors.psi import parse_pressure
 from stallbench.monitors.stacks import parse_proc_stack
@@ -84,7 +85,7 @@ def test_log2_histogram_matches_numpy() -> None:
 def test_slow_op_breakdown_by_hand() -> None:
     # one op of task 7 from 0 to 1000: reclaim 100-300, D (page lock) 200-600 -> only 300-600
     # counts as page lock; block in flight 550-800 -> device gets 600-800
-    breakdown = am.slow_op_breakdown(
+    breakdown = slowops.slow_op_breakdown(
         np.array([0]), np.array([1000]), np.array([7]),
         {"memcg reclaim": {7: (np.array([100]), np.array([300]))},
          "waiting on page lock": {7: (np.array([200]), np.array([600]))}},
@@ -94,7 +95,7 @@ def test_slow_op_breakdown_by_hand() -> None:
 
 
 def test_sampled_breakdown_scales_to_op_time() -> None:
-    result = am.sampled_breakdown(np.array([0]), np.array([50]), np.array([1]),
+    result = slowops.sampled_breakdown(np.array([0]), np.array([50]), np.array([1]),
                                   np.array([10, 20, 30, 99]), np.array([1, 1, 1, 1]),
                                   ["a", "a", "b", "a"], interval_ns=20)
     # 3 samples inside (60 ns of estimate) scaled to the op's 50 ns

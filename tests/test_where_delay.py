@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from stallbench.analysis.monitors import delay_explanation, task_delays
+from stallbench.analysis.monitors import delay_explanation
+from stallbench.analysis.montables import task_delays
 
 S = 1_000_000_000
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from stallbench.analysis.monitors import parse_folded
+from stallbench.analysis.wheresection import CounterRow, WhereSection
 from stallbench.report.where import render_html, render_markdown, render_text
 from stallbench.store import resolve_runs
 from stallbench.where import explain
@@ -80,6 +81,8 @@ def test_explain_section_for_the_pair(randread_pair) -> None:
     change = p99(cand) / p99(base) - 1
     section = explain(base, {"tight": cand}, "cached", {"tight": {"read": change}})
     json.dumps(section)  # JSON-able
+    typed = WhereSection.from_json(section)     # the typed section reads its JSON back whole
+    assert typed.to_json() == section and isinstance(typed.counters["tight"][0], CounterRow)
     counters = {r["counter"]: r for r in section["counters"]["tight"]}
     assert counters["memcg.failcnt"]["candidate"] > 0 and counters["memcg.failcnt"]["baseline"] == 0
     moved = [r["delta"] for r in section["counters"]["tight"]]

@@ -488,9 +488,11 @@ def _change(change: float | None, low: float | None = None,
 def _counters(variants: list[_VariantRuns]) -> dict[str, dict[str, dict[str, Any]]]:
     """First run's `counters` monitor table per variant: column -> {t_s, values, kind}.
 
-    Columns that never decrease (and do increase) are taken for cumulative kernel counters and
-    become per-second rates between samples; the others (gauges such as free pages) are kept
-    as they are. The table does not say which is which, so this is a guess from the shape."""
+    The columns the counters monitor declares cumulative become per-second rates between
+    samples; the gauges (such as free pages) are kept as they are (analysis/montables.py)."""
+    from .analysis.montables import counter_series
+    from .monitors.counters import COUNTERS
+
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for v in variants:
         try:
@@ -508,20 +510,9 @@ def _counters(variants: list[_VariantRuns]) -> dict[str, dict[str, dict[str, Any
                 values = table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
             except (TypeError, ValueError, NotImplementedError, pa.ArrowException):
                 continue
-            known = np.isfinite(values)
-            if known.sum() < 2:
-                continue
-            tk, vk = t[known], values[known]
-            steps, dt = np.diff(vk), np.diff(tk)
-            # counters never decrease and do move; a flat column is a gauge that held still
-            if (steps >= 0).all() and (steps > 0).any() and (dt > 0).all():
-                ts, vs = stalls_mod.decimate((tk[1:] + tk[:-1]) / 2, steps / dt,
-                                             COUNTER_POINTS)
-                columns[name] = {"t_s": ts.tolist(), "values": vs.tolist(),
-                                 "kind": "per second"}
-            else:
-                ts, vs = stalls_mod.decimate(tk, vk, COUNTER_POINTS)
-                columns[name] = {"t_s": ts.tolist(), "values": vs.tolist(), "kind": "value"}
+            track = counter_series(t, values, COUNTERS.is_counter(name), COUNTER_POINTS)
+            if track is not None:
+                columns[name] = track
         out[v.label] = columns
     return out
 

@@ -1,28 +1,18 @@
 """Where did the time go: pure functions over monitor columns (numpy arrays, plain dicts).
 
-No file I/O and no printing: where.py loads the tables and calls these. Times are int64 ns.
+No file I/O and no printing: where.py loads the tables and calls these (and montables.py for
+the totals run.json also holds, slowops.py for the slow operations). Times are int64 ns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 # --------------------------------------------------------------------------------------------
 # counters
-
-
-def counter_deltas(columns: Mapping[str, np.ndarray], cumulative: Iterable[str]) -> dict[str, int]:
-    """Last minus first value of each cumulative column (rows in time order; nulls dropped)."""
-    deltas = {}
-    for name in cumulative:
-        values = np.asarray(columns[name], dtype=np.float64)
-        values = values[~np.isnan(values)]
-        if len(values) >= 2:
-            deltas[name] = int(values[-1] - values[0])
-    return deltas
 
 
 def counters_comparison(baseline: Sequence[Mapping[str, int]],
@@ -65,22 +55,6 @@ def counters_comparison(baseline: Sequence[Mapping[str, int]],
 
     rows.sort(key=order)
     return rows
-
-
-# --------------------------------------------------------------------------------------------
-# psi
-
-
-def psi_stall_totals(scope: Sequence[str], resource: Sequence[str], kind: Sequence[str],
-                     total_ns: np.ndarray) -> dict[str, int]:
-    """{"system.memory.some": stall ns during the run, ...} (last minus first per series)."""
-    first: dict[str, int] = {}
-    last: dict[str, int] = {}
-    for s, r, k, total in zip(scope, resource, kind, np.asarray(total_ns), strict=True):
-        key = f"{s}.{r}.{k}"
-        first.setdefault(key, int(total))
-        last[key] = int(total)
-    return {key: last[key] - first[key] for key in last}
 
 
 # --------------------------------------------------------------------------------------------
@@ -140,38 +114,6 @@ DELAY_MEANING = {"cpu": "waiting for a CPU", "blkio": "waiting for block I/O",
                  "thrashing": "thrashing (refaults of the working set)",
                  "compact": "memory compaction", "wpcopy": "write-protect copy",
                  "irq": "interrupts"}
-
-
-def task_delays(tid: np.ndarray, born_in_run: np.ndarray, delays: Mapping[str, np.ndarray],
-                t_ns: np.ndarray | None = None) -> dict[int, dict[str, int]]:
-    """{tid: {kind: ns accrued during the run}} from cumulative samples in time order.
-
-    With sample times, each step between two samples counts only when it is possible: no
-    more than the wall time between them. A kernel that had a wait in flight when
-    kernel.task_delayacct was switched on reports it from a zero start, i.e. the whole uptime
-    (seen on 6.18: blkio 6035 s in a 20 s run); such a step is dropped, not summed."""
-    tid = np.asarray(tid)
-    result: dict[int, dict[str, int]] = {}
-    for task in np.unique(tid):
-        rows = np.flatnonzero(tid == task)
-        first = rows[0]
-        result[int(task)] = {}
-        for kind, values in delays.items():
-            values = np.asarray(values, dtype=np.float64)[rows]
-            if np.isnan(values[-1]):
-                continue
-            base = 0.0 if bool(born_in_run[first]) else values[0]
-            base = 0.0 if np.isnan(base) else base
-            if t_ns is None:
-                result[int(task)][kind] = int(max(0.0, values[-1] - base))
-                continue
-            times = np.asarray(t_ns, dtype=np.float64)[rows]
-            steps = np.diff(np.concatenate(([base], np.nan_to_num(values, nan=base))))
-            room = np.diff(np.concatenate(([0.0 if bool(born_in_run[first]) else times[0]],
-                                           times)))
-            possible = (steps >= 0) & (steps <= np.maximum(room, 0) * 1.05 + 1e6)
-            result[int(task)][kind] = int(steps[possible].sum())
-    return result
 
 
 def delay_attribution(delays_by_pid: Mapping[int, Mapping[str, int]],
@@ -278,145 +220,6 @@ def log2_histogram(durations_ns: np.ndarray) -> list[dict[str, int]]:
 
 # --------------------------------------------------------------------------------------------
 # slow operations
-
-# priority of overlapping causes: a D-state sleep inside reclaim is reclaim's time
-CAUSE_PRIORITY = ("memcg reclaim", "direct reclaim", "reclaim throttling", "dirty throttling")
-
-
-def union_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted, merged intervals."""
-    if len(start) == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    order = np.argsort(start, kind="stable")
-    start, end = np.asarray(start)[order], np.asarray(end)[order]
-    running_end = np.maximum.accumulate(end)
-    new = np.ones(len(start), bool)
-    new[1:] = start[1:] > running_end[:-1]
-    groups = np.cumsum(new) - 1
-    merged_start = start[new]
-    merged_end = np.zeros(len(merged_start), np.int64)
-    np.maximum.at(merged_end, groups, running_end)
-    return merged_start, merged_end
-
-
-def subtract_intervals(a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray,
-                       b_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Merged intervals a minus merged intervals b."""
-    out_s: list[int] = []
-    out_e: list[int] = []
-    j = 0
-    for s, e in zip(a_start.tolist(), a_end.tolist(), strict=True):
-        while j < len(b_end) and b_end[j] <= s:
-            j += 1
-        k = j
-        cur = s
-        while k < len(b_start) and b_start[k] < e:
-            if b_start[k] > cur:
-                out_s.append(cur)
-                out_e.append(int(b_start[k]))
-            cur = max(cur, int(b_end[k]))
-            k += 1
-        if cur < e:
-            out_s.append(cur)
-            out_e.append(e)
-    return np.array(out_s, np.int64), np.array(out_e, np.int64)
-
-
-def overlap_total(op_start: np.ndarray, op_end: np.ndarray, iv_start: np.ndarray,
-                  iv_end: np.ndarray) -> np.ndarray:
-    """For each op [start, end), the time covered by merged, sorted intervals (vectorised with
-    cumulative sums)."""
-    if len(iv_start) == 0:
-        return np.zeros(len(op_start), np.int64)
-    cumulative = np.concatenate([[0], np.cumsum(iv_end - iv_start)])
-
-    def covered_until(t: np.ndarray) -> np.ndarray:
-        # time covered in (-inf, t)
-        i = np.searchsorted(iv_start, t, side="right")  # intervals starting before t
-        full = cumulative[np.maximum(i - 1, 0)] * (i > 0)
-        last_start = iv_start[np.maximum(i - 1, 0)]
-        last_end = iv_end[np.maximum(i - 1, 0)]
-        partial = np.where(i > 0, np.clip(t - last_start, 0, last_end - last_start), 0)
-        return full + partial
-
-    return covered_until(np.asarray(op_end)) - covered_until(np.asarray(op_start))
-
-
-def slow_op_breakdown(op_start: np.ndarray, op_latency: np.ndarray, op_task: np.ndarray,
-                      intervals: Mapping[str, Mapping[int, tuple[np.ndarray, np.ndarray]]],
-                      device: tuple[np.ndarray, np.ndarray] | None = None,
-                      ) -> dict[str, int]:
-    """Where the time of the given (slow) operations went, in ns per cause.
-
-    `intervals[cause][task] = (starts, ends)` per task (the pid that ran the op). Causes are
-    claimed in CAUSE_PRIORITY order, then the remaining causes alphabetically (D-state classes),
-    then `device` (block requests in flight, any task), and the rest is "elsewhere (CPU,
-    runnable, not traced)". Each instant of an op counts once."""
-    op_start = np.asarray(op_start, np.int64)
-    op_end = op_start + np.asarray(op_latency, np.int64)
-    op_task = np.asarray(op_task)
-    ordered = [c for c in CAUSE_PRIORITY if c in intervals]
-    ordered += sorted(c for c in intervals if c not in CAUSE_PRIORITY)
-    totals = {cause: 0 for cause in ordered}
-    if device is not None:
-        totals["device"] = 0
-    claimed_total = 0
-    for task in np.unique(op_task):
-        mask = op_task == task
-        starts, ends = op_start[mask], op_end[mask]
-        claimed_s, claimed_e = np.empty(0, np.int64), np.empty(0, np.int64)
-        layers = [(c, intervals[c].get(int(task))) for c in ordered]
-        if device is not None:
-            layers.append(("device", device))
-        for cause, layer in layers:
-            if layer is None or len(layer[0]) == 0:
-                continue
-            s, e = union_intervals(np.asarray(layer[0], np.int64), np.asarray(layer[1], np.int64))
-            s, e = subtract_intervals(s, e, claimed_s, claimed_e)
-            got = int(overlap_total(starts, ends, s, e).sum())
-            totals[cause] += got
-            claimed_total += got
-            claimed_s, claimed_e = union_intervals(np.concatenate([claimed_s, s]),
-                                                   np.concatenate([claimed_e, e]))
-    totals["elsewhere (CPU, runnable, not traced)"] = max(
-        0, int(np.sum(op_end - op_start)) - claimed_total)
-    return {cause: value for cause, value in totals.items() if value > 0}
-
-
-def sampled_breakdown(op_start: np.ndarray, op_latency: np.ndarray, op_task: np.ndarray,
-                      sample_t: np.ndarray, sample_task: np.ndarray, sample_label: Sequence[str],
-                      interval_ns: int) -> dict[str, int]:
-    """Like slow_op_breakdown from stack samples: each D-state sample of the op's task inside the
-    op stands for `interval_ns` of the label's time (an estimate, capped at the op's time)."""
-    op_start = np.asarray(op_start, np.int64)
-    op_end = op_start + np.asarray(op_latency, np.int64)
-    sample_t = np.asarray(sample_t, np.int64)
-    sample_task = np.asarray(sample_task)
-    labels = np.asarray(list(sample_label), dtype=object)
-    totals: dict[str, int] = {}
-    for task in np.unique(op_task):
-        ops = np.flatnonzero(np.asarray(op_task) == task)
-        mine = np.flatnonzero(sample_task == task)
-        if len(mine) == 0:
-            continue
-        order = np.argsort(sample_t[mine])
-        times, task_labels = sample_t[mine][order], labels[mine][order]
-        lo = np.searchsorted(times, op_start[ops], side="left")
-        hi = np.searchsorted(times, op_end[ops], side="left")
-        for i, a, b in zip(ops, lo, hi, strict=True):
-            if b <= a:
-                continue
-            budget = int(op_end[i] - op_start[i])
-            found: dict[str, int] = {}
-            for label in task_labels[a:b]:
-                found[label] = found.get(label, 0) + interval_ns
-            scale = min(1.0, budget / sum(found.values()))
-            for label, value in found.items():
-                totals[label] = totals.get(label, 0) + int(value * scale)
-    total_time = int(np.sum(op_end - op_start))
-    totals["elsewhere (not sampled in D state)"] = max(0, total_time - sum(totals.values()))
-    return {k: v for k, v in totals.items() if v > 0}
-
 
 def slow_threshold(median_ns: float | None, factor: float = 10.0) -> int | None:
     """Slow means slower than `factor` times the op's median."""

@@ -2,8 +2,9 @@
 
 One wide table `counters`: `t_ns` plus one int64 column per value, named with its source as
 prefix: `vmstat.pgscan_direct`, `meminfo.Dirty` (bytes), `memcg.pgmajfault`, `memcg.failcnt`,
-`memcg.events.max` (cgroup v2). The summary holds the start-to-end delta of every cumulative
-counter that moved (gauges such as nr_dirty or meminfo are left to the table).
+`memcg.events.max` (cgroup v2). `COUNTERS` declares which are cumulative counters and their
+units; run.json's `deltas` (start-to-end change of every counter that moved; gauges such as
+nr_dirty or meminfo are left to the table) is analysis/montables.py's.
 """
 
 from __future__ import annotations
@@ -13,41 +14,64 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..analysis import montables
 from ..context import RunContext
 from ._sampling import RowStore, SamplerThread, read_text, spill_dir
-from .base import Monitor, MonitorResult
+from .base import COUNTER, GAUGE, TIME, Column, Monitor, MonitorResult, TableSchema
 
 # memory.stat keys of cgroup v1/v2 that are cumulative event counts (the others are sizes)
 _MEMCG_COUNTER_PREFIXES = ("pg", "workingset_", "thp_", "zswpin", "zswpout", "total_pg",
                            "total_workingset_")
-
-
-def is_cumulative(column: str) -> bool:
-    """True for event counters (deltas make sense), False for gauges (sizes, nr_* levels)."""
-    source, _, key = column.partition(".")
-    if source == "vmstat":
-        return not key.startswith("nr_")
-    if source == "memcg":
-        return (key.startswith(_MEMCG_COUNTER_PREFIXES) or key.endswith("failcnt")
-                or key.startswith("events."))
-    return False
-
-
 # units of the event counters (Documentation/admin-guide/mm, mm/vmstat.c): vmstat's
 # pgpgin/pgpgout count KiB; page scans, steals, frees, allocations and (de)activations count
 # pages; memcg's pgpgin/pgpgout count charge events of one page; the rest count events
 _KIB_COUNTERS = ("vmstat.pgpgin", "vmstat.pgpgout")
+# vmstat's nr_* are levels except these, which count since boot (include/linux/mmzone.h
+# node_stat_item: "page dirtyings/writings since bootup", pages written by reclaim or while it
+# was throttled, FOLL_PIN pins taken and released); workingset_nodes is a level (shadow nodes)
+_VMSTAT_NR_COUNTERS = frozenset({"nr_dirtied", "nr_written", "nr_vmscan_write",
+                                 "nr_throttled_written", "nr_foll_pin_acquired",
+                                 "nr_foll_pin_released"})
+_VMSTAT_GAUGES = frozenset({"workingset_nodes"})
 _PAGE_COUNTER_PREFIXES = ("pgscan", "pgsteal", "pgfree", "pgalloc", "pgactivate",
                           "pgdeactivate", "pgrefill", "pglazyfree", "pgpromote", "pgdemote",
-                          "pgmigrate", "pgrotated", "pswp", "pgpg", "total_pgpg")
+                          "pgmigrate", "pgrotated", "pswp", "pgpg", "total_pgpg",
+                          "nr_dirtied", "nr_written", "nr_vmscan_write", "nr_throttled_written")
+
+
+def _column(name: str) -> Column:
+    """What a `source.key` column of the counters table is: event counters (deltas make
+    sense) or gauges (sizes, nr_* levels, limits)."""
+    source, _, key = name.partition(".")
+    if source == "vmstat":
+        counter = (not key.startswith("nr_") or key in _VMSTAT_NR_COUNTERS) \
+            and key not in _VMSTAT_GAUGES
+    elif source == "memcg":
+        counter = (key.startswith(_MEMCG_COUNTER_PREFIXES) or key.endswith("failcnt")
+                   or key.startswith("events."))
+    else:
+        counter = False
+    if counter:
+        unit = ("KiB" if name in _KIB_COUNTERS else
+                "pages" if key.startswith(_PAGE_COUNTER_PREFIXES) else "events")
+        return Column(name, COUNTER, unit)
+    if source == "meminfo":
+        return Column(name, GAUGE, "pages" if key.startswith("HugePages_") else "bytes")
+    return Column(name, GAUGE, "pages" if source == "vmstat" else "bytes")
+
+
+COUNTERS = TableSchema("counters", (Column("t_ns", TIME, "ns since run start"),), rule=_column,
+                       totals=montables.counters_totals)
+
+
+def is_cumulative(column: str) -> bool:
+    """True for event counters (deltas make sense), False for gauges (sizes, nr_* levels)."""
+    return COUNTERS.is_counter(column)
 
 
 def counter_unit(column: str) -> str:
     """'KiB', 'pages' or 'events' for a cumulative counter column."""
-    if column in _KIB_COUNTERS:
-        return "KiB"
-    _, _, key = column.partition(".")
-    return "pages" if key.startswith(_PAGE_COUNTER_PREFIXES) else "events"
+    return COUNTERS.unit(column)
 
 
 def parse_vmstat(text: str) -> dict[str, int]:
@@ -136,19 +160,12 @@ class CountersMonitor(Monitor):
         table = self._rows.table()
         self._rows.discard()
         table = table.cast(pa.schema([(c, pa.int64()) for c in table.column_names]))
-        deltas = {}
-        if len(self._rows) >= 2:
-            first, last = self._rows.first, self._rows.last
-            for column in table.column_names:
-                if is_cumulative(column) and column in first and column in last:
-                    if last[column] != first[column]:
-                        deltas[column] = last[column] - first[column]
-        summary: dict[str, Any] = {"samples": len(self._rows), "interval_s": self.interval_s,
-                                   "deltas": deltas,
-                                   "memcg": bool(self._cgroup)}
+        status: dict[str, Any] = {"samples": len(self._rows), "interval_s": self.interval_s,
+                                  "memcg": bool(self._cgroup)}
         if self._sampler.errors:
-            summary["errors"] = self._sampler.errors
-        return MonitorResult(tables={"counters": table}, summary=summary)
+            status["errors"] = self._sampler.errors
+        return MonitorResult(tables={"counters": table}, status=status,
+                             schemas={"counters": COUNTERS})
 
 
 MONITORS = {"counters": CountersMonitor}

@@ -5,12 +5,7 @@ socket registers for the exit records of all CPUs so that a thread's final total
 when it exits between two samples.
 
 kernel.task_delayacct is switched on for the run and restored when the last delay monitor on the
-machine is done: each one holds a shared flock on /run/stallbench/delayacct.users while it runs
-(so one run finishing does not switch accounting off under another), and the value found before
-the first one switched it on is kept in delayacct.original. Whoever leaves last (a monitor's
-stop, or `stallbench cleanup` for a killed run: journal kind "delayacct") finds no other holder
-and writes that value back. The directory is machine-wide, not the journal's
-$STALLBENCH_STATE_DIR, because the sysctl is.
+machine is done (delayacct.py).
 
 Table `delay`: t_ns, pid, tid, comm, born_in_run (the task started after the monitor, so its
 totals all belong to the run), exited (row is the exit record), and per delay kind the count and
@@ -18,32 +13,27 @@ total in ns: cpu, blkio, swapin, freepages (direct reclaim), thrashing, compact,
 and `<kind>_max_ns`, the task's longest single delay of that kind so far (taskstats v16+, at the
 end of struct taskstats; null on older kernels). Version 15 put max/min between the older
 fields, which moves every later field; v16 moved them to the end, so a v15 kernel is refused
-with that reason rather than misread. The summary's `max_ns` is the longest single delay of each
-kind during the run (analysis/delaymax.py).
+with that reason rather than misread. run.json's `totals_ns` (delay accrued during the run per
+kind, summed over tasks) and `max_ns` (the longest single delay of each kind) are computed by
+analysis/montables.py from this table.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import select
 import socket
 import struct
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
+from ..analysis import montables
 from ..context import RunContext
-from ..journal import Journal, register_undo, state_dir
+from ..journal import Journal
 from ._sampling import RowStore, read_text, spill_dir
-from .base import Monitor, MonitorResult
-
-DELAYACCT_SYSCTL = "/proc/sys/kernel/task_delayacct"
+from .base import COUNTER, GAUGE, KEY, TIME, Column, Monitor, MonitorResult, TableSchema
+from .delayacct import DELAYACCT_SYSCTL, DelayacctClaim, delayacct_dir, release_delayacct
 
 NETLINK_GENERIC = 16
 GENL_ID_CTRL = 0x10
@@ -96,120 +86,6 @@ def _attrs(data: bytes) -> dict[int, bytes]:
         result[kind & 0x3FFF] = data[offset + 4:offset + length]
         offset += (length + 3) & ~3
     return result
-
-
-# -- kernel.task_delayacct shared by every stallbench process ------------------------------------
-
-MACHINE_STATE_DIR = Path("/run/stallbench")
-
-
-def delayacct_dir() -> Path:
-    """Where the delay monitors of all stallbench processes meet (machine-wide)."""
-    try:
-        MACHINE_STATE_DIR.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return state_dir()
-    return MACHINE_STATE_DIR if os.access(MACHINE_STATE_DIR, os.W_OK) else state_dir()
-
-
-@contextmanager
-def _delayacct_mutex(directory: Path) -> Iterator[None]:
-    """Serializes switching on and the last-one-out check among stallbench processes."""
-    fd = os.open(directory / "delayacct.mutex", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-class DelayacctClaim:
-    """This process needs kernel.task_delayacct=1 while the claim is held."""
-
-    def __init__(self, directory: Path):
-        self.directory = directory
-        self.id = f"{os.getpid()}-{time.monotonic_ns()}"
-        self._fd = -1
-
-    def acquire(self) -> bool:
-        """Hold the claim and switch accounting on; True when this call switched it on."""
-        with _delayacct_mutex(self.directory):
-            fd = os.open(self.directory / "delayacct.users",
-                         os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH)
-                current = (read_text(DELAYACCT_SYSCTL) or "0").strip()
-                if current == "1":
-                    # on already: by the user (nothing saved) or by another stallbench process,
-                    # live or killed (saved: the last one out restores it)
-                    self._fd = fd
-                    _HELD[self.id] = self
-                    return False
-                saved = self.directory / "delayacct.original"
-                temporary = saved.with_suffix(f".{os.getpid()}.tmp")
-                temporary.write_text(current)
-                os.replace(temporary, saved)
-                with open(DELAYACCT_SYSCTL, "w") as f:
-                    f.write("1")
-            except BaseException:
-                os.close(fd)
-                raise
-            self._fd = fd
-            _HELD[self.id] = self
-            return True
-
-    def drop(self) -> None:
-        """Give the claim up (without restoring: see release_delayacct)."""
-        _HELD.pop(self.id, None)
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-
-# this process's claims by id: the journal's undo (at the end of a run whose monitor never got
-# to stop) drops its own claim before looking for other holders
-_HELD: dict[str, DelayacctClaim] = {}
-
-
-def _drop_claims_in_child() -> None:
-    # a forked workload worker would otherwise share the claim's lock and, outliving a killed
-    # run, keep `stallbench cleanup` from restoring the sysctl
-    for claim in list(_HELD.values()):
-        claim.drop()
-
-
-os.register_at_fork(after_in_child=_drop_claims_in_child)
-
-
-def release_delayacct(directory: Path) -> bool:
-    """Restore kernel.task_delayacct to its value before stallbench switched it on, if no live
-    process holds a claim any more; True when it wrote the value back."""
-    with _delayacct_mutex(directory):
-        fd = os.open(directory / "delayacct.users", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC,
-                     0o600)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False  # another run still needs it: it restores the value when done
-            saved = directory / "delayacct.original"
-            original = read_text(str(saved))
-            if original is None or not original.strip():
-                return False
-            with open(DELAYACCT_SYSCTL, "w") as f:
-                f.write(original.strip())
-            saved.unlink()
-            return True
-        finally:
-            os.close(fd)
-
-
-@register_undo("delayacct")
-def _undo_delayacct(action: dict[str, Any]) -> None:
-    claim = _HELD.get(action.get("claim", ""))
-    if claim is not None:
-        claim.drop()
-    release_delayacct(Path(action["dir"]))
 
 
 class TaskstatsError(OSError):
@@ -353,7 +229,7 @@ class DelayMonitor(Monitor):
 
     def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s
-        self._rows = RowStore(schema=pa.schema(list(_COLUMNS.items())))
+        self._rows = RowStore(schema=DELAY.arrow())
         self._known: dict[int, tuple[int, bool]] = {}   # tid -> (pid, born_in_run)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -389,8 +265,7 @@ class DelayMonitor(Monitor):
     def start(self, ctx: RunContext) -> None:
         self._ctx = ctx
         self._journal = ctx.journal
-        self._rows = RowStore(schema=pa.schema(list(_COLUMNS.items())), spill_dir=spill_dir(ctx),
-                              name=self.name)
+        self._rows = RowStore(schema=DELAY.arrow(), spill_dir=spill_dir(ctx), name=self.name)
         self._claim = DelayacctClaim(delayacct_dir())
         if self._journal is not None:
             self._journal_entry = self._journal.push(
@@ -477,21 +352,15 @@ class DelayMonitor(Monitor):
         self._restore_sysctl()
         table = self._rows.table()
         self._rows.discard()
-        roots = self._ctx.processes.roots() if self._ctx else []
-        rows = table.to_pylist()
-        version = self._version
-        summary: dict[str, Any] = {"workload_pids": roots,
-                                   "tasks": len(self._known), "samples": len(self._rows),
-                                   "totals_ns": delay_totals(rows),
-                                   "taskstats_version": version}
-        reason = max_unavailable(version)
-        if reason is None:
-            summary["max_ns"] = _longest(table)
-        else:
-            summary["max_unavailable"] = reason
+        status: dict[str, Any] = {"workload_pids": self._ctx.processes.roots() if self._ctx else [],
+                                  "tasks": len(self._known), "samples": len(self._rows),
+                                  "taskstats_version": self._version}
+        reason = max_unavailable(self._version)
+        if reason is not None:
+            status["max_unavailable"] = reason
         if self._errors:
-            summary["errors"] = self._errors
-        return MonitorResult(tables={"delay": table}, summary=summary)
+            status["errors"] = self._errors
+        return MonitorResult(tables={"delay": table}, status=status, schemas={"delay": DELAY})
 
     def _restore_sysctl(self) -> None:
         if self._claim is None:
@@ -505,44 +374,16 @@ class DelayMonitor(Monitor):
         self._claim = None
 
 
-_COLUMNS = {"t_ns": pa.int64(), "pid": pa.int32(), "tid": pa.int32(), "comm": pa.string(),
-            "born_in_run": pa.bool_(), "exited": pa.bool_()}
-for _kind in DELAY_KINDS:
-    _COLUMNS[f"{_kind}_count"] = pa.int64()
-    _COLUMNS[f"{_kind}_ns"] = pa.int64()
-for _kind in DELAY_KINDS:
-    _COLUMNS[f"{_kind}_max_ns"] = pa.int64()
-
-
-def _longest(table: pa.Table) -> dict[str, Any]:
-    from ..analysis.delaymax import longest_delays
-
-    columns = {name: table.column(name).to_numpy(zero_copy_only=False)
-               for name in table.column_names if name.endswith(("_max_ns", "_count"))}
-    return longest_delays(table.column("tid").to_numpy(),
-                          table.column("born_in_run").to_numpy(zero_copy_only=False),
-                          {k: columns[f"{k}_max_ns"] for k in DELAY_KINDS},
-                          {k: columns[f"{k}_count"] for k in DELAY_KINDS},
-                          table.column("t_ns").to_numpy())
-
-
-def delay_totals(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """Sum over tasks of each delay accrued during the run (last minus baseline per task)."""
-    first: dict[int, dict[str, Any]] = {}
-    last: dict[int, dict[str, Any]] = {}
-    for row in rows:
-        first.setdefault(row["tid"], row)
-        last[row["tid"]] = row
-    totals = dict.fromkeys(DELAY_KINDS, 0)
-    for tid, end in last.items():
-        start = first[tid]
-        for kind in DELAY_KINDS:
-            value = end.get(f"{kind}_ns")
-            if value is None:
-                continue
-            base = 0 if start["born_in_run"] else (start.get(f"{kind}_ns") or 0)
-            totals[kind] += max(0, value - base)
-    return totals
+DELAY = TableSchema(
+    "delay",
+    (Column("t_ns", TIME, "ns since run start"), Column("pid", KEY, "id", "int32"),
+     Column("tid", KEY, "id", "int32"), Column("comm", KEY, "text", "string"),
+     Column("born_in_run", KEY, "flag", "bool"), Column("exited", KEY, "flag", "bool"),
+     *(Column(f"{kind}_{what}", COUNTER, unit) for kind in DELAY_KINDS
+       for what, unit in (("count", "delays"), ("ns", "ns"))),
+     # the task's longest single delay so far (v16+): a running maximum
+     *(Column(f"{kind}_max_ns", GAUGE, "ns") for kind in DELAY_KINDS)),
+    totals=montables.delay_run_totals)
 
 
 MONITORS = {"delay": DelayMonitor}

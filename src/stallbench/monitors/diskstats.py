@@ -3,8 +3,9 @@
 Table `diskstats`: t_ns, device, and the cumulative kernel counters (see
 Documentation/admin-guide/iostats.rst): reads, read_merges, read_sectors, read_ms, writes,
 write_merges, write_sectors, write_ms, in_flight (gauge), io_ms, weighted_ms, discards...,
-flushes, flush_ms. analysis/monitors.py derives IOPS, bytes, time per request, queue depth and
-utilisation from it.
+flushes, flush_ms (`DISKSTATS` declares them). analysis/montables.py derives run.json's
+`totals` (change per device during the run) and analysis/monitors.py IOPS, bytes, time per
+request, queue depth and utilisation from it.
 """
 
 from __future__ import annotations
@@ -15,13 +16,26 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..analysis import montables
 from ..context import RunContext
 from ._sampling import SamplerThread, read_text
-from .base import Monitor, MonitorResult
+from .base import COUNTER, GAUGE, KEY, TIME, Column, Monitor, MonitorResult, TableSchema
 
 FIELDS = ("reads", "read_merges", "read_sectors", "read_ms", "writes", "write_merges",
           "write_sectors", "write_ms", "in_flight", "io_ms", "weighted_ms", "discards",
           "discard_merges", "discard_sectors", "discard_ms", "flushes", "flush_ms")
+
+
+def _unit(field: str) -> str:
+    return ("ms" if field.endswith("_ms") else "512-byte sectors" if field.endswith("_sectors")
+            else "requests")
+
+
+DISKSTATS = TableSchema(
+    "diskstats",
+    (Column("t_ns", TIME, "ns since run start"), Column("device", KEY, "text", "string"),
+     *(Column(f, GAUGE if f == "in_flight" else COUNTER, _unit(f)) for f in FIELDS)),
+    totals=montables.diskstats_totals)
 
 
 def parse_diskstats(text: str) -> dict[str, list[int]]:
@@ -111,23 +125,15 @@ class DiskstatsMonitor(Monitor):
     def stop(self) -> MonitorResult:
         assert self._sampler is not None, "stop() before start()"
         self._sampler.stop()
-        data: dict[str, Any] = {
-            "t_ns": pa.array([r[0] for r in self._rows], pa.int64()),
-            "device": pa.array([r[1] for r in self._rows], pa.string()),
-        }
-        for i, field in enumerate(FIELDS):
-            data[field] = pa.array([r[2][i] for r in self._rows], pa.int64())
-        table = pa.table(data)
-        totals: dict[str, dict[str, int]] = {}
-        for device in self._devices:
-            rows = [r for r in self._rows if r[1] == device]
-            if len(rows) >= 2:
-                totals[device] = {f: rows[-1][2][i] - rows[0][2][i]
-                                  for i, f in enumerate(FIELDS) if f != "in_flight"}
-        summary: dict[str, Any] = {"devices": self._devices, "totals": totals}
+        columns = list(zip(*[(t, device, *values) for t, device, values in self._rows],
+                           strict=True)) if self._rows else [[]] * len(DISKSTATS.columns)
+        table = pa.table({c.name: pa.array(values, c.arrow_type())
+                          for c, values in zip(DISKSTATS.columns, columns, strict=True)})
+        status: dict[str, Any] = {"devices": self._devices}
         if self._sampler.errors:
-            summary["errors"] = self._sampler.errors
-        return MonitorResult(tables={"diskstats": table}, summary=summary)
+            status["errors"] = self._sampler.errors
+        return MonitorResult(tables={"diskstats": table}, status=status,
+                             schemas={"diskstats": DISKSTATS})
 
 
 MONITORS = {"diskstats": DiskstatsMonitor}

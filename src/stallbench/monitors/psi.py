@@ -1,7 +1,8 @@
 """psi: pressure stall information, system-wide and for the workload's cgroup where it has it.
 
 Table `psi`: t_ns, scope ("system" or "cgroup"), resource (cpu, memory, io), kind (some, full),
-total_ns (cumulative stall time), avg10 (percent). Cgroup v1 has no pressure files; the summary
+total_ns (cumulative stall time), avg10 (percent); run.json's `stall_ns` (stall time during
+the run per series) is analysis/montables.py's. Cgroup v1 has no pressure files; the summary
 says so.
 """
 
@@ -10,11 +11,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import pyarrow as pa
-
+from ..analysis import montables
 from ..context import RunContext
 from ._sampling import RowStore, SamplerThread, read_text, spill_dir
-from .base import Monitor, MonitorResult
+from .base import COUNTER, GAUGE, KEY, TIME, Column, Monitor, MonitorResult, TableSchema
 
 RESOURCES = ("cpu", "memory", "io")
 
@@ -50,8 +50,13 @@ def pressure_sources(cgroup: dict[str, Any] | None) -> tuple[dict[str, str], str
     return sources, note
 
 
-PSI_SCHEMA = pa.schema([("t_ns", pa.int64()), ("scope", pa.string()), ("resource", pa.string()),
-                        ("kind", pa.string()), ("total_ns", pa.int64()), ("avg10", pa.float64())])
+PSI = TableSchema(
+    "psi",
+    (Column("t_ns", TIME, "ns since run start"), Column("scope", KEY, "text", "string"),
+     Column("resource", KEY, "text", "string"), Column("kind", KEY, "text", "string"),
+     Column("total_ns", COUNTER, "ns"), Column("avg10", GAUGE, "percent", "float64")),
+    totals=montables.psi_totals)
+PSI_SCHEMA = PSI.arrow()
 
 
 class PsiMonitor(Monitor):
@@ -92,19 +97,12 @@ class PsiMonitor(Monitor):
         assert self._sampler is not None, "stop() before start()"
         self._sampler.stop()
         table = self._rows.table()
-        first: dict[tuple[str, str, str], int] = {}
-        last: dict[tuple[str, str, str], int] = {}
-        for _t, scope, resource, kind, total, _avg in self._rows:
-            first.setdefault((scope, resource, kind), total)
-            last[(scope, resource, kind)] = total
-        stall = {f"{s}.{r}.{k}_ns": last[key] - first[key]
-                 for key in last for s, r, k in [key]}
-        summary: dict[str, Any] = {"stall_ns": stall, "samples": self._sampler.samples}
+        status: dict[str, Any] = {"samples": self._sampler.samples}
         if self._note:
-            summary["note"] = self._note
+            status["note"] = self._note
         if self._sampler.errors:
-            summary["errors"] = self._sampler.errors
-        return MonitorResult(tables={"psi": table}, summary=summary)
+            status["errors"] = self._sampler.errors
+        return MonitorResult(tables={"psi": table}, status=status, schemas={"psi": PSI})
 
 
 MONITORS = {"psi": PsiMonitor}

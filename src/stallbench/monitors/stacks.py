@@ -12,11 +12,9 @@ import os
 from collections import Counter
 from typing import Any
 
-import pyarrow as pa
-
 from ..context import RunContext
 from ._sampling import RowStore, SamplerThread, read_text, spill_dir
-from .base import Monitor, MonitorResult
+from .base import KEY, TIME, Column, Monitor, MonitorResult, TableSchema
 
 
 def parse_proc_stack(text: str) -> list[str]:
@@ -39,8 +37,12 @@ def thread_state(pid: int, tid: int) -> tuple[str, str] | None:
     return tail.split(None, 1)[0], head.partition("(")[2]
 
 
-STACKS_SCHEMA = pa.schema([("t_ns", pa.int64()), ("pid", pa.int32()), ("tid", pa.int32()),
-                           ("comm", pa.string()), ("wchan", pa.string()), ("stack", pa.string())])
+STACKS = TableSchema(
+    "stacks",
+    (Column("t_ns", TIME, "ns since run start"), Column("pid", KEY, "id", "int32"),
+     Column("tid", KEY, "id", "int32"), Column("comm", KEY, "text", "string"),
+     Column("wchan", KEY, "text", "string"), Column("stack", KEY, "text", "string")))
+STACKS_SCHEMA = STACKS.arrow()
 
 
 class StacksMonitor(Monitor):
@@ -92,14 +94,15 @@ class StacksMonitor(Monitor):
         folded = Counter(f"{_clean(comm)};{stack}" for _t, _p, _tid, comm, _w, stack in self._rows)
         text = "".join(f"{stack} {n}\n" for stack, n in folded.most_common())
         roots = self._ctx.processes.roots() if self._ctx else []
-        summary: dict[str, Any] = {"workload_pids": roots,
-                                   "interval_s": self.interval_s,
-                                   "samples": self._sampler.samples,
-                                   "d_state_samples": len(self._rows),
-                                   "threads": self.threads_seen}
+        status: dict[str, Any] = {"workload_pids": roots,
+                                  "interval_s": self.interval_s,
+                                  "samples": self._sampler.samples,
+                                  "d_state_samples": len(self._rows),
+                                  "threads": self.threads_seen}
         if self._sampler.errors:
-            summary["errors"] = self._sampler.errors
-        return MonitorResult(tables={"stacks": table}, summary=summary, folded_stacks=text)
+            status["errors"] = self._sampler.errors
+        return MonitorResult(tables={"stacks": table}, status=status, folded_stacks=text,
+                             schemas={"stacks": STACKS})
 
 
 def _clean(comm: str) -> str:

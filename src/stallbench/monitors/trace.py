@@ -36,16 +36,16 @@ import os
 import re
 import threading
 import time
-from collections import defaultdict
 from typing import Any
 
 import pyarrow as pa
 
+from ..analysis import montables
 from ..context import RunContext
 from ..syscalls import header_for, names_unavailable, syscall_names
 from ..tracefs import TracefsInstance, find_tracefs, mount_tracefs, tracefs_supported
 from ._sampling import read_text
-from .base import Monitor, MonitorResult
+from .base import KEY, TIME, VALUE, Column, Monitor, MonitorResult, TableSchema
 
 BASE_EVENTS = (
     "vmscan/mm_vmscan_direct_reclaim_begin", "vmscan/mm_vmscan_direct_reclaim_end",
@@ -193,21 +193,16 @@ class TraceMonitor(Monitor):
             names = {n: d for d, n in self._devices.items()}
             rows += parse_block_trace(block_text, t0, names)
         table = rows_to_table(rows)
-        counts: dict[str, int] = defaultdict(int)
-        totals: dict[str, int] = defaultdict(int)
-        for row in rows:
-            counts[row["kind"]] += 1
-            totals[row["kind"]] += max(0, row["duration_ns"])
-        summary: dict[str, Any] = {"events": dict(counts), "total_ns": dict(totals),
-                                   "lost_events": lost, "threads": len(self._pids),
-                                   "workload_pids": self._ctx.processes.roots() if self._ctx
-                                   else [],
-                                   "perturbs_run": self.full}
+        status: dict[str, Any] = {"lost_events": lost, "threads": len(self._pids),
+                                  "workload_pids": self._ctx.processes.roots() if self._ctx
+                                  else [],
+                                  "perturbs_run": self.full}
         if self.full:
-            summary["syscall_names"] = names_unavailable() or f"{len(names)} from {header_for()}"
+            status["syscall_names"] = names_unavailable() or f"{len(names)} from {header_for()}"
         if self._errors:
-            summary["errors"] = self._errors
-        return MonitorResult(tables={self.table_name: table}, summary=summary)
+            status["errors"] = self._errors
+        return MonitorResult(tables={self.table_name: table}, status=status,
+                             schemas={self.table_name: TRACE})
 
 
 class TraceFullMonitor(TraceMonitor):
@@ -377,10 +372,15 @@ def parse_block_trace(text: str, t0_ns: int, names: dict[int, str]) -> list[dict
     return rows
 
 
-_SCHEMA = pa.schema([("t_ns", pa.int64()), ("duration_ns", pa.int64()), ("pid", pa.int32()),
-                     ("tid", pa.int32()),
-                     ("comm", pa.string()), ("category", pa.string()), ("kind", pa.string()),
-                     ("stack", pa.string()), ("device", pa.string()), ("detail", pa.string())])
+# trace and trace_full: one row per interval (its start and duration)
+TRACE = TableSchema(
+    "trace",
+    (Column("t_ns", TIME, "ns since run start"), Column("duration_ns", VALUE, "ns"),
+     Column("pid", KEY, "id", "int32"), Column("tid", KEY, "id", "int32"),
+     *(Column(name, KEY, "text", "string")
+       for name in ("comm", "category", "kind", "stack", "device", "detail"))),
+    totals=montables.trace_totals)
+_SCHEMA = TRACE.arrow()
 
 
 def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:

@@ -1,4 +1,5 @@
-"""Renders the "where did the time go" section (built by stallbench.where.explain).
+"""Renders the "where did the time go" section (analysis/wheresection.py WhereSection, built by
+stallbench.where; its JSON form is read back first).
 
 Text, markdown and an HTML fragment; nothing is computed here beyond choosing units.
 """
@@ -7,8 +8,10 @@ from __future__ import annotations
 
 import html
 import textwrap
+from collections.abc import Mapping
 from typing import Any
 
+from ..analysis.wheresection import CounterRow, WhereSection
 from ..units import format_ns
 
 COUNTER_ROWS = 25
@@ -36,14 +39,14 @@ def _short(text: str, width: int) -> str:
 NEAR_ZERO = 10     # a baseline below this many events per run gives no meaningful ratio
 
 
-def _counter_change(row: dict[str, Any]) -> str:
+def _counter_change(row: CounterRow) -> str:
     """'new' for a counter that did not move in the baseline, 'from ~0' for one that barely
     did (a ratio against 2 events says nothing), else the change per op."""
-    if not row["baseline"]:
+    if not row.baseline:
         return "new"
-    if abs(row["baseline"]) < NEAR_ZERO <= abs(row["candidate"]):
+    if abs(row.baseline) < NEAR_ZERO <= abs(row.candidate):
         return "from ~0"
-    change = row["change"]
+    change = row.change
     return "-" if change is None else _pct(change) if abs(change) < 1000 else "≥1000x"
 
 
@@ -51,21 +54,25 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
-def _tables(section: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+def _typed(section: WhereSection | Mapping[str, Any]) -> WhereSection:
+    return section if isinstance(section, WhereSection) else WhereSection.from_json(section)
+
+
+def _tables(section: WhereSection) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, rows) of every table in the section, in reading order."""
     out: list[tuple[str, list[str], list[list[str]]]] = []
-    base = section.get("baseline", "baseline")
-    for label, rows in section.get("counters", {}).items():
+    base = section.baseline
+    for label, rows in section.counters.items():
         if not rows:
             continue
-        names = {r["counter"] for r in rows}
+        names = {r.counter for r in rows}
         # memcg's total_* repeat the cgroup's own counters for a cgroup without children
-        shown = [r for r in rows if not (r["counter"].startswith("memcg.total_") and
-                 "memcg." + r["counter"].removeprefix("memcg.total_") in names)]
-        body = [[_short(r["counter"].removeprefix("vmstat."), 32), r.get("unit", ""),
-                 _num(r["baseline"]),
-                 _num(r["candidate"]), _num(r["baseline_per_op"], 3),
-                 _num(r["candidate_per_op"], 3), _counter_change(r)]
+        shown = [r for r in rows if not (r.counter.startswith("memcg.total_") and
+                 "memcg." + r.counter.removeprefix("memcg.total_") in names)]
+        body = [[_short(r.counter.removeprefix("vmstat."), 32), r.unit,
+                 _num(r.baseline),
+                 _num(r.candidate), _num(r.baseline_per_op, 3),
+                 _num(r.candidate_per_op, 3), _counter_change(r)]
                 for r in shown[:COUNTER_ROWS]]
         more = len(shown) - COUNTER_ROWS
         title = (f"kernel counters {base} vs {label}: per run and per op, sorted by the change "
@@ -75,64 +82,51 @@ def _tables(section: dict[str, Any]) -> list[tuple[str, list[str], list[list[str
         b, c = _short(base, 10), _short(label, 10)
         out.append((title, ["counter", "unit", b, c, f"{_short(base, 7)}/op",
                             f"{_short(label, 7)}/op", "change"], body))
-    psi_rows = []
-    for label, values in section.get("psi", {}).items():
-        for key, item in values.items():
-            if item["stall_ns"]:
-                psi_rows.append([label, key, format_ns(item["stall_ns"]),
-                                 _share(item["share_of_time"])])
+    psi_rows = [[label, key, format_ns(item.stall_ns), _share(item.share_of_time)]
+                for label, values in section.psi.items() for key, item in values.items()
+                if item.stall_ns]
     if psi_rows:
         out.append(("pressure stall (PSI) during the run", ["variant", "pressure", "stalled",
                                                             "of run time"], psi_rows))
-    disk_rows = []
-    for label, devices in section.get("diskstats", {}).items():
-        for device, d in devices.items():
-            disk_rows.append([label, device, _num(d.get("iops")),
-                              _num((d.get("read_bytes_per_s") or 0) / 2**20),
-                              _num((d.get("write_bytes_per_s") or 0) / 2**20),
-                              format_ns(d.get("read_ns_per_request")),
-                              format_ns(d.get("write_ns_per_request")),
-                              _num(d.get("queue_depth"), 2), _share(d.get("utilisation"))])
+    disk_rows = [[label, device, _num(d.iops), _num((d.read_bytes_per_s or 0) / 2**20),
+                  _num((d.write_bytes_per_s or 0) / 2**20), format_ns(d.read_ns_per_request),
+                  format_ns(d.write_ns_per_request), _num(d.queue_depth, 2),
+                  _share(d.utilisation)]
+                 for label, devices in section.diskstats.items() for device, d in devices.items()]
     if disk_rows:
         out.append(("block devices", ["variant", "device", "IOPS", "read MiB/s", "write MiB/s",
                                       "read/req", "write/req", "queue", "util"], disk_rows))
-    device_rows = [[label, op, format_ns(d["op_mean_ns"]), format_ns(d["device_ns_per_request"]),
-                    d["verdict"] or "-"]
-                   for label, ops in section.get("device", {}).items() for op, d in ops.items()]
+    device_rows = [[label, op, format_ns(d.op_mean_ns), format_ns(d.device_ns_per_request),
+                    d.verdict or "-"]
+                   for label, ops in section.device.items() for op, d in ops.items()]
     if device_rows:
         out.append(("device or above it", ["variant", "op", "op mean", "device time/request",
                                            "time spent"], device_rows))
-    delay_rows = []
-    for label, roles in section.get("delay", {}).items():
-        for role in roles:
-            for kind, d in role["delays"].items():
-                if d["total_ns"]:
-                    delay_rows.append([label, role["role"], kind, format_ns(d["total_ns"]),
-                                       _share(d["share"])])
+    delay_rows = [[label, role.role, kind, format_ns(d.total_ns), _share(d.share)]
+                  for label, roles in section.delay.items() for role in roles
+                  for kind, d in role.delays.items() if d.total_ns]
     if delay_rows:
         out.append(("delay accounting per worker role (share of the role's total op latency)",
                     ["variant", "role", "delay", "total", "share"], delay_rows))
-    longest_rows = [[label, kind, format_ns(d["max_ns"]), d.get("role") or f"tid {d['tid']}"]
-                    for label, kinds in section.get("delay_max", {}).items()
-                    for kind, d in kinds.items() if d.get("max_ns")]
+    longest_rows = [[label, kind, format_ns(d.max_ns), d.role or f"tid {d.tid}"]
+                    for label, kinds in section.delay_max.items()
+                    for kind, d in kinds.items() if d.max_ns]
     if longest_rows:
         out.append(("longest single delay per kind (taskstats per-task maximum)",
                     ["variant", "delay", "longest", "task"], longest_rows))
-    for label, stacks in section.get("stacks", {}).items():
-        top = stacks.get("top") or []
-        if top:
-            out.append((f"top blocked stacks: {label} (from {stacks.get('source')})",
+    for label, stacks in section.stacks.items():
+        if stacks.top:
+            out.append((f"top blocked stacks: {label} (from {stacks.source})",
                         ["share", "samples", "waiting on", "stack (leaf last)"],
-                        [[_share(s["share"]), str(s["samples"]), s["what"],
-                          _short_stack(s["stack"])] for s in top]))
-    for label, ops in section.get("slow_ops", {}).items():
-        rows = []
-        for op, slow in ops.items():
-            for cause, share in sorted(slow["shares"].items(), key=lambda kv: -kv[1]):
-                rows.append([op, str(slow["count"]), format_ns(slow["threshold_ns"]), cause,
-                             _share(share), format_ns(slow["breakdown_ns"][cause])])
+                        [[_share(s.share), str(s.samples), s.what, _short_stack(s.stack)]
+                         for s in stacks.top]))
+    for label, ops in section.slow_ops.items():
+        rows = [[op, str(slow.count), format_ns(slow.threshold_ns), cause, _share(share),
+                 format_ns(slow.breakdown_ns[cause])]
+                for op, slow in ops.items()
+                for cause, share in sorted(slow.shares.items(), key=lambda kv: -kv[1])]
         if rows:
-            out.append((f"slow ops (> {section.get('slow_factor', 10):g}x p50): {label}",
+            out.append((f"slow ops (> {section.slow_factor:g}x p50): {label}",
                         ["op", "slow ops", "threshold", "time went to", "share", "total"], rows))
     return out
 
@@ -143,29 +137,29 @@ def _short_stack(stack: str, frames: int = 5) -> str:
     return ("...;" if len(parts) > frames else "") + ";".join(parts[-frames:])
 
 
-def _histograms(section: dict[str, Any]) -> list[tuple[str, list[str]]]:
+def _histograms(section: WhereSection) -> list[tuple[str, list[str]]]:
     out = []
-    for label, groups in section.get("histograms", {}).items():
+    for label, groups in section.histograms.items():
         for name, rows in groups.items():
             if not rows:
                 continue
-            peak = max(r["count"] for r in rows) or 1
-            lines = [f"{r['lo_ns'] // 1000:>10} -> {r['hi_ns'] // 1000 - 1:<10} : "
-                     f"{r['count']:<8} |{'*' * round(HIST_BAR * r['count'] / peak):<{HIST_BAR}}|"
+            peak = max(r.count for r in rows) or 1
+            lines = [f"{r.lo_ns // 1000:>10} -> {r.hi_ns // 1000 - 1:<10} : "
+                     f"{r.count:<8} |{'*' * round(HIST_BAR * r.count / peak):<{HIST_BAR}}|"
                      for r in rows]
             out.append((f"{name} latency, {label} (usecs : count)", lines))
     return out
 
 
-def _notes(section: dict[str, Any]) -> tuple[list[str], list[str], list[str]]:
-    explanations = [e["text"] + (f"  [{e['variant']}]" if len(section.get("variants", [])) > 2
-                                 else "") for e in section.get("explanations", [])]
-    skipped = [f"{s['variant']}: {s['monitor']} skipped: {s['reason']}"
-               for s in section.get("skipped", [])]
-    return explanations, section.get("warnings", []), skipped
+def _notes(section: WhereSection) -> tuple[list[str], list[str], list[str]]:
+    explanations = [e.text + (f"  [{e.variant}]" if len(section.variants) > 2 else "")
+                    for e in section.explanations]
+    skipped = [f"{s.variant}: {s.monitor} skipped: {s.reason}" for s in section.skipped]
+    return explanations, section.warnings, skipped
 
 
-def render_text(section: dict[str, Any], width: int = 100) -> str:
+def render_text(section: WhereSection | Mapping[str, Any], width: int = 100) -> str:
+    section = _typed(section)
     lines = ["Where did the time go", "=" * 21]
     explanations, warnings, skipped = _notes(section)
     for mark, notes in (("!", warnings), ("*", explanations)):
@@ -189,7 +183,8 @@ def _md_cell(text: str) -> str:
     return str(text).replace("|", "\\|")
 
 
-def render_markdown(section: dict[str, Any]) -> str:
+def render_markdown(section: WhereSection | Mapping[str, Any]) -> str:
+    section = _typed(section)
     lines = ["## Where did the time go", ""]
     explanations, warnings, skipped = _notes(section)
     lines += [f"> **Warning:** {w}" for w in warnings]
@@ -207,7 +202,8 @@ def render_markdown(section: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_html(section: dict[str, Any]) -> str:
+def render_html(section: WhereSection | Mapping[str, Any]) -> str:
+    section = _typed(section)
     esc = html.escape
     parts = ['<section class="stallbench-where">', "<h2>Where did the time go</h2>"]
     explanations, warnings, skipped = _notes(section)

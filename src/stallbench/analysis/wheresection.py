@@ -1,0 +1,378 @@
+"""The "where did the time go" section, typed, and the pure functions that fill it.
+
+where.py loads the monitor tables of each variant's runs and calls these; report/where.py
+renders a WhereSection. `to_json` is the comparison JSON's `where` (the same keys as the
+fields); `from_json` reads it back. No I/O, no printing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import delaymax
+from . import monitors as am
+from .montables import task_delays
+
+
+@dataclass
+class Skipped:
+    variant: str
+    monitor: str
+    reason: str
+
+
+@dataclass
+class CounterRow:
+    counter: str
+    baseline: float
+    candidate: float
+    delta: float
+    baseline_per_s: float | None
+    candidate_per_s: float | None
+    baseline_per_op: float | None
+    candidate_per_op: float | None
+    change: float | None
+    unit: str = ""
+
+
+@dataclass
+class Pressure:
+    stall_ns: float
+    share_of_time: float
+
+
+@dataclass
+class DiskSummary:
+    """Mean over the runs of analysis/monitors.py diskstats_summary."""
+    seconds: float | None = None
+    reads: float | None = None
+    writes: float | None = None
+    read_iops: float | None = None
+    write_iops: float | None = None
+    iops: float | None = None
+    read_bytes_per_s: float | None = None
+    write_bytes_per_s: float | None = None
+    read_ns_per_request: float | None = None
+    write_ns_per_request: float | None = None
+    ns_per_request: float | None = None
+    queue_depth: float | None = None
+    utilisation: float | None = None
+
+
+@dataclass
+class DeviceVerdict:
+    op_mean_ns: float
+    device_ns_per_request: float | None
+    device_share_upper_bound: float | None
+    verdict: str | None
+
+
+@dataclass
+class DelayShare:
+    total_ns: int
+    share: float | None
+
+
+@dataclass
+class RoleDelays:
+    role: str
+    ops_latency_ns: int
+    delays: dict[str, DelayShare]
+
+
+@dataclass
+class LongestDelay:
+    max_ns: int | None
+    tid: int | None
+    unattributed: int
+    impossible: int
+    role: str | None
+
+
+@dataclass
+class StackRow:
+    stack: str
+    samples: int
+    share: float
+    what: str
+
+
+@dataclass
+class Stacks:
+    source: str | None
+    top: list[StackRow]
+
+
+@dataclass
+class Bin:
+    lo_ns: int
+    hi_ns: int
+    count: int
+
+
+@dataclass
+class SlowOps:
+    threshold_ns: int
+    count: int
+    source: str | None
+    breakdown_ns: dict[str, int]
+    shares: dict[str, float]
+
+
+@dataclass
+class Explanation:
+    variant: str
+    op: str | None
+    text: str
+
+
+@dataclass
+class WhereSection:
+    baseline: str = "baseline"
+    variants: list[str] = field(default_factory=list)
+    slow_factor: float = 10.0
+    skipped: list[Skipped] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    counters: dict[str, list[CounterRow]] = field(default_factory=dict)
+    psi: dict[str, dict[str, Pressure]] = field(default_factory=dict)
+    diskstats: dict[str, dict[str, DiskSummary]] = field(default_factory=dict)
+    device: dict[str, dict[str, DeviceVerdict]] = field(default_factory=dict)
+    delay: dict[str, list[RoleDelays]] = field(default_factory=dict)
+    delay_max: dict[str, dict[str, LongestDelay]] = field(default_factory=dict)
+    stacks: dict[str, Stacks] = field(default_factory=dict)
+    histograms: dict[str, dict[str, list[Bin]]] = field(default_factory=dict)
+    slow_ops: dict[str, dict[str, SlowOps]] = field(default_factory=dict)
+    explanations: list[Explanation] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return _jsonable(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WhereSection:
+        return _from_json(cls, data)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if np.isnan(value) else float(value)
+    return value
+
+
+def _from_json(kind: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    if dataclasses.is_dataclass(kind):
+        hints = typing.get_type_hints(kind)
+        return kind(**{f.name: _from_json(hints[f.name], value[f.name])
+                       for f in dataclasses.fields(kind) if f.name in value})
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin is dict:
+        return {k: _from_json(args[1], v) for k, v in value.items()}
+    if origin is list:
+        return [_from_json(args[0], v) for v in value]
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        return _from_json(inner[0], value) if len(inner) == 1 else value
+    return value
+
+
+# -- the pure parts of each subsection -------------------------------------------------------
+
+
+def pressure(per_run: Sequence[Mapping[str, int]], seconds: float) -> dict[str, Pressure]:
+    """Over a variant's runs: mean stall per run and its share of all the runs' time."""
+    if not per_run:
+        return {}
+    keys = sorted({k for run in per_run for k in run})
+    seconds = seconds or 1.0
+    return {key: Pressure(sum(r.get(key, 0) for r in per_run) / len(per_run),
+                          sum(r.get(key, 0) for r in per_run) / 1e9 / seconds) for key in keys}
+
+
+def disk_summaries(per_run: Sequence[tuple[np.ndarray, np.ndarray, Mapping[str, np.ndarray]]]
+                   ) -> dict[str, DiskSummary]:
+    """(device, t_ns, counters) of each run's diskstats table -> per device the mean summary."""
+    per_device: dict[str, list[dict[str, Any]]] = {}
+    for device, t_ns, counters in per_run:
+        device = np.asarray(device).astype(str)
+        for name in np.unique(device).tolist():
+            rows = device == name
+            summary = am.diskstats_summary(np.asarray(t_ns)[rows],
+                                           {c: np.asarray(v)[rows] for c, v in counters.items()})
+            if summary:
+                per_device.setdefault(name, []).append(summary)
+    out = {}
+    for name, items in per_device.items():
+        mean = {}
+        for key in items[0]:
+            values = [i[key] for i in items if i.get(key) is not None]
+            mean[key] = float(np.mean(values)) if values else None
+        out[name] = DiskSummary(**mean)
+    return out
+
+
+def device_vs_above(disks: Mapping[str, DiskSummary], op_totals: Mapping[str, tuple[int, int]],
+                    runs: int) -> dict[str, DeviceVerdict]:
+    """Per op: was its mean time spent in the device (its time per request at least half the
+    op's mean) or above it; `op_totals[op]` = (samples, latency sum) over the runs."""
+    if not disks:
+        return {}
+    requests = sum((d.reads or 0) + (d.writes or 0) for d in disks.values())
+    device_ns = sum((d.ns_per_request or 0) * ((d.reads or 0) + (d.writes or 0))
+                    for d in disks.values())
+    per_request = device_ns / requests if requests else None
+    result = {}
+    for op, (samples, total) in op_totals.items():
+        if samples == 0:
+            continue
+        mean = total / samples
+        verdict = None
+        if per_request is not None:
+            verdict = ("in the device" if per_request >= 0.5 * mean
+                       else "above the device (page cache, reclaim, locks, CPU)")
+        result[op] = DeviceVerdict(mean, per_request,
+                                   am.device_share(total, requests / max(1, runs), per_request),
+                                   verdict)
+    return result
+
+
+@dataclass
+class RunDelays:
+    """One run's delay table columns and who its tasks were."""
+    columns: Mapping[str, np.ndarray]
+    role_of_pid: Mapping[int, str]
+    latency_by_role: Mapping[str, int]
+
+
+def role_delays(runs: Sequence[RunDelays]) -> list[RoleDelays]:
+    """Delays per worker role over the runs (montables.task_delays: whole-uptime steps
+    dropped), each with its share of the role's total op latency."""
+    if not runs:
+        return []
+    delays_by_task: dict[tuple[int, int], dict[str, int]] = {}
+    role_of_task: dict[tuple[int, int], str] = {}
+    latency_by_role: dict[str, int] = {}
+    for index, run in enumerate(runs):
+        columns = run.columns
+        kinds = {k: np.asarray(columns[f"{k}_ns"], dtype=np.float64) for k in am.DELAY_KINDS
+                 if f"{k}_ns" in columns}
+        tid = np.asarray(columns["tid"])
+        per_tid = task_delays(tid, columns["born_in_run"], kinds, columns["t_ns"])
+        pid_of_tid = dict(zip(tid.tolist(), np.asarray(columns["pid"]).tolist(), strict=True))
+        for t, values in per_tid.items():
+            pid = pid_of_tid[t]
+            role = run.role_of_pid.get(pid)
+            if role is None:
+                continue
+            bucket = delays_by_task.setdefault((index, pid), {})  # pids of runs may collide
+            for kind, value in values.items():
+                bucket[kind] = bucket.get(kind, 0) + value
+            role_of_task[(index, pid)] = role
+        for role, total in run.latency_by_role.items():
+            latency_by_role[role] = latency_by_role.get(role, 0) + total
+    rows = am.delay_attribution(delays_by_task, role_of_task, latency_by_role)
+    return [RoleDelays(r["role"], r["ops_latency_ns"],
+                       {k: DelayShare(**v) for k, v in r["delays"].items()}) for r in rows]
+
+
+def longest(per_run: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, LongestDelay]:
+    """The longest single delay per kind over the runs' run.json `max_ns` (entries with the
+    role of the task that had it as "run"), kinds without one left out."""
+    merged = delaymax.merge_runs(list(per_run))
+    return {kind: LongestDelay(e["max_ns"], e["tid"], e["unattributed"], e["impossible"],
+                               e["run"]) for kind, e in merged.items() if e["max_ns"] is not None}
+
+
+def stacks(folded: Sequence[Mapping[str, int]], trace_dstate: Sequence[np.ndarray]) -> Stacks:
+    """Top blocked stacks from stacks.folded counts (the leading comm frame dropped), else
+    from the trace's D-state rows (one count per sleep)."""
+    counts: dict[str, int] = {}
+    for run in folded:
+        for stack, n in run.items():
+            key = stack.split(";", 1)[1] if ";" in stack else stack
+            counts[key] = counts.get(key, 0) + n
+    source = "stacks"
+    if not counts:
+        source = "trace"
+        for run in trace_dstate:
+            names, n = np.unique(np.asarray(run).astype(str), return_counts=True)
+            for name, count in zip(names.tolist(), n.tolist(), strict=True):
+                counts[name] = counts.get(name, 0) + count
+    return Stacks(source if counts else None,
+                  [StackRow(**row) for row in am.top_stacks(counts)])
+
+
+def dstate_stacks(category: np.ndarray, stack: np.ndarray) -> np.ndarray:
+    """The non-empty stacks of a trace table's D-state rows."""
+    stack = np.asarray(stack, dtype=object)
+    keep = (np.asarray(category, dtype=object) == "dstate") & ~np.equal(stack, None)
+    keep &= stack != ""
+    return stack[keep]
+
+
+HISTOGRAM_GROUPS = ("reclaim", "throttle", "block")
+
+
+def histograms(trace: Sequence[tuple[np.ndarray, np.ndarray]]) -> dict[str, list[Bin]]:
+    """(category, duration_ns) of each run's trace table -> per group the log2 histogram."""
+    out = {}
+    for name in HISTOGRAM_GROUPS:
+        parts = [np.asarray(d)[np.asarray(c, dtype=object) == name] for c, d in trace]
+        if parts and sum(p.size for p in parts):
+            out[name] = [Bin(**b) for b in am.log2_histogram(np.concatenate(parts))]
+    return out
+
+
+def slow_ops(threshold: int, count: int, source: str | None,
+             breakdown: Mapping[str, int]) -> SlowOps:
+    total = sum(breakdown.values())
+    return SlowOps(threshold, count, source, dict(breakdown),
+                   {k: v / total for k, v in breakdown.items()} if total else {})
+
+
+def counter_rows(base: Sequence[Mapping[str, int]], cand: Sequence[Mapping[str, int]],
+                 base_seconds: float, cand_seconds: float, base_ops: int, cand_ops: int,
+                 unit: typing.Callable[[str], str]) -> list[CounterRow]:
+    rows = am.counters_comparison(base, cand, base_seconds, cand_seconds, base_ops, cand_ops)
+    return [CounterRow(**row, unit=unit(row["counter"])) for row in rows]
+
+
+def explanations(label: str, tail_changes: Mapping[str, float | None],
+                 slow: Mapping[str, SlowOps], delays: Sequence[RoleDelays],
+                 roles_of_op: Mapping[str, Sequence[str]],
+                 longest_here: Mapping[str, LongestDelay],
+                 longest_base: Mapping[str, LongestDelay]) -> list[Explanation]:
+    """The one-line explanations of a candidate: per op whose tail grew, from its slow ops'
+    breakdown, else from delay accounting of the one role that runs it; then the longest
+    single delays that grew."""
+    out = []
+    by_role = {row.role: {k: dataclasses.asdict(v) for k, v in row.delays.items()}
+               for row in delays}
+    for op, change in sorted(tail_changes.items()):
+        line = None
+        if op in slow:
+            line = am.explanation(op, change, slow[op].breakdown_ns, slow[op].source)
+        roles = roles_of_op.get(op, [])
+        if line is None and len(roles) == 1 and roles[0] in by_role:
+            line = am.delay_explanation(op, change, roles[0], by_role[roles[0]])
+        if line:
+            out.append(Explanation(label, op, line))
+    for kind, entry in longest_here.items():
+        base = longest_base.get(kind)
+        line = delaymax.explanation(label, kind, entry.max_ns, base.max_ns if base else None)
+        if line:
+            out.append(Explanation(label, None, line))
+    return out
