@@ -23,7 +23,6 @@ from .analysis import bands as bands_mod
 from .analysis import histogram as hist
 from .analysis import interference, stationarity
 from .analysis import intervals as iv
-from .analysis import stalls as stalls_mod
 from .analysis import summary as sm
 from .analysis.environment import environment_diff  # fidelity
 from .analysis.quantiles import (
