@@ -21,15 +21,13 @@ import contextlib
 import itertools
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
 from ..journal import Journal
 from ..plan import VariantSettings
-from .blockdev import mounts
-from .memcg import MemoryCgroup
+from .memcg import Controller, MemoryCgroup, find_controller
 
 _counter = itertools.count(1)
 V1_THROTTLE = {"rbps": "blkio.throttle.read_bps_device", "wbps": "blkio.throttle.write_bps_device",
@@ -38,40 +36,21 @@ V1_THROTTLE = {"rbps": "blkio.throttle.read_bps_device", "wbps": "blkio.throttle
 V1_WEIGHTS = ("blkio.weight", "blkio.bfq.weight")
 
 
-@dataclass
-class IoController:
-    version: int
-    root: Path
-
-
 def wanted(settings: VariantSettings) -> bool:
     return bool(settings.io_max) or settings.io_weight is not None \
         or settings.io_latency_us is not None
 
 
-def find_io_controller() -> IoController | None:
+def find_io_controller() -> Controller | None:
     """v2 where the io controller is enabled for children, else v1 blkio, else None."""
-    found_v1 = None
-    for info in mounts():
-        root = Path(info.mount_point)
-        if info.fstype == "cgroup2":
-            try:
-                offered = (root / "cgroup.controllers").read_text().split()
-                enabled = (root / "cgroup.subtree_control").read_text().split()
-            except OSError:
-                continue
-            if "io" in offered and "io" in enabled:
-                return IoController(2, root)
-        elif info.fstype == "cgroup" and "blkio" in info.options.split(","):
-            found_v1 = found_v1 or IoController(1, root)
-    return found_v1
+    return find_controller("io", "blkio")
 
 
 def _v1_weight_file(root: Path) -> str | None:
     return next((name for name in V1_WEIGHTS if (root / name).exists()), None)
 
 
-def check(settings: VariantSettings, controller: IoController | None) -> None:
+def check(settings: VariantSettings, controller: Controller | None) -> None:
     """Refuse what this machine's I/O controller cannot do (before any change)."""
     if not wanted(settings):
         return
@@ -112,7 +91,7 @@ def device_number(device: str) -> str:
 
 
 @contextlib.contextmanager
-def io_cgroup(settings: VariantSettings, controller: IoController, devices: list[str],
+def io_cgroup(settings: VariantSettings, controller: Controller, devices: list[str],
               memory_cgroup: MemoryCgroup | None, journal: Journal,
               metadata: dict[str, Any]) -> Iterator[Callable[[], None]]:
     """Set the I/O knobs; yields the function a workload child runs to join the cgroup (a no-op
@@ -158,7 +137,7 @@ def io_cgroup(settings: VariantSettings, controller: IoController, devices: list
             journal.undo(entry)
 
 
-def _writes(settings: VariantSettings, controller: IoController, number: str
+def _writes(settings: VariantSettings, controller: Controller, number: str
             ) -> list[tuple[str, str]]:
     if controller.version == 2:
         writes = []

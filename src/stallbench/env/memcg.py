@@ -32,22 +32,29 @@ class Controller:
     root: Path
 
 
-def find_memory_controller() -> Controller | None:
-    """The cgroup hierarchy that can limit memory: v2 if enabled there, else v1, else None."""
+def find_controller(v2_name: str, v1_name: str) -> Controller | None:
+    """The cgroup hierarchy with a controller: v2 where it is offered and enabled for children
+    (cgroup.controllers and cgroup.subtree_control), else a v1 hierarchy mounted with it, else
+    None."""
     found_v1 = None
     for info in mounts():
         root = Path(info.mount_point)
         if info.fstype == "cgroup2":
             try:
-                controllers = (root / "cgroup.controllers").read_text().split()
-                subtree = (root / "cgroup.subtree_control").read_text().split()
+                offered = (root / "cgroup.controllers").read_text().split()
+                enabled = (root / "cgroup.subtree_control").read_text().split()
             except OSError:
                 continue
-            if "memory" in controllers and "memory" in subtree:
+            if v2_name in offered and v2_name in enabled:
                 return Controller(2, root)
-        elif info.fstype == "cgroup" and "memory" in info.options.split(","):
+        elif info.fstype == "cgroup" and v1_name in info.options.split(","):
             found_v1 = found_v1 or Controller(1, root)
     return found_v1
+
+
+def find_memory_controller() -> Controller | None:
+    """The cgroup hierarchy that can limit memory: v2 if enabled there, else v1, else None."""
+    return find_controller("memory", "memory")
 
 
 def cgroup_roots() -> list[Controller]:
