@@ -11,6 +11,16 @@ def add_results_argument(parser: argparse.ArgumentParser) -> None:
                         help="results directory (default: $STALLBENCH_RESULTS or ./results)")
 
 
+def add_workload_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workload", help="pick one workload when a variant holds several")
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """--results and --workload: where the runs a command reads are."""
+    add_results_argument(parser)
+    add_workload_argument(parser)
+
+
 def results_dir(args: argparse.Namespace) -> Path:
     from ..store import default_results_dir
 

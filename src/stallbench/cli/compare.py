@@ -9,6 +9,7 @@ from pathlib import Path
 from ..analysis.quantiles import DEFAULT_PERCENTS
 from ..errors import UsageError
 from ..report import FORMATS
+from .common import add_source_arguments
 
 
 def register(subparsers) -> None:
@@ -34,9 +35,7 @@ def register(subparsers) -> None:
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--results", type=Path, help="results directory (default ./results "
-                        "or $STALLBENCH_RESULTS)")
-    parser.add_argument("--workload", help="pick one workload when a variant holds several")
+    add_source_arguments(parser)
     parser.add_argument("--noise", default="2%", help="smallest change called better/worse "
                         "(default 2%%)")
     parser.add_argument("--pool-hosts", action="store_true",

@@ -12,6 +12,7 @@ from ..errors import UsageError
 from ..exporters import FORMATS
 from ..store import resolve_runs
 from ..units import parse_duration
+from .common import add_source_arguments
 
 
 def register(subparsers) -> None:
@@ -25,9 +26,7 @@ def register(subparsers) -> None:
     parser.add_argument("--format", choices=FORMATS, required=True)
     parser.add_argument("--output", type=Path, metavar="FILE",
                         help="write here instead of stdout")
-    parser.add_argument("--results", type=Path, help="results directory (default ./results "
-                        "or $STALLBENCH_RESULTS)")
-    parser.add_argument("--workload", help="pick one workload when a variant holds several")
+    add_source_arguments(parser)
     parser.add_argument("--allow-incomplete", action="store_true",
                         help="also export runs that did not finish")
     trace = parser.add_argument_group("perfetto")

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..importers import IMPORTERS
+from .common import add_results_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,8 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("path", type=Path, metavar="PATH",
                         help="the log file (fio, pgbench: or a directory of logs)")
     parser.add_argument("--variant", required=True, help="the variant name to file it under")
-    parser.add_argument("--results", type=Path, default=None,
-                        help="results directory (default ./results or $STALLBENCH_RESULTS)")
+    add_results_argument(parser)
     parser.add_argument("--workload", default=None,
                         help="workload name to file it under (default: mmtests-pgioperf, "
                              "command, fio or pgbench)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import add_results_argument, results_dir
+from .common import add_source_arguments, results_dir
 
 
 def register(subparsers) -> None:
@@ -13,8 +13,7 @@ def register(subparsers) -> None:
         "show", description="Metadata and per-op latency table of a run or a variant.")
     parser.add_argument("target", metavar="RUN_OR_VARIANT",
                         help="a variant name under RESULTS, or a variant or run directory")
-    add_results_argument(parser)
-    parser.add_argument("--workload", help="pick one workload when a variant holds several")
+    add_source_arguments(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.set_defaults(func=run)
 
