@@ -18,7 +18,6 @@ lacks is refused before anything changes, naming what exists.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,9 +26,8 @@ from typing import Any
 from ..errors import UsageError
 from ..journal import Journal
 from ..plan import VariantSettings
-from .memcg import Controller, MemoryCgroup, find_controller
+from .memcg import Controller, MemoryCgroup, find_controller, make_cgroup
 
-_counter = itertools.count(1)
 V1_THROTTLE = {"rbps": "blkio.throttle.read_bps_device", "wbps": "blkio.throttle.write_bps_device",
                "riops": "blkio.throttle.read_iops_device",
                "wiops": "blkio.throttle.write_iops_device"}
@@ -108,14 +106,7 @@ def io_cgroup(settings: VariantSettings, controller: Controller, devices: list[s
     if shared:
         path = Path(memory_cgroup.path)
     else:
-        while True:
-            path = controller.root / f"stallbench-{os.getpid()}-{next(_counter)}"
-            entry = journal.push("cgroup", path=str(path), version=controller.version)
-            try:
-                path.mkdir()
-                break
-            except FileExistsError:
-                journal.forget(entry)
+        path, entry = make_cgroup(controller, journal)
     metadata.update({"cgroup": str(path), "version": controller.version, "device": device,
                      "dev": number, "files": {}})
     try:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..journal import Journal, register_undo
+from ..journal import Entry, Journal, register_undo
 from .blockdev import mounts
 
 CGROUP_NAME_RE = re.compile(r"^stallbench-(\d+)-(\d+)$")
@@ -137,6 +137,19 @@ def _read_keyed(path: Path) -> dict[str, int]:
     return result
 
 
+def make_cgroup(controller: Controller, journal: Journal) -> tuple[Path, Entry]:
+    """A new cgroup of this process under the controller's root, journaled ("cgroup") before
+    it is made."""
+    while True:
+        path = controller.root / f"stallbench-{os.getpid()}-{next(_counter)}"
+        entry = journal.push("cgroup", path=str(path), version=controller.version)
+        try:
+            path.mkdir()
+            return path, entry
+        except FileExistsError:
+            journal.forget(entry)
+
+
 def _limit_file(version: int) -> str:
     return "memory.max" if version == 2 else "memory.limit_in_bytes"
 
@@ -146,14 +159,7 @@ def memory_cgroup(controller: Controller, limit: int | None, journal: Journal,
                   metadata: dict[str, Any]) -> Iterator[MemoryCgroup]:
     """Make the cgroup (journaled), set the limit, and on exit record peak/failcnt into
     `metadata` before killing what is left in it and removing it."""
-    while True:
-        path = controller.root / f"stallbench-{os.getpid()}-{next(_counter)}"
-        entry = journal.push("cgroup", path=str(path), version=controller.version)
-        try:
-            path.mkdir()
-            break
-        except FileExistsError:
-            journal.forget(entry)
+    path, entry = make_cgroup(controller, journal)
     try:
         cgroup = MemoryCgroup(controller.version, path, limit)
         metadata.update({"cgroup": str(path), "cgroup_version": controller.version,
