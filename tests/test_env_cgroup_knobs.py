@@ -15,7 +15,8 @@ from conftest import requires_root, run_stallbench
 from stallbench.env.iocgroup import find_io_controller
 from stallbench.env.memcg import find_memory_controller
 from stallbench.errors import UsageError
-from stallbench.plan import load_plan, parse_io_max
+from stallbench.plan import load_plan
+from stallbench.variant import parse_io_max
 
 RECORD = 64 << 10
 LIMIT = 4 << 20

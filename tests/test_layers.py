@@ -131,3 +131,36 @@ def test_no_import_circles_between_modules():
         if name not in index:
             visit(name)
     assert circles == []
+
+
+# the floors of docs/architecture.md's diagram (a module or package -> its floor)
+FLOORS = {
+    6: ["cli", "clidocs", "demo", "__main__", "vm.guest"],
+    5: ["report", "exporters"],
+    4: ["runner", "untildecided", "fleet", "comparison", "stallsummary", "gate", "showsummary",
+        "where", "views", "vm.host", "plan"],
+    3: ["env", "workloads", "monitors", "importers", "vm"],
+    2: ["store", "summaryfile", "record", "metadata", "journal", "recovery", "context",
+        "tracefs", "logformats", "blocked", "progress", "variant", "options", "fleet.planhosts"],
+    1: ["analysis"],
+    0: ["runmeta", "jsonfile", "machineload", "signals", "syscalls", "units", "errors",
+        "verbosity", "schemas"],
+}
+_FLOOR_OF = {name: floor for floor, names in FLOORS.items() for name in names}
+
+
+def _floor(module: str) -> int | None:
+    parts = module.split(".")[1:]
+    if len(parts) > 1 and ".".join(parts[:2]) in _FLOOR_OF:
+        return _FLOOR_OF[".".join(parts[:2])]
+    return _FLOOR_OF.get(parts[0]) if parts else None
+
+
+def test_every_module_has_a_floor_and_imports_none_above_it():
+    for name, deps in GRAPH.items():
+        if name == "stallbench":          # the package's face: lazy re-exports of store
+            continue
+        floor = _floor(name)
+        assert floor is not None, f"{name} is on no floor of docs/architecture.md"
+        above = [d for d in deps if d != "stallbench" and (_floor(d) or 0) > floor]
+        assert not above, f"{name} (floor {floor}) imports {above}"

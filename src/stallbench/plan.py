@@ -26,14 +26,12 @@ from .options import (
     unknown_key,
 )
 from .units import parse_duration
-from .variant import (  # noqa: F401 - check_sysctl, parse_io_max: env/sysctl and tests
+from .variant import (
     RELATIONS,
     VARIANT_FIELDS,
     VariantSettings,
     check_plain_path,
     check_relations,
-    check_sysctl,
-    parse_io_max,
     workload_options_table,
 )
 from .workloads import available_workloads, get_workload

@@ -18,8 +18,8 @@ from typing import Any
 from ..context import EnvState
 from ..errors import UsageError
 from ..journal import Journal
-from ..plan import VariantSettings
 from ..units import format_size
+from ..variant import VariantSettings
 from ..workloads.base import Workload
 from . import (
     iocgroup,

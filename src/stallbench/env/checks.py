@@ -43,7 +43,7 @@ def check_settings(settings: VariantSettings) -> None:
     check_name(settings.name)
     opt = f"variant {settings.name}: "
     if settings.kernel is not None:
-        from ..vm.host import check_vm_settings  # the rest is checked inside the guest
+        from ..vm.checks import check_vm_settings  # the rest is checked inside the guest
 
         check_vm_settings(settings)
     check_shape(settings, opt)

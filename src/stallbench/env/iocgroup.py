@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..journal import Journal
-from ..plan import VariantSettings
+from ..variant import VariantSettings
 from .memcg import Controller, MemoryCgroup, find_controller, make_cgroup
 
 V1_THROTTLE = {"rbps": "blkio.throttle.read_bps_device", "wbps": "blkio.throttle.write_bps_device",

@@ -30,8 +30,8 @@ from ..store import RunWriter, kernel_info
 from ..units import format_size
 from ..workloads import Workload
 from . import exchange as guest_side  # the contract with vm/guest.py
-from .initramfs import build_initramfs, find_busybox
-from .kernel import KernelError, cache_dir, check_kernel_spec, pvh_vmlinux, resolve_kernel
+from .initramfs import build_initramfs
+from .kernel import KernelError, cache_dir, pvh_vmlinux, resolve_kernel
 from .notes import TCG_NOTE
 from .qemu import Guest, GuestError, choose_accel, qemu_argv, qemu_binary, qemu_version
 
@@ -40,16 +40,6 @@ DEFAULT_MEMORY = 1 << 30
 BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 120.0}
 RUN_GRACE_S = 600.0          # setup in the guest (data files) on top of the run's duration
 _counter = itertools.count(1)
-
-
-def check_vm_settings(settings: VariantSettings) -> None:
-    """Checks for a kernel variant made before anything changes (exit 2 when wrong)."""
-    check_kernel_spec(settings.kernel)
-    qemu_binary()
-    try:
-        find_busybox()
-    except KernelError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def run_in_guest(plan: Plan, variant: VariantSettings, workload: Workload,
