@@ -203,7 +203,7 @@ def op_names(variants: list[_VariantRuns]) -> list[str]:
     names: list[str] = []
     for variant in variants:
         for run, summary in zip(variant.runs, variant.summaries, strict=True):
-            for name in [*run.meta.get("ops_declared", []), *summary.ops]:
+            for name in [*run.meta.ops_declared, *summary.ops]:
                 if name not in names:
                     names.append(name)
     service = [n for n in names if not n.endswith(RESPONSE_SUFFIX)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,32 +161,7 @@ class RunMeta:
                 if key not in self._keys:
                     self._keys.append(key)
 
-    # -- transitional: dict-style access for the call sites not yet converted (tests,
-    # benchmarks and the modules other branches are rewriting); remove when none is left.
-    def __getitem__(self, key: str) -> Any:
-        if key in _FIELDS:
-            if key in self._keys or not _absent(getattr(self, key)):
-                return getattr(self, key)
-            raise KeyError(key)
-        return self.extra[key]
 
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self.get(key, _MISSING) is not _MISSING
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.update({key: value})
-
-    def keys(self) -> Iterable[str]:
-        return self.to_json().keys()
-
-
-_MISSING = object()
 _FIELDS = tuple(f.name for f in dataclasses.fields(RunMeta) if f.name != "extra")
 _REQUIRED = ("schema_version", "stallbench_version", "variant", "workload", "status",
              "start_utc")

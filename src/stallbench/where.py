@@ -95,10 +95,10 @@ class _VariantData:
     def __init__(self, runs: list[Run]):
         self.runs = runs
         self.seconds = sum(r.duration_s for r in runs)
-        self.op_count = sum(int(n) for r in runs for n in (r.meta.get("samples") or {}).values())
+        self.op_count = sum(int(n) for r in runs for n in (r.meta.samples or {}).values())
         self.skipped: dict[str, str] = {}
         for run in runs:
-            for name, info in (run.meta.get("monitors") or {}).items():
+            for name, info in (run.meta.monitors or {}).items():
                 if info.get("status") in SKIPPED_STATUSES:
                     self.skipped.setdefault(name, info.get("reason") or info["status"])
         self._cache: dict[str, list[tuple[Run, dict[str, np.ndarray]]]] = {}
@@ -106,7 +106,7 @@ class _VariantData:
         self.op_totals = self._op_totals()
 
     def used(self, monitor: str) -> bool:
-        return any((r.meta.get("monitors") or {}).get(monitor, {}).get("status") == "ok"
+        return any((r.meta.monitors or {}).get(monitor, {}).get("status") == "ok"
                    for r in self.runs)
 
     def _tables(self, name: str) -> list[tuple[Run, dict[str, np.ndarray]]]:
@@ -175,7 +175,7 @@ class _VariantData:
         with the worker role whose task had it as "run"; and why there is none, if none."""
         per_run, reasons = [], []
         for run in self.runs:
-            summary = (run.meta.get("monitors") or {}).get("delay") or {}
+            summary = (run.meta.monitors or {}).get("delay") or {}
             if summary.get("status") != "ok":
                 continue
             if isinstance(summary.get("max_ns"), Mapping):
@@ -306,7 +306,7 @@ class _Breakdown:
             stacks = None
         if stacks is not None and stacks.num_rows:
             self.source = "stacks"
-            self.interval_ns = int(float((run.meta.get("monitors") or {}).get("stacks", {})
+            self.interval_ns = int(float((run.meta.monitors or {}).get("stacks", {})
                                          .get("interval_s", 0.02)) * 1e9)
             labels = slowops.stack_labels(_coded(stacks.column("stack")))
             self.samples = (stacks.column("t_ns").to_numpy(), stacks.column("pid").to_numpy(),
@@ -332,19 +332,19 @@ def _coded(column: pa.ChunkedArray) -> slowops.Coded:
 def _worker_pids(run: Run, monitor: str) -> dict[int, int]:
     """worker index -> pid: the workload's own record if it has one, else the order in which
     the workers registered (they are forked in index order, so pids ascend with the index)."""
-    summary = run.meta.get("workload_summary") or {}
+    summary = run.meta.workload_summary or {}
     recorded = summary.get("worker_pids")
     if isinstance(recorded, Mapping) and recorded:
         return {int(k): int(v) for k, v in recorded.items()}
     for name in (monitor, "delay", "stacks", "trace", "trace-full"):
-        pids = ((run.meta.get("monitors") or {}).get(name) or {}).get("workload_pids")
+        pids = ((run.meta.monitors or {}).get(name) or {}).get("workload_pids")
         if pids:
             return dict(enumerate(sorted(int(p) for p in pids)))
     return {}
 
 
 def _worker_roles(run: Run) -> dict[int, str]:
-    roles = (run.meta.get("workload_summary") or {}).get("worker_roles") or {}
+    roles = (run.meta.workload_summary or {}).get("worker_roles") or {}
     return {int(k): str(v) for k, v in roles.items()}
 
 
