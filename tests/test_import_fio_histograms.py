@@ -83,15 +83,15 @@ def test_json_plus_import_gives_fios_percentiles(fio_run: Path, tmp_path: Path) 
     results = tmp_path / "results"
     run_dir = import_log("fio", fio_run / "plus.json", "plus", results)
     meta = load_run(run_dir).meta
-    derived = meta["histogram_derived"]
+    derived = meta.histogram_derived
     assert derived["bin_error"] == BIN_ERROR == 1 / 128 and derived["latency"] == ["lat"]
-    assert any(n.startswith("histogram-derived") for n in meta["notes"])
+    assert any(n.startswith("histogram-derived") for n in meta.notes)
     ops = _ops(run_dir)
     reader, writer = data["jobs"]
     _check_against_fio(ops[("read", 1)], reader["read"]["lat_ns"])
     _check_against_fio(ops[("write", 2)], writer["write"]["lat_ns"])
     assert len(ops[("sync", 2)]) == writer["sync"]["lat_ns"]["N"] > 0
-    assert meta["duration_s"] == pytest.approx(max(j["job_runtime"] for j in data["jobs"]) / 1e3)
+    assert meta.duration_s == pytest.approx(max(j["job_runtime"] for j in data["jobs"]) / 1e3)
 
     # stallbench's own (interpolated) percentiles: within one bucket of fio's, and within the
     # bin error of the real latencies from the same run's per-IO log
@@ -117,7 +117,7 @@ def test_histogram_logs_match_the_real_completion_latencies(fio_run: Path,
     data = _fio(fio_run)
     run_dir = import_log("fio", fio_run / "hist", "hist", tmp_path / "results")
     meta = load_run(run_dir).meta
-    derived = meta["histogram_derived"]
+    derived = meta.histogram_derived
     assert derived["latency"] == ["clat"] and derived["coarseness"] == [0]
     assert derived["bin_error"] == BIN_ERROR
     rebuilt = _ops(run_dir)[("read", 1)]

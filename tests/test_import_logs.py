@@ -107,7 +107,7 @@ def test_strace_real_log_counts_reads_exactly(tmp_path: Path, flags: list[str]) 
     assert counts[1] - counts[0] == 200
     run_dir = import_log("strace", log, "v", tmp_path / "results")
     meta = load_run(run_dir).meta
-    assert meta["workload"] == "command" and meta["samples"]["read"] == counts[1]
+    assert meta.workload == "command" and meta.samples["read"] == counts[1]
 
 
 def test_strace_unfinished_resumed_signals_exits(tmp_path: Path) -> None:
@@ -149,8 +149,8 @@ def test_fio_real_logs_match_fio_json(tmp_path: Path) -> None:
                 expected[ddir] = expected.get(ddir, 0) + job_stats[ddir]["total_ios"]
     run_dir = import_log("fio", logs, "v", tmp_path / "results")
     meta = load_run(run_dir).meta
-    assert meta["samples"] == expected
-    assert [j["jobname"] for j in meta["workload_summary"]["jobs"]] == ["a", "b"]
+    assert meta.samples == expected
+    assert [j["jobname"] for j in meta.workload_summary["jobs"]] == ["a", "b"]
     ops = _ops(run_dir)
     assert set(ops["read"][2].tolist()) == {1, 2}    # job numbers from the log names
     # mean latency of job a's reads equals fio's own lat mean (exact: same samples)
@@ -182,8 +182,8 @@ def test_pgbench_hand_written_log(tmp_path: Path) -> None:
                    "1 1 2500 0 1700000001 100000 10 0\n")
     run_dir = import_log("pgbench", log, "v", tmp_path / "results")
     meta = load_run(run_dir).meta
-    assert meta["samples"] == {"txn": 2}
-    assert meta["workload_summary"]["failed"] == 1
+    assert meta.samples == {"txn": 2}
+    assert meta.workload_summary["failed"] == 1
     lat, start, worker = _ops(run_dir)["txn"]
     # the third line has a schedule lag (a --rate log): its time of 2500 µs counts from the
     # scheduled start, so the service time is 2490 µs and it began 10 µs after that start

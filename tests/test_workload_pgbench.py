@@ -193,7 +193,7 @@ def test_pgbench_log_importer_on_a_real_log(pg_place) -> None:
     assert len(list(logs.iterdir())) == 2                     # one log per thread
     run_dir = import_log("pgbench", logs, "imported", results)
     meta = load_run(run_dir).meta
-    assert meta["samples"]["txn"] == own["transactions"]
+    assert meta.samples["txn"] == own["transactions"]
     latency = pq.read_table(run_dir / "ops.parquet").column("latency_ns").to_numpy()
     assert np.mean(latency) / 1e6 == pytest.approx(own["latency_average_ms"], rel=0.01)
     assert not (base / "work/pgdata").exists()
