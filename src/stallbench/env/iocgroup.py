@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import UsageError
 from ..journal import Journal
 from ..variant import VariantSettings
-from .memcg import Controller, MemoryCgroup, find_controller, make_cgroup
+from .memcg import Controller, MemoryCgroup, cgroup_joiner, find_controller, make_cgroup
 
 V1_THROTTLE = {"rbps": "blkio.throttle.read_bps_device", "wbps": "blkio.throttle.write_bps_device",
                "riops": "blkio.throttle.read_iops_device",
@@ -118,7 +118,7 @@ def io_cgroup(settings: VariantSettings, controller: Controller, devices: list[s
                 raise UsageError(f"I/O cgroup: the kernel refused {name} = {value!r} "
                                  f"({exc.strerror})") from None
             metadata["files"][name] = {"written": value, "now": _read(target)}
-        yield (lambda: None) if shared else _joiner(path)
+        yield (lambda: None) if shared else cgroup_joiner(path)
     finally:
         if controller.version == 1:
             metadata["io_service_bytes"] = _read(path / "blkio.throttle.io_service_bytes")
@@ -155,14 +155,3 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _joiner(path: Path) -> Callable[[], None]:
-    procs = os.fsencode(path / "cgroup.procs")
-
-    def join() -> None:
-        fd = os.open(procs, os.O_WRONLY)
-        try:
-            os.write(fd, str(os.getpid()).encode())
-        finally:
-            os.close(fd)
-
-    return join

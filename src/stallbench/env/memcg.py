@@ -81,16 +81,7 @@ class MemoryCgroup:
 
     def child_setup(self) -> Callable[[], None]:
         """A function for a child process after fork: joins this cgroup before exec."""
-        procs = os.fsencode(self.procs_file)
-
-        def join() -> None:
-            fd = os.open(procs, os.O_WRONLY)
-            try:
-                os.write(fd, str(os.getpid()).encode())
-            finally:
-                os.close(fd)
-
-        return join
+        return cgroup_joiner(self.path)
 
     def pids(self) -> list[int]:
         try:
@@ -135,6 +126,21 @@ def _read_keyed(path: Path) -> dict[str, int]:
     except OSError:
         pass
     return result
+
+
+def cgroup_joiner(path: Path) -> Callable[[], None]:
+    """preexec for a child: between fork and exec it writes its pid into the cgroup's
+    cgroup.procs, so the program runs in that cgroup from its first instruction."""
+    procs = os.fsencode(Path(path) / "cgroup.procs")
+
+    def join() -> None:
+        fd = os.open(procs, os.O_WRONLY)
+        try:
+            os.write(fd, str(os.getpid()).encode())
+        finally:
+            os.close(fd)
+
+    return join
 
 
 def make_cgroup(controller: Controller, journal: Journal) -> tuple[Path, Entry]:
