@@ -38,6 +38,7 @@ from .analysis.quantiles import (
     tail_samples,
 )
 from .analysis.summary import RESPONSE_SUFFIX
+from .analysis.wheresection import WhereSection
 from .errors import UsageError
 from .stallsummary import StallSummary, activity, others_active, stall_summary, starved
 from .store import Resolved, Run
@@ -144,7 +145,8 @@ class Comparison:
     adjustment: str
     notes: list[str] = field(default_factory=list)
     counters: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    where: dict[str, Any] | None = None
+    where: WhereSection | None = None   # None also when not asked for, or where_error
+    where_error: str | None = None      # the where section's analysis failed: why
     problems: list[str] = field(default_factory=list)
     level_shifts: list[dict[str, Any]] = field(default_factory=list)  # runs mixing regimes
     accuracy: dict[str, Any] = field(default_factory=dict)
@@ -686,7 +688,7 @@ def _notes(comparison: Comparison) -> list[str]:
     return notes
 
 
-def _where(comparison: Comparison, variants: list[_VariantRuns]) -> dict[str, Any] | None:
+def _where(comparison: Comparison, variants: list[_VariantRuns]) -> WhereSection | None:
     from . import where
     tail_changes = {
         label: {op.op: (tail.change if (tail := op.changes[label].get("p99")) else None)
@@ -695,10 +697,12 @@ def _where(comparison: Comparison, variants: list[_VariantRuns]) -> dict[str, An
         for label in comparison.candidates
     }
     try:
-        return where.explain(variants[0].runs, {v.label: v.runs for v in variants[1:]},
-                             comparison.baseline, tail_changes)
+        return where.build(variants[0].runs, {v.label: v.runs for v in variants[1:]},
+                           comparison.baseline, tail_changes)
     except Exception as exc:  # a monitor analysis bug must not hide the latency comparison
-        return {"error": f"where did the time go: analysis failed ({type(exc).__name__}: {exc})"}
+        comparison.where_error = (f"where did the time go: analysis failed "
+                                  f"({type(exc).__name__}: {exc})")
+        return None
 
 
 def parse_percentiles(text: str) -> tuple[float, ...]:

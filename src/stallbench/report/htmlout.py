@@ -76,9 +76,9 @@ def _td(cell: Cell) -> str:
 
 def _where(comparison: Comparison) -> list[str]:
     section = comparison.where
+    if comparison.where_error:
+        return [f"<p>{_e(comparison.where_error)}</p>"]
     if section is None:
         return []
-    if "error" in section and len(section) == 1:
-        return [f"<p>{_e(section['error'])}</p>"]
     from . import where
     return [where.render_html(section)]

@@ -111,7 +111,8 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
             "values": {k: json_number(v) for k, v in row.values.items()},
             "change": {k: change_dict(c) for k, c in row.changes.items()},
         } for row in comparison.cpu},
-        "where": comparison.where,
+        "where": (comparison.where.to_json() if comparison.where is not None
+                  else {"error": comparison.where_error} if comparison.where_error else None),
         "counters": comparison.counters,
         "notes": comparison.notes,
         "problems": comparison.problems,

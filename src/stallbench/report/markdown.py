@@ -55,9 +55,9 @@ def _cell(cell: Cell) -> str:
 
 def where_section(comparison: Comparison) -> list[str]:
     section = comparison.where
+    if comparison.where_error:
+        return [comparison.where_error, ""]
     if section is None:
         return []
-    if "error" in section and len(section) == 1:
-        return [section["error"], ""]
     from . import where
     return [where.render_markdown(section), ""]

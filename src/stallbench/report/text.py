@@ -90,10 +90,10 @@ def table_lines(table: Table) -> list[str]:
 
 def where_section(comparison: Comparison, width: int) -> list[str]:
     section = comparison.where
+    if comparison.where_error:
+        return [comparison.where_error, ""]
     if section is None:
         return []
-    if "error" in section and len(section) == 1:
-        return [section["error"], ""]
     from . import where
     return [where.render_text(section, width), ""]
 
