@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -17,13 +16,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from test_report_html import browser, needs_chromium
 
 from stallbench.store import resolve_runs
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (memory cgroup, tracefs)")
 
 MONITORS = "trace,stacks,psi,counters,diskstats"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 
 
 def _cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
@@ -278,23 +277,6 @@ def test_schemas_validate_real_outputs(pair) -> None:
     jsonschema.validate(comparison, schemas.load("comparison"))
 
 
-def _browser(profile: Path, width: int, height: int):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    options = webdriver.ChromeOptions()
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--no-first-run",
-                 f"--user-data-dir={profile}", f"--window-size={width},{height}"):
-        options.add_argument(flag)
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-
-
-needs_chromium = pytest.mark.skipif(
-    not (Path(CHROMEDRIVER).exists() and (shutil.which("chromium") or
-                                          shutil.which("chromium-browser"))),
-    reason="chromium and chromium-driver (Debian packages) are not installed")
-
-
 @needs_chromium
 def test_browser_renders_the_flame_graphs_and_the_report_heatmap(pair) -> None:
     base, results, _tight, _roomy = pair
@@ -309,7 +291,7 @@ def test_browser_renders_the_flame_graphs_and_the_report_heatmap(pair) -> None:
                 "--output", str(report))
     assert proc.returncode == 0, proc.stderr
 
-    driver = _browser(base / "profile", 1280, 900)
+    driver = browser(base / "profile", 1280, 900)
     try:
         for path in (flame, diff):
             driver.get(path.as_uri())

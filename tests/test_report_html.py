@@ -14,10 +14,11 @@ from test_compare_fixtures import lognormal_ns, write_run
 from stallbench.cli import main
 
 CHROMEDRIVER = "/usr/bin/chromedriver"
-pytestmark = pytest.mark.skipif(
+needs_chromium = pytest.mark.skipif(
     not (Path(CHROMEDRIVER).exists() and (shutil.which("chromium") or
                                           shutil.which("chromium-browser"))),
     reason="chromium and chromium-driver (Debian packages) are not installed")
+pytestmark = needs_chromium
 
 
 def browser(profile: Path, width: int, height: int):

@@ -66,15 +66,19 @@ dir = "{tmp_path / 'data'}"
     _nothing_left(results, state, [])
 
 
+def _wait_for_guest(run_dir, proc) -> None:
+    """Until the guest is up and its workload running (its console says so)."""
+    wait_until(lambda: (run_dir / "console.log").exists()
+               and b"stallbench-guest: up" in (run_dir / "console.log").read_bytes(), proc,
+               timeout=120, poll=0.2)
+
+
 def test_kill_9_while_the_guest_runs_then_cleanup_leaves_nothing(tmp_path):
     deb, _release = guest_kernels()[-1]
     results, state = tmp_path / "results", tmp_path / "state"
     proc = sb_start(*_guest_args(results, deb, "60"), state=state)
     run_dir = results / "guest" / "randread" / "1"
-    # the guest is up and its workload running (the console says so)
-    wait_until(lambda: (run_dir / "console.log").exists()
-               and b"stallbench-guest: up" in (run_dir / "console.log").read_bytes(), proc,
-               timeout=120, poll=0.2)
+    _wait_for_guest(run_dir, proc)
     qemus = wait_until(lambda: qemu_children(proc.pid), proc)
     journal = json.loads(next(state.glob("journal-*.json")).read_text())
     kinds = [e["kind"] for e in journal["entries"]]
@@ -125,9 +129,7 @@ def test_sigterm_during_the_guest_run_keeps_what_the_guest_recorded(tmp_path):
     results, state = tmp_path / "results", tmp_path / "state"
     proc = sb_start(*_guest_args(results, deb, "60"), state=state)
     run_dir = results / "guest" / "randread" / "1"
-    wait_until(lambda: (run_dir / "console.log").exists()
-               and b"stallbench-guest: up" in (run_dir / "console.log").read_bytes(), proc,
-               timeout=120, poll=0.2)
+    _wait_for_guest(run_dir, proc)
     qemus = qemu_children(proc.pid)
     # the guest's workers are recording: their spool files (in the exchange directory) grow
     spool = run_dir / ".guest" / "results" / "guest" / "randread" / "1" / ".spool"

@@ -283,10 +283,8 @@ def _undo_kill(action: dict[str, Any]) -> None:
 
 
 def _group_members(pgid: int, start_time: str | None) -> list[int]:
-    """Live processes in process group `pgid` that started at or after `start_time` (a later
-    group reusing the id after a reboot-free pid wrap started later still, but then its leader
-    is a different process and it is not ours: only members while the leader is ours, or
-    started after it, are taken)."""
+    """Live processes in process group `pgid` that started no earlier than its leader did
+    (`start_time`): the program's own, not those of a later group that reused the id."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
