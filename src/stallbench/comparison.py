@@ -414,11 +414,15 @@ def _distrust_regime_mixes(ops: list[OpComparison], level_shifts: list[dict[str,
 
 def _distrust_busier_machine(ops: list[OpComparison], cpu: list[CpuRow], base: str,
                              loads: dict[str, interference.OutsideLoad | None],
-                             saturated: dict[str, int]) -> list[str]:
+                             saturated: dict[str, int],
+                             loaded: dict[tuple[str, str], dict[str, iv.Change]],
+                             noise: float) -> list[str]:
     """Verdicts that more outside load on one side could explain (analysis/interference.py):
     'worse' when the candidate's runs were busier, 'better' when the baseline's were, become
-    'unclear (machine busier)'. Returns the notes that say so, and the saturated ones (whose
-    intervals build_comparison widened)."""
+    'unclear (machine busier)' unless the change's interval with the saturated machine's
+    run-to-run prior (`loaded`, per op and candidate) gives the same verdict: a change beyond
+    what separate runs on a saturated machine differ by stands. CPU rows have no such bound.
+    Returns the notes that say so, and the saturated ones (whose intervals were widened)."""
     notes = []
     for label, runs in saturated.items():
         if runs:
@@ -432,18 +436,27 @@ def _distrust_busier_machine(ops: list[OpComparison], cpu: list[CpuRow], base: s
         if side == 0:
             continue
         distrusted = "worse" if side > 0 else "better"
-        changes = [c for op in ops for c in op.changes[label].values()]
-        changes += [row.changes[label] for row in cpu if label in row.changes]
-        for change in changes:
-            if change.verdict == distrusted:
-                change.verdict, change.note = "unclear", MACHINE_BUSIER
+        # a saturated pair's intervals already have the saturated prior
+        changes = [(c, c if saturated[label] else loaded.get((op.op, label), {}).get(stat),
+                    stat == "rate") for op in ops for stat, c in op.changes[label].items()]
+        changes += [(row.changes[label], None, False) for row in cpu if label in row.changes]
+        kept = 0
+        for change, bound, higher_is_better in changes:
+            if change.verdict != distrusted:
+                continue
+            if bound is not None and iv.verdict(bound, higher_is_better, noise) == distrusted:
+                kept += 1
+                continue
+            change.verdict, change.note = "unclear", MACHINE_BUSIER
         busier, quieter = (label, base) if side > 0 else (base, label)
         notes.append(
             f"MACHINE BUSIER: other processes and steal took {loads[busier].mean_cpus:.2f} of "
             f"{loads[busier].cpus} CPUs during {busier}'s runs vs "
             f"{loads[quieter].mean_cpus:.2f} during {quieter}'s: '{distrusted}' verdicts for "
-            f"{label} are left unclear; rerun on a quieter machine or interleave more "
-            "iterations")
+            f"{label} are left unclear"
+            + (f" ({kept} beyond what separate runs on a saturated machine differ by stand)"
+               if kept else "")
+            + "; rerun on a quieter machine or interleave more iterations")
     return notes
 
 
@@ -546,6 +559,9 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
                             if load is not None) for label in cand_labels}
     prior_factor = {label: interference.SATURATED_PRIOR_FACTOR if saturated[label] else 1.0
                     for label in cand_labels}
+    bounded = [label for label in cand_labels if prior_factor[label] == 1.0
+               and interference.busier_side(loads[base.label], loads[label])]
+    loaded: dict[tuple[str, str], dict[str, iv.Change]] = {}
     names = op_names(variants)
     ops: list[OpComparison] = []
     for name in names:
@@ -569,6 +585,9 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
         for label, side in zip(cand_labels, sides[1:], strict=True):
             result.changes[label], result.shift_curve[label], result.rate_fell[label] = \
                 _compare_op(sides[0], side, probabilities, options, kind, prior_factor[label])
+            if label in bounded:
+                loaded[name, label] = _compare_op(sides[0], side, probabilities, options, kind,
+                                                  interference.SATURATED_PRIOR_FACTOR)[0]
             result.samples_change[label] = iv.ratio_change(side.stats.samples,
                                                            sides[0].stats.samples)
             result.starved[label] = starved(result.stalls[label], side.stats.samples,
@@ -584,7 +603,8 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     level_shifts = _level_shifts(variants, names)
     _distrust_regime_mixes(ops, level_shifts, base.label,
                            {v.label: len(v.runs) for v in variants})
-    busier_notes = _distrust_busier_machine(ops, cpu, base.label, loads, saturated)
+    busier_notes = _distrust_busier_machine(ops, cpu, base.label, loads, saturated, loaded,
+                                            options.noise)
     comparison = Comparison(
         workload=workloads[0], baseline=base.label, candidates=cand_labels, variants=infos,
         method=method, options=options, ops=ops, cpu=cpu,

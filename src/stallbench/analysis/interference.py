@@ -6,7 +6,8 @@ scheduled. Two runs per side cannot tell that from a change when it hits one sid
 (benchmarks/aa.py: the pgioperf 2+2 A/A calls). run.json's `machine_load` (machineload.py) says
 how many CPUs' worth of time went to other processes and to the hypervisor (steal) during each
 run; when one side's mean exceeds the other's by BUSIER_SHARE of the machine, verdicts that the
-extra load could explain (worse on the busier side) are not given.
+extra load could explain (worse on the busier side) are not given, unless they hold with the
+saturated machine's run-to-run prior below: a 30x slower read is not a busier machine's doing.
 
 On a saturated machine (every CPU busy, most of it with other work) that mean no longer
 measures the outside demand: it is what the workload left over. Separate runs there differ far
@@ -26,6 +27,7 @@ BUSIER_SHARE = 0.10     # of the machine's CPUs: 0.2 of 2 CPUs, measured outside
 SATURATED_BUSY = 0.90   # a run whose machine was busy this share of its CPUs ...
 SATURATED_OTHERS = 0.50  # ... with at least this share taken by other processes and steal
 SATURATED_PRIOR_FACTOR = 8.0  # the run-to-run prior when a run of the pair was saturated
+QUIET_SHARE = 0.05      # outside load below this share of a full machine: none was waiting
 
 
 @dataclass(frozen=True)
@@ -60,17 +62,20 @@ def outside_load(loads: Sequence[dict[str, Any] | None]) -> OutsideLoad | None:
 
 def busier_side(baseline: OutsideLoad | None, candidate: OutsideLoad | None) -> int:
     """+1 if the candidate's runs had more outside load by BUSIER_SHARE of the machine, -1 if
-    the baseline's had, 0 otherwise or when either side did not record it. Not on a machine
-    that was full (SATURATED_BUSY) on either side: there the others' share is what the
-    workload left them, so a variant that uses less CPU (O_DIRECT) would look 'busier'."""
+    the baseline's had, 0 otherwise or when either side did not record it.
+
+    On a machine with room, others' share is their demand; on a full one (SATURATED_BUSY) it is
+    only what the workload left them, a lower bound. So the quieter side's figure must be a
+    demand: its machine had room, or others got next to nothing (QUIET_SHARE) of a full one,
+    which the scheduler would not do to a runnable task. Otherwise a variant that uses less CPU
+    (O_DIRECT beside cached reads on a loaded machine) would look 'busier' by what it left."""
     if baseline is None or candidate is None:
-        return 0
-    if max(baseline.busy_share, candidate.busy_share) >= SATURATED_BUSY:
         return 0
     margin = BUSIER_SHARE * max(baseline.cpus, candidate.cpus)
     difference = candidate.mean_cpus - baseline.mean_cpus
-    if difference > margin:
-        return 1
-    if difference < -margin:
-        return -1
-    return 0
+    if abs(difference) <= margin:
+        return 0
+    quieter = baseline if difference > 0 else candidate
+    if quieter.busy_share >= SATURATED_BUSY and quieter.mean_cpus >= QUIET_SHARE * quieter.cpus:
+        return 0
+    return 1 if difference > 0 else -1
