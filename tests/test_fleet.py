@@ -21,6 +21,8 @@ import pyarrow.parquet as pq
 import pytest
 from fleet_support import Fleet, needs_fleet, stallbench_processes
 
+from stallbench import __version__
+
 pytestmark = [needs_fleet, pytest.mark.slow]
 
 RANDREAD = """workload = "randread"
@@ -253,8 +255,8 @@ def test_failures_name_the_host_keep_the_others_and_leave_nothing_running(fleet,
              if line.startswith("  ") and ": " in line}
     assert "ok: ok: 2/2 runs complete pulled" in lines["ok"]
     assert "FAILED" in lines["gone"] and "unreachable at start" in lines["gone"]
-    assert "runs stallbench 0.0.1, this controller stallbench 0.1.0: install the same version" \
-        in lines["old"]
+    assert f"runs stallbench 0.0.1, this controller stallbench {__version__}: install the same " \
+        "version" in lines["old"]
     assert "stallbench is not usable there" in lines["missing"] \
         and "/nonexistent/bin/stallbench" in lines["missing"]
     assert "connection lost during segment 1" in lines["lost"] and "nothing pulled" in lines["lost"]
