@@ -261,6 +261,13 @@ def test_parquet_metadata_read_back_by_pyarrow(pair) -> None:
         assert set(units) == set(pq.read_schema(path).names)
         if path.name == "ops.parquet":
             assert units["latency_ns"] == "ns" and "since run start" in units["start_ns"]
+        # a monitor's table carries the units its TableSchema declares, not name guesses
+        expected = {"diskstats.parquet": {"reads": "requests", "read_ms": "ms",
+                                          "read_sectors": "512-byte sectors"},
+                    "psi.parquet": {"avg10": "percent", "total_ns": "ns"}}.get(path.name, {})
+        assert {k: units.get(k) for k in expected} == expected, (path.name, units)
+    names = {p.name for p in (tight.path / "monitors").glob("*.parquet")}
+    assert {"diskstats.parquet", "psi.parquet"} <= names, names
 
 
 def test_schemas_validate_real_outputs(pair) -> None:

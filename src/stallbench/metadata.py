@@ -10,6 +10,7 @@ from run.json beside the file, which the run writes when it starts.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,8 @@ CLOCK = "ns since the run's start, CLOCK_MONOTONIC"
 
 
 def column_unit(table: str, column: str) -> str:
-    """The unit of a column, from the naming conventions of the run's tables."""
+    """The unit of a column, from the naming conventions of the run's tables: for ops.parquet
+    and imported tables; a monitor's table says its own (TableSchema.units)."""
     if column in ("t_ns", "start_ns", "intended_ns"):
         return "ns since run start"
     if column.endswith("_ns"):
@@ -59,8 +61,10 @@ def _run_meta(path: Path) -> RunMeta | None:
     return None
 
 
-def describe(schema: pa.Schema, path: Path, table: str | None = None) -> dict[str, str]:
-    """The key-value metadata for a table with this schema written to `path`."""
+def describe(schema: pa.Schema, path: Path, table: str | None = None,
+             units: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The key-value metadata for a table with this schema written to `path`; `units` are the
+    table's declared ones (a monitor's TableSchema), the naming conventions fill the rest."""
     from . import __version__
 
     path = Path(path)
@@ -75,18 +79,21 @@ def describe(schema: pa.Schema, path: Path, table: str | None = None) -> dict[st
         PREFIX + "version": __version__,
         PREFIX + "schema_version": str(SCHEMA_VERSION),
         PREFIX + "clock": CLOCK,
-        PREFIX + "units": json.dumps({name: column_unit(table, name) for name in schema.names},
-                                     sort_keys=True),
+        PREFIX + "units": json.dumps({name: (units or {}).get(name) or column_unit(table, name)
+                                      for name in schema.names}, sort_keys=True),
     }
 
 
-def annotate_schema(schema: pa.Schema, path: Path, table: str | None = None) -> pa.Schema:
+def annotate_schema(schema: pa.Schema, path: Path, table: str | None = None,
+                    units: Mapping[str, str] | None = None) -> pa.Schema:
     return schema.with_metadata({**(schema.metadata or {}), **{
-        k.encode(): v.encode() for k, v in describe(schema, path, table).items()}})
+        k.encode(): v.encode() for k, v in describe(schema, path, table, units).items()}})
 
 
-def annotate(table: pa.Table, path: Path, name: str | None = None) -> pa.Table:
-    return table.replace_schema_metadata(annotate_schema(table.schema, path, name).metadata)
+def annotate(table: pa.Table, path: Path, name: str | None = None,
+             units: Mapping[str, str] | None = None) -> pa.Table:
+    return table.replace_schema_metadata(
+        annotate_schema(table.schema, path, name, units).metadata)
 
 
 def read(metadata: dict[bytes, bytes] | None) -> dict[str, Any]:

@@ -266,7 +266,9 @@ def _stop_monitors(monitors: list[tuple[str, Monitor]], writer: RunWriter,
             log(f"monitor {name} failed: {exc}")
             continue
         for table_name, table in result.tables.items():
-            writer.write_monitor(table_name, table)
+            schema = result.schemas.get(table_name)
+            writer.write_monitor(table_name, table,
+                                 schema.units(table.column_names) if schema else None)
         if result.folded_stacks:
             (writer.path / STACKS_FILE).write_text(result.folded_stacks)
         writer.meta.monitors[name] = {"status": MonitorStatus.OK.value, **result.summary}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -114,13 +114,15 @@ class RunWriter:
 
         return summaryfile.write_with_ops(self.path, self.meta, batches, write_ops_file)
 
-    def write_monitor(self, name: str, table: pa.Table) -> Path:
+    def write_monitor(self, name: str, table: pa.Table,
+                      units: Mapping[str, str] | None = None) -> Path:
+        """monitors/<name>.parquet, atomically; `units`: the table's declared column units."""
         check_name(name, "monitor table name")
         folder = self.path / MONITOR_DIR
         folder.mkdir(exist_ok=True)
         target = folder / f"{name}.parquet"
         tmp = folder / f".{name}.parquet.tmp"
-        pq.write_table(metadata.annotate(table, target), tmp)
+        pq.write_table(metadata.annotate(table, target, units=units), tmp)
         os.replace(tmp, target)
         return target
 
