@@ -414,14 +414,15 @@ def _distrust_regime_mixes(ops: list[OpComparison], level_shifts: list[dict[str,
 
 def _distrust_busier_machine(ops: list[OpComparison], cpu: list[CpuRow], base: str,
                              loads: dict[str, interference.OutsideLoad | None],
-                             saturated: dict[str, int],
+                             saturated: dict[str, int], busier: dict[str, int],
                              loaded: dict[tuple[str, str], dict[str, iv.Change]],
                              noise: float) -> list[str]:
     """Verdicts that more outside load on one side could explain (analysis/interference.py):
     'worse' when the candidate's runs were busier, 'better' when the baseline's were, become
-    'unclear (machine busier)' unless the change's interval with the saturated machine's
-    run-to-run prior (`loaded`, per op and candidate) gives the same verdict: a change beyond
-    what separate runs on a saturated machine differ by stands. CPU rows have no such bound.
+    'unclear (machine busier)' (`busier`: interference.busier_side per candidate) unless the
+    change's interval with the saturated machine's run-to-run prior (`loaded`, per op and
+    candidate) gives the same verdict: a change beyond what separate runs on a saturated
+    machine differ by stands. CPU rows have no such bound.
     Returns the notes that say so, and the saturated ones (whose intervals were widened)."""
     notes = []
     for label, runs in saturated.items():
@@ -431,8 +432,7 @@ def _distrust_busier_machine(ops: list[OpComparison], cpu: list[CpuRow], base: s
                 "busy, mostly with other processes; separate runs there differ far more than "
                 "on a machine with room, so the intervals assume a run-to-run spread "
                 f"{interference.SATURATED_PRIOR_FACTOR:g}x the A/A one: use a quieter machine")
-    for label in saturated:
-        side = interference.busier_side(loads[base], loads[label])
+    for label, side in busier.items():
         if side == 0:
             continue
         distrusted = "worse" if side > 0 else "better"
@@ -559,8 +559,8 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
                             if load is not None) for label in cand_labels}
     prior_factor = {label: interference.SATURATED_PRIOR_FACTOR if saturated[label] else 1.0
                     for label in cand_labels}
-    bounded = [label for label in cand_labels if prior_factor[label] == 1.0
-               and interference.busier_side(loads[base.label], loads[label])]
+    busier = {label: interference.busier_side(loads[base.label], loads[label])
+              for label in cand_labels}
     loaded: dict[tuple[str, str], dict[str, iv.Change]] = {}
     names = op_names(variants)
     ops: list[OpComparison] = []
@@ -585,7 +585,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
         for label, side in zip(cand_labels, sides[1:], strict=True):
             result.changes[label], result.shift_curve[label], result.rate_fell[label] = \
                 _compare_op(sides[0], side, probabilities, options, kind, prior_factor[label])
-            if label in bounded:
+            if busier[label] and not saturated[label]:   # its bound (saturated: the change)
                 loaded[name, label] = _compare_op(sides[0], side, probabilities, options, kind,
                                                   interference.SATURATED_PRIOR_FACTOR)[0]
             result.samples_change[label] = iv.ratio_change(side.stats.samples,
@@ -603,8 +603,8 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     level_shifts = _level_shifts(variants, names)
     _distrust_regime_mixes(ops, level_shifts, base.label,
                            {v.label: len(v.runs) for v in variants})
-    busier_notes = _distrust_busier_machine(ops, cpu, base.label, loads, saturated, loaded,
-                                            options.noise)
+    busier_notes = _distrust_busier_machine(ops, cpu, base.label, loads, saturated, busier,
+                                            loaded, options.noise)
     comparison = Comparison(
         workload=workloads[0], baseline=base.label, candidates=cand_labels, variants=infos,
         method=method, options=options, ops=ops, cpu=cpu,

@@ -70,8 +70,8 @@ class TableSchema:
         """The declared unit of each of these columns (by the rule for machine-made ones);
         columns the schema does not know are left out."""
         known = {c.name for c in self.columns}
-        return {n: self.unit(n) for n in names
-                if (n in known or self.rule is not None) and self.unit(n)}
+        return {n: unit for n in names
+                if (n in known or self.rule is not None) and (unit := self.unit(n))}
 
     def is_counter(self, name: str) -> bool:
         return self.column(name).kind == COUNTER
