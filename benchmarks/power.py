@@ -1,6 +1,6 @@
 """Power and honesty of stallbench's verdicts on real configuration changes of this machine.
 
-    .venv/bin/python benchmarks/power.py record   [--data DIR] [--rounds 8] [--seconds 5] [--sets ...]
+    .venv/bin/python benchmarks/power.py record   [--data DIR] [--rounds 8] [--seconds 5]
     .venv/bin/python benchmarks/power.py evaluate [--data DIR] [--sets ...] [--json FILE]
 
 1. record: for each change, ROUNDS interleaved rounds of three variants — the baseline, its
@@ -90,7 +90,7 @@ def main() -> int:
             raise SystemExit("power.py record: run as root (memory cgroups, sysctls)")
         record(args.data, sets, args.rounds, args.seconds, args.seed)
         return 0
-    from power_eval import evaluate   # noqa: PLC0415 (numpy and the comparison, only here)
+    from power_eval import evaluate  # noqa: PLC0415 (numpy and the comparison, only here)
     result = evaluate(args.data, sets)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))

@@ -149,7 +149,7 @@ def test_iterations_advice_shrinks_the_interval_below_the_change():
     assert needed is not None and needed > 2
     # with that many runs the same variance terms give an interval narrower than the change
     variance = dict(change.variance)
-    variance["run_dof"] = iv.PRIOR_DOF + 2 * (needed - 1)
+    variance["run_dof"] = variance["prior_dof"] + 2 * (needed - 1)
     variance["within_dof"] = [d / 2 * needed for d in change.variance["within_dof"]]
     half, _ = iv._half_width(variance, [needed, needed], iv.CONFIDENCE)
     assert half < abs(np.log1p(change.change))
@@ -196,3 +196,40 @@ def test_a_warmup_moves_the_regime_out_of_the_statistics():
     assert op.warmup_samples == cold_n and int(op.histogram.sum()) == warm_n
     assert sm.op_totals(op, summary.warmup_blocks) == (warm_n, warm_n * 1_700, 1_700, 1_700)
     assert stationarity.level_shift(op, summary) is None
+
+
+def test_with_runs_on_both_sides_the_assumed_table_gives_way_to_the_measured_spread():
+    # 3 runs a side whose run effect is 2% (a quiet machine): the A/A table of a loaded
+    # machine (p50 0.14) must not widen the interval; the measured spread alone decides
+    rng = np.random.default_rng(19)
+    base = [bursty_run(rng, 20_000, 1.0, run_sd=0.02) for _ in range(3)]
+    cand = [bursty_run(rng, 20_000, 1.0, run_sd=0.02) for _ in range(3)]
+    change = compare_summaries(base, cand, "read")["p50"]
+    assert change.prior_dof == 0 and change.prior_source == iv.ASSUMED
+    assert change.run_sd < 0.08, change.run_sd
+    single = compare_summaries(base[:1], cand[:1], "read")["p50"]
+    assert single.prior_dof == iv.PRIOR_DOF and single.run_sd == iv.RUN_TO_RUN_SD["p50"]
+
+
+def test_a_measured_prior_weighs_by_its_degrees_of_freedom():
+    rng = np.random.default_rng(20)
+    base = [bursty_run(rng, 20_000, 1.0) for _ in range(3)]
+    cand = [bursty_run(rng, 20_000, 1.0) for _ in range(3)]
+    stats_b = [iv.quantile_statistics(s.ops["read"], s.warmup_blocks, [0.5])[0] for s in base]
+    stats_c = [iv.quantile_statistics(s.ops["read"], s.warmup_blocks, [0.5])[0] for s in cand]
+    estimate = 0.0
+    one = iv.two_level_change(estimate, stats_b[:1], stats_c[:1], iv.Prior(0.1, 9, iv.PROFILE))
+    # one run a side: the prior alone, with its 9 degrees of freedom
+    assert one.run_sd == 0.1 and one.variance["prior_dof"] == 9
+    three = iv.two_level_change(estimate, stats_b, stats_c, iv.Prior(0.1, 9, iv.PROFILE))
+    ss = sum(np.var([r.log_value for r in side], ddof=0) * 3 for side in (stats_b, stats_c))
+    within = np.mean([np.mean([r.within_var for r in side]) for side in (stats_b, stats_c)])
+    # the prior's 9 runs and the data's 4 degrees of freedom pooled on the whole run variance
+    assert np.isclose(three.run_sd ** 2, max(0.0, (9 * 0.01 + ss - 4 * within) / 13))
+
+
+def test_intervals_wider_than_ten_times_either_way_are_too_wide():
+    assert iv.too_wide(iv.Change(0.5, -0.9, 2.0))       # 1.5 / 0.1 = 15 below
+    assert iv.too_wide(iv.Change(0.0, -0.5, 10.5))      # 11.5 above 1.0
+    assert not iv.too_wide(iv.Change(0.0, -0.85, 8.0))  # 1/0.15 = 6.7, 9
+    assert not iv.too_wide(iv.Change(0.1))

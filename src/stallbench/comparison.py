@@ -13,6 +13,7 @@ private structures between modules.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -25,7 +26,9 @@ from .analysis import interference, stationarity
 from .analysis import intervals as iv
 from .analysis import summary as sm
 from .analysis.environment import environment_diff  # fidelity
+from .analysis.noise import NoiseProfile
 from .analysis.quantiles import (
+    DECIDING_STATS,
     MIN_TAIL_SAMPLES,
     Stat,
     latency_stats,
@@ -35,6 +38,7 @@ from .analysis.quantiles import (
     resolvable,
     row_stats,
     spread,
+    stat_named,
     tail_samples,
 )
 from .analysis.summary import RESPONSE_SUFFIX
@@ -61,6 +65,9 @@ class CompareOptions:
     explain: bool = True  # call stallbench.where (monitor sections); check does not need it
     run_to_run_sd: dict[str, float] | None = None  # prior τ0 per statistic; None: iv's table
     percentiles: tuple[float, ...] | None = None  # in per cent; None: DEFAULT_PERCENTS
+    noise_profile: NoiseProfile | None = None  # this host's measured spread (calibrate)
+    use_profiles: bool = True  # look for the baseline's profile beside its runs
+    metrics: tuple[tuple[str, str], ...] | None = None  # (op, stat) that decide; None: DECIDING
 
 
 @dataclass
@@ -123,6 +130,8 @@ class OpComparison:
     rate_fell: dict[str, bool] = field(default_factory=dict)  # rate fell beyond rate_drop
     samples_change: dict[str, float | None] = field(default_factory=dict)  # candidate -> c/b - 1
     band_shares: dict[str, list[float]] = field(default_factory=dict)  # variant -> share per band
+    schedule_kept: dict[str, float | None] = field(default_factory=dict)  # paced ops: variant ->
+    # share of the run its planned starts covered (comparison.schedule_kept)
 
 
 @dataclass
@@ -152,6 +161,8 @@ class Comparison:
     accuracy: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] | None = None   # fidelity: analysis/environment.py
     views: Any = None  # views.Views: heatmaps and blocked-time profiles for the pictures
+    noise_profile: str | None = None    # the profile behind the priors, described
+    profile_problem: str | None = None  # why a profile of this shape was not used
 
     @property
     def labels(self) -> list[str]:
@@ -301,25 +312,44 @@ def _quantiles(histogram: np.ndarray, probabilities: list[float]) -> list[float]
                                       hist.bucket_lower_edges())[0].tolist()
 
 
+def _prior(options: CompareOptions, op: str, stat: str | None, probability: float | None,
+           kind: str, prior_factor: float, data_dof: int) -> iv.Prior:
+    """The run-to-run prior of one statistic: the noise profile's where it has the op and
+    statistic, else the A/A table (response times: RESPONSE_PRIOR_FACTOR times it, not the
+    rate, which is the service op's); `prior_factor` raises it for a saturated machine."""
+    if options.noise_profile is not None and stat is not None:
+        measured = options.noise_profile.prior(op, stat)
+        if measured is not None:
+            return measured.scaled(prior_factor)
+    sd = iv.prior_sd(stat, probability, options.run_to_run_sd) * prior_factor
+    if kind == "response" and stat != "rate":
+        sd *= iv.RESPONSE_PRIOR_FACTOR
+    if prior_factor > 1.0:
+        # a saturated machine: its runs' spread is bursty (one run 25x off), so the prior
+        # keeps a weight beside the few runs measured
+        return iv.Prior(sd, interference.SATURATED_PRIOR_DOF)
+    return iv.assumed_prior(sd, data_dof, probability if probability is not None else
+                            (stat_named(stat).probability if stat else None))
+
+
 def _changes(base: _OpSide, cand: _OpSide, probabilities: list[float],
-             options: CompareOptions, kind: str = "service", prior_factor: float = 1.0
-             ) -> tuple[dict[str, iv.Change], ShiftCurve]:
+             options: CompareOptions, kind: str = "service", prior_factor: float = 1.0,
+             op: str = "") -> tuple[dict[str, iv.Change], ShiftCurve]:
     """Every statistic's change with its two-level interval (analysis/intervals.py);
     `prior_factor` raises the run-to-run prior (a saturated machine, analysis/interference.py)."""
     changes: dict[str, iv.Change] = {}
     bs, cs = base.stats, cand.stats
-    table = options.run_to_run_sd
-    if kind == "response" or prior_factor != 1.0:
-        # (not the rate: a response op completes exactly as often as its service op)
-        table = {k: v * prior_factor
-                 * (iv.RESPONSE_PRIOR_FACTOR if kind == "response" and k != "rate" else 1.0)
-                 for k, v in {**iv.RUN_TO_RUN_SD, **(table or {})}.items()}
+    data_dof = len(base.ops) + len(cand.ops) - 2
+
+    def prior(stat: str | None, probability: float | None = None) -> iv.Prior:
+        return _prior(options, op, stat, probability, kind, prior_factor, data_dof)
+
     changes["rate"] = iv.two_level_change(iv.ratio_change(cs.rate, bs.rate),
                                           base.rate_statistics(), cand.rate_statistics(),
-                                          iv.prior_sd("rate", table=table))
+                                          prior("rate"))
     changes["mean"] = iv.two_level_change(iv.ratio_change(cs.values["mean"], bs.values["mean"]),
                                           base.mean_statistics(), cand.mean_statistics(),
-                                          iv.prior_sd("mean", table=table))
+                                          prior("mean"))
     for stat in ("min", "max"):
         changes[stat] = iv.Change(iv.ratio_change(cs.values[stat], bs.values[stat]),
                                   note="no interval")
@@ -332,8 +362,10 @@ def _changes(base: _OpSide, cand: _OpSide, probabilities: list[float],
     for j, p in enumerate(probabilities):
         change = iv.two_level_change(iv.ratio_change(c_values[j], b_values[j]),
                                      [r[j] for r in b_runs], [r[j] for r in c_runs],
-                                     iv.prior_sd(stat_of.get(p), p, table))
-        triples.append((change.change, change.low, change.high))
+                                     prior(stat_of.get(p), p))
+        wide = iv.too_wide(change)
+        triples.append((change.change, None if wide else change.low,
+                        None if wide else change.high))
         if p in stat_of:
             changes[stat_of[p]] = change
     return changes, _curve(probabilities, triples, bs.samples, cs.samples)
@@ -416,7 +448,7 @@ def _distrust_busier_machine(ops: list[OpComparison], cpu: list[CpuRow], base: s
                              loads: dict[str, interference.OutsideLoad | None],
                              saturated: dict[str, int], busier: dict[str, int],
                              loaded: dict[tuple[str, str], dict[str, iv.Change]],
-                             noise: float) -> list[str]:
+                             noise: float, factors: dict[str, float]) -> list[str]:
     """Verdicts that more outside load on one side could explain (analysis/interference.py):
     'worse' when the candidate's runs were busier, 'better' when the baseline's were, become
     'unclear (machine busier)' (`busier`: interference.busier_side per candidate) unless the
@@ -431,7 +463,7 @@ def _distrust_busier_machine(ops: list[OpComparison], cpu: list[CpuRow], base: s
                 f"MACHINE SATURATED: in {runs} of the runs of {base} and {label} every CPU was "
                 "busy, mostly with other processes; separate runs there differ far more than "
                 "on a machine with room, so the intervals assume a run-to-run spread "
-                f"{interference.SATURATED_PRIOR_FACTOR:g}x the A/A one: use a quieter machine")
+                f"{factors[label]:.1f}x the A/A one: use a quieter machine")
     for label, side in busier.items():
         if side == 0:
             continue
@@ -557,16 +589,20 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
              for v in variants}
     saturated = {label: sum(load.saturated for load in (loads[base.label], loads[label])
                             if load is not None) for label in cand_labels}
-    prior_factor = {label: interference.SATURATED_PRIOR_FACTOR if saturated[label] else 1.0
+    prior_factor = {label: interference.prior_factor([loads[base.label], loads[label]])
                     for label in cand_labels}
     busier = {label: interference.busier_side(loads[base.label], loads[label])
               for label in cand_labels}
+    profile, profile_problem = _noise_profile(options, variants, loads)
+    options = dataclasses.replace(options, noise_profile=profile)
     loaded: dict[tuple[str, str], dict[str, iv.Change]] = {}
     names = op_names(variants)
     ops: list[OpComparison] = []
+    sides_of: dict[str, list[_OpSide]] = {}
     for name in names:
         kind = "response" if name.endswith(RESPONSE_SUFFIX) else "service"
         sides = [op_side(name, v, options.percentiles) for v in variants]
+        sides_of[name] = sides
         workers_seen = np.unique(np.concatenate(
             [op.workers for side in sides for op in side.ops] or [np.empty(0, np.int64)]))
         result = OpComparison(name, kind, {}, {}, {}, {}, {}, {}, {}, {}, {})
@@ -584,10 +620,11 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
                 options.stall_threshold_ns)
         for label, side in zip(cand_labels, sides[1:], strict=True):
             result.changes[label], result.shift_curve[label], result.rate_fell[label] = \
-                _compare_op(sides[0], side, probabilities, options, kind, prior_factor[label])
+                _compare_op(sides[0], side, probabilities, options, kind, prior_factor[label],
+                            name)
             if busier[label] and not saturated[label]:   # its bound (saturated: the change)
                 loaded[name, label] = _compare_op(sides[0], side, probabilities, options, kind,
-                                                  interference.SATURATED_PRIOR_FACTOR)[0]
+                                                  interference.SATURATED_PRIOR_FACTOR, name)[0]
             result.samples_change[label] = iv.ratio_change(side.stats.samples,
                                                            sides[0].stats.samples)
             result.starved[label] = starved(result.stalls[label], side.stats.samples,
@@ -599,16 +636,17 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
         ops.append(result)
 
     cpu = _cpu_rows(variants, cand_labels)
-    _adjust(ops, cpu, options)
+    _pace_rates(ops, sides_of, labels, options.rate_drop)
+    _adjust(ops, cpu, cand_labels, options)
     level_shifts = _level_shifts(variants, names)
     _distrust_regime_mixes(ops, level_shifts, base.label,
                            {v.label: len(v.runs) for v in variants})
     busier_notes = _distrust_busier_machine(ops, cpu, base.label, loads, saturated, busier,
-                                            loaded, options.noise)
+                                            loaded, options.noise, prior_factor)
     comparison = Comparison(
         workload=workloads[0], baseline=base.label, candidates=cand_labels, variants=infos,
         method=method, options=options, ops=ops, cpu=cpu,
-        adjustment="Benjamini–Hochberg over all rows with an interval",
+        adjustment=_adjustment(options),
         counters=_counters(variants),
         problems=[p for r in (baseline, *candidates) for p in r.problems],
         level_shifts=level_shifts,
@@ -617,6 +655,8 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
                   "run_to_run_prior_sd": dict(iv.RUN_TO_RUN_SD),
                   "prior_dof": iv.PRIOR_DOF},
     )
+    comparison.noise_profile = profile.describe() if profile is not None else None
+    comparison.profile_problem = profile_problem
     comparison.notes = _notes(comparison) + busier_notes
     comparison.environment = environment_diff(   # fidelity: what else differed
         {v.label: [r.meta.environment or {} for r in v.runs] for v in variants})
@@ -645,12 +685,13 @@ def compare_summaries(baseline: list[sm.RunSummary], candidate: list[sm.RunSumma
     for summaries in (baseline, candidate):
         durations = [max(s.duration_ns - s.warmup_ns, 0) / 1e9 for s in summaries]
         sides.append(op_side(op, _VariantRuns("", [], summaries, durations), options.percentiles))
-    changes, _, _ = _compare_op(sides[0], sides[1], probabilities, options)
+    changes, _, _ = _compare_op(sides[0], sides[1], probabilities, options, op=op)
     return changes
 
 
 def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
-                options: CompareOptions, kind: str = "service", prior_factor: float = 1.0):
+                options: CompareOptions, kind: str = "service", prior_factor: float = 1.0,
+                op: str = ""):
     nb, nc = base.stats.samples, cand.stats.samples
     if nb == 0 or nc == 0:
         changes = {stat.key: iv.Change(None, note="no samples")
@@ -660,7 +701,7 @@ def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
         if nc == 0 and nb >= MIN_TAIL_SAMPLES:
             changes["rate"].verdict = "worse"
         return changes, ShiftCurve([], [], [], []), nc == 0 and nb > 0
-    changes, curve = _changes(base, cand, probabilities, options, kind, prior_factor)
+    changes, curve = _changes(base, cand, probabilities, options, kind, prior_factor, op)
     for stat in percentiles(options.percentiles):
         if stat.key in base.stats.unresolved or stat.key in cand.stats.unresolved:
             changes[stat.key] = iv.Change(None, note="not resolvable")
@@ -668,26 +709,131 @@ def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
     return changes, curve, rate is not None and rate < -options.rate_drop
 
 
-def _adjust(ops: list[OpComparison], cpu: list[CpuRow], options: CompareOptions) -> None:
-    """Benjamini–Hochberg over every change that has an interval; then the verdict words and,
-    where undecided, how many runs would likely decide."""
-    rows: list[tuple[iv.Change, bool]] = []
-    for op in ops:
-        for changes in op.changes.values():
-            for stat, change in changes.items():
-                rows.append((change, stat == "rate"))
+def decides(op: OpComparison, stat: str, options: CompareOptions) -> bool:
+    """Whether a row is in its candidate's false-discovery budget: the statistics named with
+    --metric (check, iterations auto), else DECIDING_STATS of every op (not a response op's
+    rate, which is its service op's)."""
+    if options.metrics is not None:
+        return (op.op, stat) in options.metrics
+    return stat in DECIDING_STATS and not (op.kind == "response" and stat == "rate")
+
+
+def _adjust(ops: list[OpComparison], cpu: list[CpuRow], candidates: list[str],
+            options: CompareOptions) -> None:
+    """Benjamini–Hochberg within each candidate over the rows that decide (`decides`), then
+    their verdict words and, where undecided, why and how many runs would likely decide; the
+    other rows keep their unadjusted interval with the verdict INTERVAL_ONLY."""
+    for label in candidates:
+        family: list[tuple[iv.Change, bool]] = []
+        for op in ops:
+            for stat, change in op.changes[label].items():
+                if change.verdict != "n/a":
+                    continue
+                if decides(op, stat, options):
+                    family.append((change, stat == "rate"))
+                elif change.low is not None:
+                    change.verdict = iv.INTERVAL_ONLY
+        with_p = [change for change, _ in family if change.p_value is not None]
+        for change, adjusted in zip(with_p, iv.benjamini_hochberg([c.p_value for c in with_p]),
+                                    strict=True):
+            change.p_adjusted = adjusted
+        for change, higher_is_better in family:
+            change.verdict = iv.verdict(change, higher_is_better, options.noise)
+            if change.verdict == iv.UNCLEAR:
+                if iv.excludes_zero(change) and abs(change.change) > options.noise:
+                    change.note = iv.ADJUSTED
+                change.iterations_needed = iv.iterations_to_decide(change, options.noise)
+        for op in ops:
+            for change in op.changes[label].values():
+                _mark_wide_interval(change)
     for row in cpu:
         for change in row.changes.values():
-            rows.append((change, False))
-    with_p = [change for change, _ in rows if change.p_value is not None]
-    for change, adjusted in zip(with_p, iv.benjamini_hochberg([c.p_value for c in with_p]),
-                                strict=True):
-        change.p_adjusted = adjusted
-    for change, higher_is_better in rows:
-        if change.verdict == "n/a":
-            change.verdict = iv.verdict(change, higher_is_better, options.noise)
-        if change.verdict == "unclear":
-            change.iterations_needed = iv.iterations_to_decide(change, options.noise)
+            if change.low is not None and change.verdict == "n/a":
+                change.verdict = iv.INTERVAL_ONLY
+
+
+def _mark_wide_interval(change: iv.Change) -> None:
+    """An interval wider than MAX_INTERVAL_RATIO either way tells nothing as numbers: it is not
+    shown (Change.interval_shown), its verdict stands where even it excludes 0 (O_DIRECT's 40x
+    on a saturated machine), and an unclear row says why (TOO_WIDE)."""
+    if iv.too_wide(change):
+        change.interval_shown = False
+        if change.verdict == iv.UNCLEAR:
+            change.note = iv.TOO_WIDE
+
+
+def _pace_rates(ops: list[OpComparison], sides_of: dict[str, list[_OpSide]],
+                labels: list[str], rate_drop: float) -> None:
+    """A paced op's rate is set by its own schedule: no interval, verdict PACED, unless the
+    candidate fell behind its schedule by more than `rate_drop` where the baseline did not
+    (then worse, BEHIND_SCHEDULE)."""
+    names = {op.op for op in ops}
+    for op in ops:
+        if op.kind != "service" or op.op + RESPONSE_SUFFIX not in names:
+            continue
+        kept = {label: schedule_kept(side) for label, side in
+                zip(labels, sides_of[op.op + RESPONSE_SUFFIX], strict=True)}
+        op.schedule_kept = kept
+        response = next(o for o in ops if o.op == op.op + RESPONSE_SUFFIX)
+        for label in labels[1:]:
+            change = op.changes[label]["rate"]
+            if change.change is None:
+                continue
+            base, cand = kept[labels[0]], kept[label]
+            behind = cand is not None and cand < 1 - rate_drop and \
+                (base is None or base - cand > rate_drop)
+            for paced in (op, response):   # the response op completes as often
+                paced.changes[label]["rate"] = iv.Change(
+                    change.change, verdict=iv.WORSE if behind else iv.PACED,
+                    note=iv.BEHIND_SCHEDULE if behind else None, runs=change.runs)
+
+
+def schedule_kept(response: _OpSide) -> float | None:
+    """The share of the runs' time that a paced op's planned starts covered (its response op
+    is binned by planned start): 1.0 when it kept its schedule to the end, 0.6 when its last
+    op was planned 60% of the way through; the mean over runs."""
+    shares = []
+    for op, run in zip(response.ops, response.runs, strict=True):
+        counts = op.block_count[run.warmup_blocks:]
+        if counts.size == 0 or not counts.any():
+            continue
+        shares.append((int(np.flatnonzero(counts)[-1]) + 1) / counts.size)
+    return float(np.mean(shares)) if shares else None
+
+
+def _noise_profile(options: CompareOptions, variants: list[_VariantRuns],
+                   loads: dict[str, interference.OutsideLoad | None]
+                   ) -> tuple[NoiseProfile | None, str | None]:
+    """The noise profile behind the priors: the one given, else the one calibrated for the
+    baseline's shape on its host (RESULTS/noise-profiles), while every run compared is on that
+    host and no busier than the calibration was."""
+    if options.noise_profile is not None or not options.use_profiles:
+        return options.noise_profile, None
+    from .noiseprofiles import find_profile
+
+    first = variants[0].runs[0]
+    profile, problem = find_profile(first.path.parents[2], first.meta)
+    if profile is None:
+        return None, problem
+    hosts = {r.meta.host or "" for v in variants for r in v.runs}
+    if hosts != {profile.host}:
+        return None, (f"noise profile {profile.source} not used: it is of {profile.host}, the "
+                      f"runs are of {', '.join(sorted(hosts))}")
+    for label, load in loads.items():
+        if load is None or profile.outside_cpus is None:
+            continue
+        if load.mean_cpus > profile.outside_cpus + interference.BUSIER_SHARE * load.cpus:
+            return None, (f"noise profile {profile.source} not used: other processes took "
+                          f"{load.mean_cpus:.2f} CPUs during {label}'s runs, "
+                          f"{profile.outside_cpus:.2f} during the calibration")
+    return profile, None
+
+
+def _adjustment(options: CompareOptions) -> str:
+    named = (", ".join(f"{op}:{stat}" for op, stat in options.metrics) if options.metrics
+             is not None else "/".join(DECIDING_STATS) + " of each op")
+    return (f"Benjamini–Hochberg within each candidate over {named}; other rows: unadjusted "
+            "intervals, no verdict")
 
 
 def _notes(comparison: Comparison) -> list[str]:

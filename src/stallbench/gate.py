@@ -19,6 +19,8 @@ from .errors import UsageError
 _DISTRUSTED = {
     NOT_STATIONARY: "the runs mix two regimes (see the comparison's NOT STATIONARY line)",
     MACHINE_BUSIER: "one side's runs had more outside load (see MACHINE BUSIER)",
+    iv.TOO_WIDE: "the interval would be wider than ×10 either way (more runs per variant, or "
+                 "a noise profile from `stallbench calibrate`, would narrow it)",
 }
 
 
@@ -90,6 +92,13 @@ def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, compariso
                           f"runs left out: {comparison.problems[0]}")
     if change is not None and change.note in _DISTRUSTED:
         return GateResult(metric, change, "undecided", _DISTRUSTED[change.note])
+    if change is not None and change.note == iv.BEHIND_SCHEDULE:
+        return GateResult(metric, change, "regression", "fell behind its schedule")
+    if change is not None and change.verdict == iv.PACED and change.change is not None:
+        # the workload's schedule sets a paced rate: the estimate is judged as it is
+        if change.change < -bound:
+            return GateResult(metric, change, "regression", "paced rate fell beyond the bound")
+        return GateResult(metric, change, "ok", "kept its schedule")
     if change is None or change.change is None:
         base, cand = op.stats[comparison.baseline], op.stats[candidate]
         if metric.stat == "rate" and change is not None and change.note == "no samples":

@@ -1,9 +1,11 @@
-"""Run a plan: for each iteration, for each variant (interleaved A B A B so that drift on a
-noisy machine spreads evenly): journal -> environment -> prepare -> drop caches -> clock ->
-monitors -> workload -> monitors stop -> store -> environment down -> finalize."""
+"""Run a plan: for each iteration, for each variant (interleaved rounds, each after the first
+in a random order, so that drift on a noisy machine spreads evenly): journal -> environment ->
+prepare -> drop caches -> clock -> monitors -> workload -> monitors stop -> store -> environment
+down -> finalize."""
 
 from __future__ import annotations
 
+import random
 import shutil
 import signal
 import sys
@@ -102,9 +104,10 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
         metrics = untildecided.parse_metrics(plan.until_decided)
         if len(plan.variants) < 2:
             raise UsageError("iterations auto compares variants: the plan needs two or more")
+    order_rng = random.Random()
     with _Interrupt() as interrupt:
         for iteration in range(plan.iterations):
-            for variant in plan.variants:
+            for variant in round_order(plan.variants, iteration, order_rng, log):
                 workload = workload_cls.from_options({**plan.workload_options,
                                                       **variant.workload_options})
                 label = f"{variant.name} {plan.workload} {iteration + 1}/{plan.iterations}"
@@ -123,6 +126,19 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
                     log(decision.sentence(plan.iterations))
                     break
     return outcomes
+
+
+def round_order(variants: list[VariantSettings], iteration: int, rng: random.Random,
+                log: Callable[[str], None]) -> list[VariantSettings]:
+    """The variants of one interleaved round in a random order (Abedi & Brecht, ICPE 2017: a
+    fixed A-then-B order lets whatever follows a run, a cache it warmed or a neighbour it
+    woke, fall on one variant only). The first round keeps the plan's order: a plan may rely
+    on its first variant running first (a file read into the page cache)."""
+    order = list(variants)
+    if iteration > 0 and len(order) > 1:
+        rng.shuffle(order)
+        log(f"round {iteration + 1}: " + ", ".join(v.name for v in order))
+    return order
 
 
 def warmup_for(plan: Plan, workload: Workload) -> float:

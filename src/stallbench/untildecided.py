@@ -61,7 +61,8 @@ def decide(paths_by_variant: dict[str, list[Path]], metrics: list[Metric],
             return Decision(False, rounds, {f"{name}": "no complete run"})
         resolved.append(Resolved(name, runs, []))
     comparison = build_comparison(resolved[0], resolved[1:], CompareOptions(
-        explain=False, percentiles=metric_percents(metrics)))
+        explain=False, percentiles=metric_percents(metrics),
+        metrics=tuple((m.op, m.stat) for m in metrics)))
     verdicts: dict[str, str] = {}
     for candidate in comparison.candidates:
         for metric in metrics:

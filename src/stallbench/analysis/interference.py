@@ -26,8 +26,10 @@ from typing import Any
 BUSIER_SHARE = 0.10     # of the machine's CPUs: 0.2 of 2 CPUs, measured outside load
 SATURATED_BUSY = 0.90   # a run whose machine was busy this share of its CPUs ...
 SATURATED_OTHERS = 0.50  # ... with at least this share taken by other processes and steal
-SATURATED_PRIOR_FACTOR = 8.0  # the run-to-run prior when a run of the pair was saturated
+SATURATED_PRIOR_FACTOR = 8.0  # the run-to-run prior at SATURATED_AT_SHARE of the CPUs to others
+SATURATED_AT_SHARE = 0.80     # ... (aa4: others took 1.53-1.80 of 2 CPUs, x8 was needed there)
 QUIET_SHARE = 0.05      # outside load below this share of a full machine: none was waiting
+SATURATED_PRIOR_DOF = 4.0  # the widened prior's weight beside a saturated pair's own runs
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,19 @@ def saturated(load: dict[str, Any]) -> bool:
     outside = float(load.get("others_cpus") or 0.0) + float(load.get("steal_cpus") or 0.0)
     return (float(load.get("busy_cpus") or 0.0) + float(load.get("steal_cpus") or 0.0)
             >= SATURATED_BUSY * cpus and outside >= SATURATED_OTHERS * cpus)
+
+
+def prior_factor(loads: Sequence[OutsideLoad | None]) -> float:
+    """How much wider than on a machine with room the run-to-run prior is for a pair with a
+    saturated side: grows linearly with the share of the CPUs others took (the larger of the
+    two sides), from 1 at QUIET_SHARE... to SATURATED_PRIOR_FACTOR at SATURATED_AT_SHARE and on
+    beyond it; 1 when neither side was saturated."""
+    seen = [load for load in loads if load is not None]
+    if not any(load.saturated for load in seen):
+        return 1.0
+    share = max(load.mean_cpus / load.cpus for load in seen)
+    slope = (SATURATED_PRIOR_FACTOR - 1.0) / (SATURATED_AT_SHARE - QUIET_SHARE)
+    return max(1.0, 1.0 + slope * (share - QUIET_SHARE))
 
 
 def outside_load(loads: Sequence[dict[str, Any] | None]) -> OutsideLoad | None:

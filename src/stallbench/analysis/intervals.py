@@ -28,18 +28,22 @@ The model, on the log scale of each statistic (p50 ... p99.9, mean, rate), for r
 - u_ji, the run effect, has variance τ² that only several runs can show. It is estimated by
   method of moments from the runs' spread, pooled over the two variants compared,
   τ̂² = max(0, (SS - Σ_j (k_j - 1) w̄_j) / df) with SS the within-variant sum of squares of y and
-  df = Σ_j (k_j - 1), and combined with a prior τ0 (RUN_TO_RUN_SD, calibrated on A/A runs by
-  benchmarks/aa.py) worth PRIOR_DOF runs' degrees of freedom:
+  df = Σ_j (k_j - 1), and combined with a prior τ0 worth ν0 runs' degrees of freedom (Prior):
 
-      τ̃² = (PRIOR_DOF · τ0² + df · τ̂²) / (PRIOR_DOF + df)
+      τ̃² = (ν0 · τ0² + df · τ̂²) / (ν0 + df),   t at ν0 + df degrees of freedom
 
-  With one run per variant τ̃ = τ0: the interval says how much runs of this kind usually differ,
-  and the report says that this was assumed, not measured. With 3+ runs the data dominate.
+  The prior is, in this order: a noise profile of this host and workload shape (`stallbench
+  calibrate`: N A/A runs, ν0 = N - 1, analysis/noise.py), so its weight falls as measured runs
+  grow; else the A/A table RUN_TO_RUN_SD of this machine kind (benchmarks/aa.py), but only
+  where nothing is measured (one run a side, ν0 = PRIOR_DOF): that table comes from machines
+  loaded by test suites, several times what a quiet machine shows, and with 2+ runs a side the
+  t interval of the measured spread needs no outside guess (with 3+3 runs the old fixed weight
+  of 4 made τ̃ 0.18 where the runs showed 0.03). A saturated machine (interference.py) keeps
+  a widened table prior at ν0 = PRIOR_DOF beside its runs, whose spread is bursty there.
   τ0 is raised to the runs' own wandering where that is larger: the variance of the statistic
   over each run's four quarters beyond what sampling explains (each quarter alone has ~4x the
   whole run's variance), averaged over the runs compared, when a χ² test says the quarters
-  differ more than sampling at the 0.1% level (so a stationary run adds nothing). On a machine
-  whose load comes and goes, separate runs land at different levels just as quarters do.
+  differ more than sampling at the 0.1% level (so a stationary run adds nothing).
 - The variant's estimate is the statistic of its pooled histogram; its variance is
   (τ̃² + w̄_j) / k_j. The change's interval is log(1 + change) ± t · sqrt(Σ_j (τ̃² + w̄_j) / k_j),
   with t at the Welch-Satterthwaite degrees of freedom of the three variance terms (τ̃² with
@@ -47,10 +51,16 @@ The model, on the log scale of each statistic (p50 ... p99.9, mean, rate), for r
 
 min and max have no interval: one extreme value per run says nothing about the next run.
 
-Verdicts: better/worse when the interval excludes 0, the Benjamini-Hochberg adjusted p-value is
-below 5% and |change| exceeds the noise threshold; same when the whole interval lies within
-±noise; unclear otherwise, with the number of runs per variant that would likely decide it
-(the same formula with k runs, given the variance seen).
+Verdicts (comparison._adjust): only the statistics that decide (DECIDING_STATS of each op:
+p50, p99 and rate, or the metrics named with --metric) share the candidate's false-discovery
+budget, Benjamini-Hochberg within each candidate, so adding a variant takes no verdict from
+another; the other rows keep their unadjusted interval, verdict INTERVAL_ONLY. better/worse
+when the interval excludes 0, the adjusted p-value is below 5% and |change| exceeds the noise
+threshold; same when the whole interval lies within ±noise; unclear otherwise, with the reason
+where the interval alone does not show it (ADJUSTED, the distrust rules' notes, TOO_WIDE: an
+interval wider than MAX_INTERVAL_RATIO either way is not shown), and the number of runs per
+variant that would likely decide it (the same formula with k runs, given the variance seen).
+A paced op's rate is PACED: its schedule sets it (comparison._pace_rates).
 """
 
 from __future__ import annotations
@@ -72,14 +82,18 @@ MAX_ITERATIONS_ADVICE = 30
 QUARTERS = 4
 WANDERING_ALPHA = 0.001
 PRIOR_DOF = 4.0
+ASSUMED_DOF_WITH_RUNS = 0.0
 # Run-to-run standard deviation of the log statistic, assumed where runs cannot show it:
 # measured on A/A runs of this machine kind (benchmarks/aa.py, BENCHMARKS.md "A/A calibration":
 # 10 separate runs each of randread cached and cold, pgioperf, pgioperf in a binding memory
-# cgroup; the upper quartile over their service-time ops). Quantiles in between are interpolated
+# cgroup; the upper quartile over their service-time ops; p99.9 and p99.99 raised to the upper
+# quartile of the quiet A/A sets of 2026-12-01 evening, BENCHMARKS.md "Power at equal honesty",
+# whose whole runs fall into tail regimes). Quantiles in between are interpolated
 # on -log10(1 - p). Response times (from the planned start) carry the schedule lag, which follows
 # the CPU contention of the moment: their measured spread was 0.5-2.6, so RESPONSE_PRIOR_FACTOR.
-RUN_TO_RUN_SD = {"p50": 0.14, "p90": 0.25, "p95": 0.25, "p99": 0.25, "p999": 0.35,
-                 "p9999": 0.60, "mean": 0.25, "rate": 0.15}
+RUN_TO_RUN_SD = {"p50": 0.14, "p90": 0.25, "p95": 0.25, "p99": 0.25, "p999": 0.90,
+                 "p9999": 1.20, "mean": 0.25, "rate": 0.15}
+TAIL_PROBABILITY = 0.99   # quantiles beyond it keep the A/A table's weight beside measured runs
 RESPONSE_PRIOR_FACTOR = 4.0
 _QUANTILE_PRIOR = ((0.50, "p50"), (0.90, "p90"), (0.95, "p95"), (0.99, "p99"), (0.999, "p999"),
                    (0.9999, "p9999"))
@@ -125,6 +139,9 @@ class Change:
     run_sd: float | None = None                 # the run-to-run sd used (log scale)
     run_sd_measured: bool = False               # False: the prior alone (one run each)
     iterations_needed: int | None = None        # runs per variant likely to decide an unclear row
+    interval_shown: bool = True                 # False: wider than MAX_INTERVAL_RATIO (too_wide)
+    prior_dof: float | None = None              # the prior's weight in runs' degrees of freedom
+    prior_source: str | None = None             # ASSUMED | PROFILE
     variance: dict = field(default_factory=dict, repr=False)   # the terms, for the advice
 
 
@@ -271,10 +288,46 @@ def welch_dof(terms: list[tuple[float, float]]) -> float:
     return float(max(total ** 2 / denominator, 1.0))
 
 
+@dataclass(frozen=True)
+class Prior:
+    """The run-to-run sd τ0 of one statistic before this comparison's runs are seen, and how
+    many runs' degrees of freedom it is worth. `source`: ASSUMED (this machine kind's A/A table,
+    RUN_TO_RUN_SD) or PROFILE (a noise profile measured on this host for this workload)."""
+
+    sd: float
+    dof: float
+    source: str = "assumed"
+    within: float = 0.0   # a profile's mean within-run variance (its τ is beyond it)
+    floor: bool = False   # the run-to-run sd is at least sd, whatever the runs show
+
+    def scaled(self, factor: float) -> Prior:
+        return Prior(self.sd * factor, self.dof, self.source, self.within, self.floor)
+
+
+ASSUMED, PROFILE = "assumed", "profile"
+
+
+def assumed_prior(sd: float, data_dof: int, probability: float | None = None) -> Prior:
+    """The A/A table's τ0 where nothing on this host measured the spread: worth PRIOR_DOF runs
+    when the comparison's own runs cannot show it (one run a side), and nothing once they can
+    (the table comes from a machine loaded by test suites, several times this spread when
+    quiet; with 2+ runs a side the t interval of the measured spread is exact for normal run
+    effects and needs no outside guess). Beyond TAIL_PROBABILITY it is a floor: there whole
+    runs fall into a tail regime (p99.9 of ten quiet A/A runs here: about 5 µs in six, 12-43 µs
+    in four), a two-valued run effect that two or three runs a side cannot measure, and that
+    several runs of one side may all share."""
+    if probability is not None and probability > TAIL_PROBABILITY:
+        return Prior(sd, PRIOR_DOF, ASSUMED, floor=True)
+    if data_dof == 0:
+        return Prior(sd, PRIOR_DOF, ASSUMED)
+    return Prior(sd, ASSUMED_DOF_WITH_RUNS, ASSUMED)
+
+
 def two_level_change(estimate: float | None, baseline: list[RunStatistic],
-                     candidate: list[RunStatistic], run_sd_prior: float,
+                     candidate: list[RunStatistic], prior: Prior | float,
                      confidence: float = CONFIDENCE) -> Change:
-    """The change's interval from each side's runs (see the module docstring)."""
+    """The change's interval from each side's runs (see the module docstring); a bare float
+    prior is the A/A table's τ0 (assumed_prior)."""
     if estimate is None or not np.isfinite(estimate) or estimate <= -1:
         return Change(None)
     sides = [baseline, candidate]
@@ -286,19 +339,46 @@ def two_level_change(estimate: float | None, baseline: list[RunStatistic],
     w = [float(np.mean([r.within_var for r in side])) for side in sides]
     groups = [min(r.groups for r in side) for side in sides]
     dof_data = sum(kk - 1 for kk in k)
+    if not isinstance(prior, Prior):
+        prior = assumed_prior(float(prior), dof_data)
     # a run whose quarters wander (the machine's load came and went) shows that the next run
     # may land elsewhere too: the prior is at least that wandering
-    run_sd_prior = max(run_sd_prior, float(np.sqrt(wandering([r for s in sides for r in s]))))
-    run_var, measured = run_sd_prior ** 2, False
-    if dof_data > 0:
+    prior_sd = max(prior.sd, float(np.sqrt(wandering([r for s in sides for r in s]))))
+    # on the scale of a run's whole variance V = τ² + w, which is what the runs' spread (and a
+    # profile's A/A runs) estimate, with their degrees of freedom
+    prior_total = prior_sd ** 2 + prior.within
+    measured = dof_data > 0
+    if measured:
         ss = sum(float(np.sum((np.array([r.log_value for r in side])
                                - np.mean([r.log_value for r in side])) ** 2)) for side in sides)
-        tau2 = max(0.0, (ss - sum((kk - 1) * ww for kk, ww in zip(k, w, strict=True)))
-                   / dof_data)
-        run_var = (PRIOR_DOF * run_sd_prior ** 2 + dof_data * tau2) / (PRIOR_DOF + dof_data)
-        measured = True
-    variance = {"run_var": run_var, "run_dof": PRIOR_DOF + dof_data, "within": w,
-                "within_dof": [kk * (g - 1) for kk, g in zip(k, groups, strict=True)]}
+        total = (prior.dof * prior_total + ss) / (prior.dof + dof_data)
+        within_ref = (prior.dof * prior.within + dof_data * float(np.mean(w))) \
+            / (prior.dof + dof_data)
+    elif prior.dof <= 0:
+        return Change(estimate, note="one run each")
+    else:
+        total, within_ref = prior_total, prior.within
+    run_var = max(0.0, total - within_ref)
+    # measured: a t on the runs' own values, at their (and the prior's) degrees of freedom: the
+    # within-run variance only floors the run's whole variance, as two runs' spread is often
+    # below it by chance (P = 0.39 at df 2 when τ² = w) and trusting w's many degrees of
+    # freedom then halves the variance. One run a side: τ0² with the prior's degrees of freedom
+    # (shrunk by its share of a profile's whole variance) beside the runs' own w.
+    fixed_dof = float(prior.dof + dof_data) if measured else None
+    share = (run_var / total) ** 2 if total > 0 else 1.0
+    # the level a run's quarters wander by, beyond sampling, is in the next run's level too
+    # (a quarter of it if the quarters wander independently): a floor under a spread that two
+    # or three runs happened to show small
+    usable = [r for side in sides for r in side if r.quarter_var is not None and r.within_var]
+    floor = wandering([r for s in sides for r in s]) / QUARTERS
+    if measured and floor > run_var:
+        run_var, fixed_dof = floor, float(max(fixed_dof, (QUARTERS - 1) * len(usable)))
+    if prior.floor:
+        run_var = max(run_var, prior_sd ** 2)
+    variance = {"run_var": run_var, "run_dof": (prior.dof + dof_data) * share,
+                "fixed_dof": fixed_dof, "within": w,
+                "within_dof": [kk * (g - 1) for kk, g in zip(k, groups, strict=True)],
+                "prior_dof": prior.dof, "prior_source": prior.source}
     half, dof = _half_width(variance, k, confidence)
     log_ratio = float(np.log1p(estimate))
     se = half / t_quantile(0.5 + confidence / 2, dof)
@@ -306,15 +386,16 @@ def two_level_change(estimate: float | None, baseline: list[RunStatistic],
         (0.0 if log_ratio != 0 else 1.0)
     return Change(estimate, float(np.expm1(log_ratio - half)), float(np.expm1(log_ratio + half)),
                   p_value, runs=(k[0], k[1]), blocks=(groups[0], groups[1]),
-                  run_sd=float(np.sqrt(run_var)), run_sd_measured=measured, variance=variance)
+                  run_sd=float(np.sqrt(run_var)), run_sd_measured=measured, variance=variance,
+                  prior_dof=prior.dof, prior_source=prior.source)
 
 
 def _half_width(variance: dict, k: list[int], confidence: float) -> tuple[float, float]:
     run_term = variance["run_var"] * sum(1.0 / kk for kk in k)
-    terms = [(run_term, variance["run_dof"])]
+    terms = [(run_term, variance["run_dof"])] if run_term > 0 else []
     terms += [(ww / kk, max(d, 1)) for ww, kk, d in
               zip(variance["within"], k, variance["within_dof"], strict=True)]
-    dof = welch_dof(terms)
+    dof = variance.get("fixed_dof") or welch_dof(terms)
     total = sum(v for v, _ in terms)
     return float(t_quantile(0.5 + confidence / 2, dof) * np.sqrt(total)), dof
 
@@ -335,7 +416,7 @@ def iterations_to_decide(change: Change, noise: float,
                       zip(change.variance["within_dof"], change.runs, strict=True)]
     for k in range(current + 1, MAX_ITERATIONS_ADVICE + 1):
         variance = dict(change.variance)
-        variance["run_dof"] = PRIOR_DOF + 2 * (k - 1)
+        variance["fixed_dof"] = variance["prior_dof"] + 2 * (k - 1)
         variance["within_dof"] = [g * k for g in per_run_groups]
         half, _ = _half_width(variance, [k, k], confidence)
         if half < target:
@@ -382,6 +463,30 @@ def benjamini_hochberg(p_values: list[float]) -> list[float]:
     adjusted = np.empty(m)
     adjusted[order] = np.minimum(adjusted_sorted, 1.0)
     return adjusted.tolist()
+
+
+BETTER, WORSE, SAME, UNCLEAR, NA = "better", "worse", "same", "unclear", "n/a"
+PACED = "paced"                    # a rate set by the workload's own schedule
+INTERVAL_ONLY = "interval only"    # outside the false-discovery budget: no verdict
+# why a row is unclear although its interval may exclude 0 (Change.note)
+ADJUSTED = "adjusted"              # the multiple-comparison adjustment left it above alpha
+TOO_WIDE = "interval > ×10"      # the interval would be wider than MAX_INTERVAL_RATIO
+BEHIND_SCHEDULE = "behind schedule"
+MAX_INTERVAL_RATIO = 10.0
+
+
+def excludes_zero(change: Change) -> bool:
+    return change.low is not None and change.high is not None and \
+        (change.low > 0 or change.high < 0)
+
+
+def too_wide(change: Change) -> bool:
+    """The interval reaches beyond MAX_INTERVAL_RATIO times the estimate, or below 1/that."""
+    if change.change is None or change.low is None or change.high is None:
+        return False
+    ratio = 1.0 + change.change
+    return (1.0 + change.high) > MAX_INTERVAL_RATIO * ratio or \
+        (1.0 + change.low) * MAX_INTERVAL_RATIO < ratio
 
 
 def verdict(change: Change, higher_is_better: bool, noise: float,

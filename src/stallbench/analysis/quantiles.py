@@ -37,6 +37,8 @@ MIN = Stat("min", "min")
 MAX = Stat("max", "max")
 MEAN = Stat("mean", "mean")
 DEFAULT_PERCENTS: tuple[float, ...] = (50, 90, 95, 99, 99.9)
+# the statistics whose verdicts share a candidate's false-discovery budget (comparison.decides)
+DECIDING_STATS: tuple[str, ...] = ("p50", "p99", "rate")
 
 
 def percentile(percent: float) -> Stat:

@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     if incomplete:
         raise UndecidedError(f"incomplete run {incomplete[0]}")
     options = CompareOptions(noise=parse_percent(args.noise, "--noise"), explain=False,
-                             percentiles=metric_percents(metrics))
+                             percentiles=metric_percents(metrics),
+                             metrics=tuple((m.op, m.stat) for m in metrics))
     comparison = build_comparison(baseline, candidates, options)
     results = gate(comparison, metrics, bound)
     print(check_report.render(results), end="")

@@ -6,7 +6,15 @@ import math
 from typing import Any
 
 from ..analysis.bands import Shift
-from ..analysis.intervals import Change
+from ..analysis.intervals import (
+    ADJUSTED,
+    BETTER,
+    INTERVAL_ONLY,
+    TOO_WIDE,
+    UNCLEAR,
+    WORSE,
+    Change,
+)
 from ..analysis.quantiles import Stat, latency_stats, percentiles, row_stats
 from ..comparison import Comparison, OpComparison, OpStats
 from ..units import choose_time_unit, format_ns
@@ -88,7 +96,7 @@ def format_percent(x: float | None) -> str:
 
 
 def format_interval(change: Change) -> str:
-    if change.low is None or change.high is None:
+    if change.low is None or change.high is None or not change.interval_shown:
         return ""
     return f"[{format_percent(change.low)}, {format_percent(change.high)}]"
 
@@ -104,10 +112,21 @@ def change_cell(change: Change | None, no_samples: bool = False) -> tuple[str, s
         if note == "not resolvable":
             return NOT_RESOLVABLE, "", "not resolvable"
         return "-", "", note
-    word = change.verdict if change.verdict != "n/a" else (change.note or "no interval")
-    if change.verdict == "unclear" and change.note:
-        word = f"unclear ({change.note})"
-    return format_percent(change.change), format_interval(change), word
+    return format_percent(change.change), format_interval(change), verdict_word(change)
+
+
+def verdict_word(change: Change) -> str:
+    """The verdict column: the verdict and, where it has one, its reason ('unclear (adjusted)',
+    'worse (behind schedule)'); empty for a row outside the false-discovery budget."""
+    if change.verdict == INTERVAL_ONLY:
+        return ""
+    if change.verdict == "n/a":
+        return change.note or "no interval"
+    if change.note and change.verdict in (UNCLEAR, WORSE, BETTER):
+        return f"{change.verdict} ({change.note})"
+    if not change.interval_shown and change.verdict in (WORSE, BETTER):
+        return f"{change.verdict} ({TOO_WIDE})"
+    return change.verdict
 
 
 def rate_flag(op: OpComparison, candidate: str) -> str:
@@ -139,18 +158,30 @@ def method_line(comparison: Comparison) -> str:
 
 
 def run_count_notes(comparison: Comparison) -> list[str]:
-    """What the number of runs per variant means for the verdicts."""
+    """Where the run-to-run spread behind the intervals comes from, and what the number of
+    runs per variant means for the verdicts."""
     notes = []
     runs = {v.label: len(v.runs) for v in comparison.variants}
     single = [label for label, n in runs.items() if n == 1]
-    if single:
+    profile = comparison.noise_profile
+    if profile:
+        notes.append(f"run-to-run spread: {profile} as the prior, "
+                     + ("with one run of " + ", ".join(single) if single else
+                        "combined with the spread measured between these runs"))
+    elif single:
         prior = comparison.accuracy.get("run_to_run_prior_sd") or {}
         shown = ", ".join(f"{STAT_LABELS.get(k, k)} ±{v:.0%}" for k, v in prior.items()
                           if k in ("p50", "p99", "p999", "rate"))
         notes.append(f"one run of {', '.join(single)}: how much separate runs differ is not "
-                     f"measured, so the intervals assume the spread seen on A/A runs ({shown}); "
-                     "only large changes can be called — run 3 or more iterations per variant "
-                     "to measure it")
+                     f"measured, so the intervals assume the spread seen on A/A runs of loaded "
+                     f"machines ({shown}); only large changes can be called — run 3 or more "
+                     "iterations per variant, or measure this host's spread once with "
+                     "`stallbench calibrate PLAN`")
+    else:
+        notes.append("run-to-run spread: measured between these runs (no noise profile of "
+                     "this host and workload; `stallbench calibrate PLAN` makes one)")
+    if comparison.profile_problem:
+        notes.append(comparison.profile_problem)
     warm = [f"{v.label} {v.runs[0].warmup_s:g} s" for v in comparison.variants
             if v.runs and v.runs[0].warmup_s]
     if warm:
@@ -183,7 +214,8 @@ def decide_advice(changes: dict[str, Change], stats: tuple[Stat, ...]) -> str | 
     parts = []
     for stat in stats:
         change = changes.get(stat.key)
-        if change is None or change.verdict != "unclear" or change.note:
+        if change is None or change.verdict != UNCLEAR or change.note not in (None, ADJUSTED,
+                                                                              TOO_WIDE):
             continue
         needed = change.iterations_needed
         parts.append(f"{stat.label} ~{needed}" if needed else f"{stat.label} >30")

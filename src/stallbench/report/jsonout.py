@@ -11,7 +11,7 @@ from ..analysis.intervals import Change
 from ..analysis.quantiles import Stat, latency_stats, needed_samples, stat_named
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..comparison import Comparison, OpComparison, OpStats
-from .common import json_number, shift_sentence
+from .common import json_number, shift_sentence, verdict_word
 
 SCHEMA_VERSION = 1  # of this JSON document (schemas/comparison.schema.json)
 
@@ -29,7 +29,11 @@ def change_dict(change: Change) -> dict[str, Any]:
         "blocks": list(change.blocks) if change.blocks else None,
         "run_sd": json_number(change.run_sd),
         "run_sd_measured": change.run_sd_measured,
+        "interval_shown": change.interval_shown,
+        "prior_dof": json_number(change.prior_dof),
+        "prior_source": change.prior_source,
         "iterations_needed": change.iterations_needed,
+        "verdict_text": verdict_word(change),
     }
 
 
@@ -115,6 +119,7 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
                   else {"error": comparison.where_error} if comparison.where_error else None),
         "counters": comparison.counters,
         "notes": comparison.notes,
+        "noise_profile": comparison.noise_profile,
         "problems": comparison.problems,
     }
 

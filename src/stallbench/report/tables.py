@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..analysis.intervals import TOO_WIDE
 from ..analysis.quantiles import MIN_TAIL_SAMPLES
 from ..comparison import Comparison, CpuRow, OpComparison
 from .common import (
@@ -124,6 +125,13 @@ def _op_notes(op: OpComparison, comparison: Comparison, cand_label: str) -> list
     advice = decide_advice(op.changes[cand_label], comparison.stats)
     if advice:
         notes.append(advice)
+    wide = [stat.label for stat in comparison.stats
+            if (change := op.changes[cand_label].get(stat.key)) is not None
+            and not change.interval_shown]
+    if wide:
+        notes.append(f"{', '.join(wide)}: {TOO_WIDE}, so no interval is shown (the JSON has "
+                     "it); more runs per variant, a noise profile of this host (`stallbench "
+                     "calibrate PLAN`) or a quieter machine would give one")
     return notes
 
 

@@ -1,0 +1,197 @@
+"""The evaluation half of benchmarks/power.py (imported by it): every comparison goes through
+the same code as `stallbench compare` and `check`.
+
+Per set (a change recorded as ROUNDS interleaved rounds of base, twin and changed):
+- true size: all base and twin runs against all changed runs (pooled estimate);
+- real change, 3 rounds: base vs changed of the same 3 rounds (TRIALS random choices of 3 of
+  the rounds); 1 round: base vs changed of one round, with a noise profile made from the twin
+  runs of the other rounds (as `stallbench calibrate` would, at other times than the trial);
+- A/A: base vs twin of the same rounds, 1 (with that profile and without), 2 and 3 rounds;
+- scaled: base vs twin runs with every latency x1.10 (p50 +10%) or the ops above p98 x1.25
+  (p99 +25%), 3 rounds; x1.25 and x1.50 with 1 round and the profile.
+detected = called worse (the true direction); coverage = the 95% interval holds the true size.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from aa import scaled_copy  # noqa: E402
+
+from stallbench.calibration import profile_from_runs  # noqa: E402
+from stallbench.comparison import CompareOptions, build_comparison  # noqa: E402
+from stallbench.gate import Metric, gate, gate_exit_code  # noqa: E402
+from stallbench.store import Resolved, Run, load_run  # noqa: E402
+
+TRIALS = 20
+DECIDING = ("p50", "p99", "rate")
+OPS = {"randread": ("read",), "pgioperf": ("read", "commit", "wal")}
+CHECK = {"randread": ["read:p50", "read:p99"], "pgioperf": ["read:p50", "read:p99",
+                                                            "commit:p99"]}
+SCALED = {3: (("whole", 0.10, "p50"), ("tail", 0.25, "p99")),
+          1: (("whole", 0.25, "p50"), ("tail", 0.50, "p99"))}
+
+
+def load_set(path: Path) -> dict[str, dict[int, Run]]:
+    out: dict[str, dict[int, Run]] = {}
+    for variant in ("base", "twin", "changed"):
+        runs = {}
+        for run_dir in path.glob(f"{variant}/*/*"):
+            if (run_dir / "run.json").exists():
+                run = load_run(run_dir)
+                if run.complete:
+                    runs[int(run_dir.name)] = run
+        out[variant] = runs
+    return out
+
+
+def compare(base: list[Run], cand: list[Run], profile=None, metrics=None):
+    options = CompareOptions(explain=False, use_profiles=False, noise_profile=profile,
+                             metrics=metrics)
+    return build_comparison(Resolved("A", base, []), [Resolved("B", cand, [])], options)
+
+
+_PROFILES: dict = {}
+
+
+def profile_without(runs: dict[int, Run], rounds: tuple[int, ...]):
+    key = (id(runs), rounds)
+    if key not in _PROFILES:
+        others = [run for r, run in sorted(runs.items()) if r not in rounds]
+        _PROFILES[key] = profile_from_runs(Resolved("twin", others, []))
+    return _PROFILES[key]
+
+
+def trials_of(rounds: list[int], k: int, rng: np.random.Generator) -> list[tuple[int, ...]]:
+    if k == 1:
+        return [(r,) for r in rounds]
+    combos = list(itertools.combinations(rounds, k))
+    chosen = rng.choice(len(combos), size=min(TRIALS, len(combos)), replace=False)
+    return [combos[i] for i in sorted(chosen)]
+
+
+def op_changes(comparison, ops):
+    found = {op.op: op.changes["B"] for op in comparison.ops}
+    return {(op, stat): found[op][stat] for op in ops if op in found for stat in DECIDING}
+
+
+def tally(cells: dict, key, change, truth: float) -> None:
+    cell = cells.setdefault(key, {"trials": 0, "detected": 0, "covered": 0, "with_interval": 0,
+                                  "truth": truth})
+    cell["trials"] += 1
+    wanted = "worse" if (truth > 0) != (key[1] == "rate") else "better"
+    cell["detected"] += change.verdict == wanted
+    if change.low is not None:
+        cell["with_interval"] += 1
+        cell["covered"] += change.low <= truth <= change.high
+
+
+def evaluate_set(path: Path, rng: np.random.Generator) -> dict:
+    runs = load_set(path)
+    rounds = sorted(set(runs["base"]) & set(runs["twin"]) & set(runs["changed"]))
+    workload = runs["base"][rounds[0]].workload
+    ops = OPS[workload]
+    out: dict = {"rounds": len(rounds)}
+    everything = compare([runs["base"][r] for r in rounds] + [runs["twin"][r] for r in rounds],
+                         [runs["changed"][r] for r in rounds])
+    truth = {key: c.change for key, c in op_changes(everything, ops).items()}
+    out["truth"] = {f"{op}:{stat}": v for (op, stat), v in truth.items()}
+
+    real: dict = {}
+    for k in (1, 3):
+        for trial in trials_of(rounds, k, rng):
+            profile = profile_without(runs["twin"], trial) if k == 1 else None
+            comparison = compare([runs["base"][r] for r in trial],
+                                 [runs["changed"][r] for r in trial], profile)
+            for key, change in op_changes(comparison, ops).items():
+                if truth.get(key) is not None:
+                    tally(real, (key[0], key[1], k), change, truth[key])
+    out["real"] = {f"{op}:{stat} k={k}": cell for (op, stat, k), cell in real.items()}
+
+    aa: dict = {}
+    metrics = [Metric(*m.rsplit(":", 1)) for m in CHECK[workload]]
+    for k, with_profile in ((1, False), (1, True), (2, False), (3, False), (3, True)):
+        cell = {"comparisons": 0, "rows": 0, "called": 0, "any_call": 0, "check_exit_1": 0,
+                "check_exit_0": 0, "covered": 0}
+        for trial in trials_of(rounds, k, rng):
+            profile = profile_without(runs["twin"], trial) if with_profile else None
+            base = [runs["base"][r] for r in trial]
+            twin = [runs["twin"][r] for r in trial]
+            comparison = compare(base, twin, profile)
+            cell["comparisons"] += 1
+            called = False
+            for op in comparison.ops:
+                for change in op.changes["B"].values():
+                    if change.low is None and change.verdict not in ("better", "worse"):
+                        continue
+                    cell["rows"] += 1
+                    cell["covered"] += change.low is not None and change.low <= 0 <= change.high
+                    if change.verdict in ("better", "worse"):
+                        cell["called"] += 1
+                        called = True
+            cell["any_call"] += called
+            gated = compare(base, twin, profile, tuple((m.op, m.stat) for m in metrics))
+            code = gate_exit_code(gate(gated, metrics, 0.10))
+            cell["check_exit_1"] += code == 1
+            cell["check_exit_0"] += code == 0
+        aa[f"k={k}{' profile' if with_profile else ''}"] = cell
+    out["aa"] = aa
+
+    scaled: dict = {}
+    scratch = path / "scaled"
+    for k, cases in SCALED.items():
+        for trial in trials_of(rounds, k, rng):
+            profile = profile_without(runs["twin"], trial) if k == 1 else None
+            base = [runs["base"][r] for r in trial]
+            for mode, delta, stat in cases:
+                cand = [scaled_copy(runs["twin"][r], scratch, delta, mode) for r in trial]
+                comparison = compare(base, cand, profile)
+                for op_name in ops:
+                    found = next((o for o in comparison.ops if o.op == op_name), None)
+                    if found is not None:
+                        tally(scaled, (op_name, f"{stat} +{delta:.0%}", k),
+                              found.changes["B"][stat], delta)
+    out["scaled"] = {f"{op}:{what} k={k}": cell for (op, what, k), cell in scaled.items()}
+    return out
+
+
+def evaluate(data: Path, sets: list[str]) -> dict:
+    rng = np.random.default_rng(11)
+    result = {}
+    for name in sets:
+        if not (data / name).exists():
+            continue
+        result[name] = evaluate_set(data / name, rng)
+        print_set(name, result[name])
+    return result
+
+
+def _rate(cell: dict, key: str, of: str = "trials") -> str:
+    return f"{cell[key] / cell[of]:.0%}" if cell[of] else "-"
+
+
+def print_set(name: str, r: dict) -> None:
+    print(f"\n== {name} ({r['rounds']} rounds); true sizes: " + ", ".join(
+        f"{k} {v:+.1%}" for k, v in r["truth"].items() if v is not None))
+    for title in ("real", "scaled"):
+        for key, cell in r[title].items():
+            print(f"  {title:<6} {key:<28} true {cell['truth']:+7.1%}  detected "
+                  f"{_rate(cell, 'detected'):>5}  coverage "
+                  f"{_rate(cell, 'covered', 'with_interval'):>5}  ({cell['trials']} trials, "
+                  f"{cell['with_interval']} with an interval)")
+    for key, cell in r["aa"].items():
+        print(f"  A/A    {key:<12} rows called {cell['called']}/{cell['rows']}  any call "
+              f"{cell['any_call']}/{cell['comparisons']}  coverage "
+              f"{cell['covered']}/{cell['rows']}  check=1 {cell['check_exit_1']}  "
+              f"check=0 {cell['check_exit_0']}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    print(json.dumps(evaluate(Path(sys.argv[1]), sys.argv[2].split(",")), indent=1))

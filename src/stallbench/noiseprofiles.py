@@ -1,0 +1,58 @@
+"""Noise profiles on disk: RESULTS/noise-profiles/<host>/<shape>.json (analysis/noise.py says
+what one holds). They live with the results, so a comparison read elsewhere (the fleet's
+controller, a colleague's copy) finds the profile of the host its runs came from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .analysis.noise import NoiseProfile, shape_key
+from .jsonfile import write_json_atomic
+from .runmeta import RunMeta
+
+PROFILE_DIR = "noise-profiles"
+
+
+def run_shape(meta: RunMeta) -> str:
+    """The shape of a run: workload, its options, length and the settings that change what
+    it measures."""
+    return shape_key(meta.workload, dict(meta.params or {}), run_settings(meta))
+
+
+def run_settings(meta: RunMeta) -> dict[str, Any]:
+    environment = meta.environment or {}
+    filesystem = environment.get("filesystem") or {}
+    return {
+        "memory_limit": environment.get("memory_limit"),
+        "sysctls": environment.get("sysctls") or {},
+        "fs": filesystem.get("type") if isinstance(filesystem, dict) else None,
+        "duration_s": meta.duration_planned_s,
+        "warmup_s": meta.warmup_s,
+        "vm": bool(environment.get("vm")),
+    }
+
+
+def profile_path(results: Path, host: str, shape: str) -> Path:
+    return results / PROFILE_DIR / (host or "unknown-host") / f"{shape}.json"
+
+
+def save_profile(results: Path, profile: NoiseProfile) -> Path:
+    path = profile_path(results, profile.host, profile.shape)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, profile.to_json())
+    return path
+
+
+def find_profile(results: Path, meta: RunMeta) -> tuple[NoiseProfile | None, str | None]:
+    """The profile of this run's host and shape, if one was made: (profile, None), or
+    (None, why a file that is there cannot be used), or (None, None) when there is none."""
+    path = profile_path(results, meta.host or "", run_shape(meta))
+    if not path.is_file():
+        return None, None
+    try:
+        data: Any = json.loads(path.read_text())
+        return NoiseProfile.from_json(data, str(path)), None
+    except (OSError, ValueError) as exc:
+        return None, f"noise profile {path} not used: {exc}"
