@@ -1,7 +1,7 @@
-"""The saturated-machine prior factor (analysis/interference.py SATURATED_PRIOR_FACTOR): the A/A
-comparisons of benchmarks/aa.py on runs recorded on a saturated machine, for several factors.
+"""The saturated machine's run-to-run floor (analysis/interference.py SATURATED_SD): the A/A
+comparisons of benchmarks/aa.py on runs recorded on a saturated machine, for several floors.
 
-    .venv/bin/python benchmarks/saturated_prior.py [--data /var/tmp/stallbench-aa4]
+    .venv/bin/python benchmarks/saturated_prior.py [--data /var/tmp/stallbench-aa7-loaded]
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from stallbench.analysis import interference  # noqa: E402
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", type=Path, default=Path("/var/tmp/stallbench-aa4"))
-    parser.add_argument("--factors", default="1,3,4,6,8")
+    parser.add_argument("--data", type=Path, default=Path("/var/tmp/stallbench-aa7-loaded"))
+    parser.add_argument("--floors", default="0.5,1,1.5,2,2.5")
     args = parser.parse_args()
-    print("factor  set              runs: (rows called, rows, any call, check exit 1)")
-    for factor in (float(f) for f in args.factors.split(",")):
-        interference.SATURATED_PRIOR_FACTOR = factor
+    print("floor   set              runs: (rows called, rows, any call, check exit 1)")
+    for factor in (float(f) for f in args.floors.split(",")):
+        interference.SATURATED_SD = factor
         rng = np.random.default_rng(7)
         for name in ("randread-cached", "pgioperf"):
             runs = aa.runs_of(args.data, name)

@@ -45,12 +45,13 @@ def test_a_damaged_profile_is_refused_with_the_reason():
         nz.NoiseProfile.from_json({**good.to_json(), "version": 99})
 
 
-def test_the_saturated_prior_grows_with_the_outside_load():
+def test_the_saturated_floor_grows_with_the_outside_load():
     def load(others: float, saturated: int = 1):
         return interference.OutsideLoad(2, others, 1, saturated, 1.0)
 
-    assert interference.prior_factor([load(0.0, 0), load(0.1, 0)]) == 1.0
-    # 1 at 5% of the CPUs, 8 at 80%: 1.6 of 2 CPUs is 8, 1.0 of 2 is 1 + 7 * (0.5 - 0.05) / 0.75
-    assert np.isclose(interference.prior_factor([load(0.0, 0), load(1.6)]), 8.0)
-    assert np.isclose(interference.prior_factor([load(1.0), load(0.0, 0)]), 1 + 7 * 0.6)
-    assert interference.prior_factor([load(1.9), None]) > 8.0
+    assert interference.saturated_sd([load(0.0, 0), load(0.1, 0)]) == 0.0
+    # 0 at 5% of the CPUs, SATURATED_SD at 80%: 1.6 of 2 CPUs gives it, 1.0 of 2 (50%) 0.6 of it
+    top = interference.SATURATED_SD
+    assert np.isclose(interference.saturated_sd([load(0.0, 0), load(1.6)]), top)
+    assert np.isclose(interference.saturated_sd([load(1.0), load(0.0, 0)]), top * 0.45 / 0.75)
+    assert interference.saturated_sd([load(1.9), None]) > top

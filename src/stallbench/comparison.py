@@ -313,36 +313,35 @@ def _quantiles(histogram: np.ndarray, probabilities: list[float]) -> list[float]
 
 
 def _prior(options: CompareOptions, op: str, stat: str | None, probability: float | None,
-           kind: str, prior_factor: float, data_dof: int) -> iv.Prior:
+           kind: str, saturated_sd: float, data_dof: int) -> iv.Prior:
     """The run-to-run prior of one statistic: the noise profile's where it has the op and
     statistic, else the A/A table (response times: RESPONSE_PRIOR_FACTOR times it, not the
-    rate, which is the service op's); `prior_factor` raises it for a saturated machine."""
+    rate, which is the service op's); `saturated_sd` floors it on a saturated machine."""
     if options.noise_profile is not None and stat is not None:
         measured = options.noise_profile.prior(op, stat)
         if measured is not None:
-            return measured.scaled(prior_factor)
-    sd = iv.prior_sd(stat, probability, options.run_to_run_sd) * prior_factor
+            return measured
+    sd = iv.prior_sd(stat, probability, options.run_to_run_sd)
     if kind == "response" and stat != "rate":
         sd *= iv.RESPONSE_PRIOR_FACTOR
-    if prior_factor > 1.0:
-        # a saturated machine: its runs' spread is bursty (one run 25x off), so the prior
-        # keeps a weight beside the few runs measured
-        return iv.Prior(sd, interference.SATURATED_PRIOR_DOF)
+    if saturated_sd > 0.0:
+        # a saturated machine: whole runs land 30x apart, a spread few runs cannot measure
+        return iv.Prior(max(sd, saturated_sd), interference.SATURATED_PRIOR_DOF, floor=True)
     return iv.assumed_prior(sd, data_dof, probability if probability is not None else
                             (stat_named(stat).probability if stat else None))
 
 
 def _changes(base: _OpSide, cand: _OpSide, probabilities: list[float],
-             options: CompareOptions, kind: str = "service", prior_factor: float = 1.0,
+             options: CompareOptions, kind: str = "service", saturated_sd: float = 0.0,
              op: str = "") -> tuple[dict[str, iv.Change], ShiftCurve]:
     """Every statistic's change with its two-level interval (analysis/intervals.py);
-    `prior_factor` raises the run-to-run prior (a saturated machine, analysis/interference.py)."""
+    `saturated_sd` floors the run-to-run sd (a saturated machine, analysis/interference.py)."""
     changes: dict[str, iv.Change] = {}
     bs, cs = base.stats, cand.stats
     data_dof = len(base.ops) + len(cand.ops) - 2
 
     def prior(stat: str | None, probability: float | None = None) -> iv.Prior:
-        return _prior(options, op, stat, probability, kind, prior_factor, data_dof)
+        return _prior(options, op, stat, probability, kind, saturated_sd, data_dof)
 
     changes["rate"] = iv.two_level_change(iv.ratio_change(cs.rate, bs.rate),
                                           base.rate_statistics(), cand.rate_statistics(),
@@ -448,7 +447,7 @@ def _distrust_busier_machine(ops: list[OpComparison], cpu: list[CpuRow], base: s
                              loads: dict[str, interference.OutsideLoad | None],
                              saturated: dict[str, int], busier: dict[str, int],
                              loaded: dict[tuple[str, str], dict[str, iv.Change]],
-                             noise: float, factors: dict[str, float]) -> list[str]:
+                             noise: float, floors: dict[str, float]) -> list[str]:
     """Verdicts that more outside load on one side could explain (analysis/interference.py):
     'worse' when the candidate's runs were busier, 'better' when the baseline's were, become
     'unclear (machine busier)' (`busier`: interference.busier_side per candidate) unless the
@@ -462,8 +461,9 @@ def _distrust_busier_machine(ops: list[OpComparison], cpu: list[CpuRow], base: s
             notes.append(
                 f"MACHINE SATURATED: in {runs} of the runs of {base} and {label} every CPU was "
                 "busy, mostly with other processes; separate runs there differ far more than "
-                "on a machine with room, so the intervals assume a run-to-run spread "
-                f"{factors[label]:.1f}x the A/A one: use a quieter machine")
+                "on a machine with room (A/A runs 30x apart), so the intervals assume a "
+                f"run-to-run spread of at least ×{np.exp(floors[label]):.1f} per standard "
+                "deviation: use a quieter machine")
     for label, side in busier.items():
         if side == 0:
             continue
@@ -589,7 +589,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
              for v in variants}
     saturated = {label: sum(load.saturated for load in (loads[base.label], loads[label])
                             if load is not None) for label in cand_labels}
-    prior_factor = {label: interference.prior_factor([loads[base.label], loads[label]])
+    saturated_sd = {label: interference.saturated_sd([loads[base.label], loads[label]])
                     for label in cand_labels}
     busier = {label: interference.busier_side(loads[base.label], loads[label])
               for label in cand_labels}
@@ -620,11 +620,11 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
                 options.stall_threshold_ns)
         for label, side in zip(cand_labels, sides[1:], strict=True):
             result.changes[label], result.shift_curve[label], result.rate_fell[label] = \
-                _compare_op(sides[0], side, probabilities, options, kind, prior_factor[label],
+                _compare_op(sides[0], side, probabilities, options, kind, saturated_sd[label],
                             name)
             if busier[label] and not saturated[label]:   # its bound (saturated: the change)
                 loaded[name, label] = _compare_op(sides[0], side, probabilities, options, kind,
-                                                  interference.SATURATED_PRIOR_FACTOR, name)[0]
+                                                  interference.SATURATED_SD, name)[0]
             result.samples_change[label] = iv.ratio_change(side.stats.samples,
                                                            sides[0].stats.samples)
             result.starved[label] = starved(result.stalls[label], side.stats.samples,
@@ -642,7 +642,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     _distrust_regime_mixes(ops, level_shifts, base.label,
                            {v.label: len(v.runs) for v in variants})
     busier_notes = _distrust_busier_machine(ops, cpu, base.label, loads, saturated, busier,
-                                            loaded, options.noise, prior_factor)
+                                            loaded, options.noise, saturated_sd)
     comparison = Comparison(
         workload=workloads[0], baseline=base.label, candidates=cand_labels, variants=infos,
         method=method, options=options, ops=ops, cpu=cpu,
@@ -690,7 +690,7 @@ def compare_summaries(baseline: list[sm.RunSummary], candidate: list[sm.RunSumma
 
 
 def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
-                options: CompareOptions, kind: str = "service", prior_factor: float = 1.0,
+                options: CompareOptions, kind: str = "service", saturated_sd: float = 0.0,
                 op: str = ""):
     nb, nc = base.stats.samples, cand.stats.samples
     if nb == 0 or nc == 0:
@@ -701,7 +701,7 @@ def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
         if nc == 0 and nb >= MIN_TAIL_SAMPLES:
             changes["rate"].verdict = "worse"
         return changes, ShiftCurve([], [], [], []), nc == 0 and nb > 0
-    changes, curve = _changes(base, cand, probabilities, options, kind, prior_factor, op)
+    changes, curve = _changes(base, cand, probabilities, options, kind, saturated_sd, op)
     for stat in percentiles(options.percentiles):
         if stat.key in base.stats.unresolved or stat.key in cand.stats.unresolved:
             changes[stat.key] = iv.Change(None, note="not resolvable")

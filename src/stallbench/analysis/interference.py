@@ -12,9 +12,9 @@ saturated machine's run-to-run prior below: a 30x slower read is not a busier ma
 On a saturated machine (every CPU busy, most of it with other work) that mean no longer
 measures the outside demand: it is what the workload left over. Separate runs there differ far
 beyond the A/A prior (benchmarks/aa.py on a machine with 1.5-1.8 of 2 CPUs taken by others:
-randread p90 25x between two single runs, p50 far less), so the comparison multiplies the
-run-to-run prior by SATURATED_PRIOR_FACTOR for a pair with a saturated run (BENCHMARKS.md, "A/A
-on a saturated machine"); with 3 or more runs per side the measured spread counts as well.
+a cached randread's p50 30x apart between runs, whole runs on one side or the other), so a
+pair with a saturated run gets a run-to-run sd of at least saturated_sd(), which grows with the
+share of the CPUs others took; the runs' measured spread counts beside it, never below it.
 """
 
 from __future__ import annotations
@@ -26,10 +26,13 @@ from typing import Any
 BUSIER_SHARE = 0.10     # of the machine's CPUs: 0.2 of 2 CPUs, measured outside load
 SATURATED_BUSY = 0.90   # a run whose machine was busy this share of its CPUs ...
 SATURATED_OTHERS = 0.50  # ... with at least this share taken by other processes and steal
-SATURATED_PRIOR_FACTOR = 8.0  # the run-to-run prior at SATURATED_AT_SHARE of the CPUs to others
-SATURATED_AT_SHARE = 0.80     # ... (aa4: others took 1.53-1.80 of 2 CPUs, x8 was needed there)
+# the run-to-run sd at SATURATED_AT_SHARE of the CPUs taken by others: ten A/A runs of a cached
+# randread with others at 1.5-1.8 of 2 CPUs had p50 of 1.3 µs in some and ~40 µs in others,
+# τ̂ 1.8 at p50 and 2.0 at p90-p99 (BENCHMARKS.md "Power at equal honesty", aa7)
+SATURATED_SD = 2.0   # (1.0 let 25% of 3+3 A/A comparisons call something, 1.5 none)
+SATURATED_AT_SHARE = 0.80
 QUIET_SHARE = 0.05      # outside load below this share of a full machine: none was waiting
-SATURATED_PRIOR_DOF = 4.0  # the widened prior's weight beside a saturated pair's own runs
+SATURATED_PRIOR_DOF = 4.0  # its weight beside a saturated pair's own runs
 
 
 @dataclass(frozen=True)
@@ -48,17 +51,15 @@ def saturated(load: dict[str, Any]) -> bool:
             >= SATURATED_BUSY * cpus and outside >= SATURATED_OTHERS * cpus)
 
 
-def prior_factor(loads: Sequence[OutsideLoad | None]) -> float:
-    """How much wider than on a machine with room the run-to-run prior is for a pair with a
-    saturated side: grows linearly with the share of the CPUs others took (the larger of the
-    two sides), from 1 at QUIET_SHARE... to SATURATED_PRIOR_FACTOR at SATURATED_AT_SHARE and on
-    beyond it; 1 when neither side was saturated."""
+def saturated_sd(loads: Sequence[OutsideLoad | None]) -> float:
+    """The run-to-run sd (log scale) a pair with a saturated side is given at least: 0 when
+    neither side was saturated, else SATURATED_SD scaled by the share of the CPUs others took
+    (the larger side's) from QUIET_SHARE to SATURATED_AT_SHARE, and beyond it."""
     seen = [load for load in loads if load is not None]
     if not any(load.saturated for load in seen):
-        return 1.0
+        return 0.0
     share = max(load.mean_cpus / load.cpus for load in seen)
-    slope = (SATURATED_PRIOR_FACTOR - 1.0) / (SATURATED_AT_SHARE - QUIET_SHARE)
-    return max(1.0, 1.0 + slope * (share - QUIET_SHARE))
+    return SATURATED_SD * max(0.0, share - QUIET_SHARE) / (SATURATED_AT_SHARE - QUIET_SHARE)
 
 
 def outside_load(loads: Sequence[dict[str, Any] | None]) -> OutsideLoad | None:

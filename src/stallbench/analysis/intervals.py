@@ -82,7 +82,7 @@ MAX_ITERATIONS_ADVICE = 30
 QUARTERS = 4
 WANDERING_ALPHA = 0.001
 PRIOR_DOF = 4.0
-ASSUMED_DOF_WITH_RUNS = 0.0
+ASSUMED_FADE_DOF = 3.0   # the A/A table's weight falls from PRIOR_DOF to 0 as these are measured
 # Run-to-run standard deviation of the log statistic, assumed where runs cannot show it:
 # measured on A/A runs of this machine kind (benchmarks/aa.py, BENCHMARKS.md "A/A calibration":
 # 10 separate runs each of randread cached and cold, pgioperf, pgioperf in a binding memory
@@ -309,18 +309,20 @@ ASSUMED, PROFILE = "assumed", "profile"
 
 def assumed_prior(sd: float, data_dof: int, probability: float | None = None) -> Prior:
     """The A/A table's τ0 where nothing on this host measured the spread: worth PRIOR_DOF runs
-    when the comparison's own runs cannot show it (one run a side), and nothing once they can
-    (the table comes from a machine loaded by test suites, several times this spread when
-    quiet; with 2+ runs a side the t interval of the measured spread is exact for normal run
-    effects and needs no outside guess). Beyond TAIL_PROBABILITY it is a floor: there whole
+    when the comparison's own runs cannot show it (one run a side), less as they do, and
+    nothing from ASSUMED_FADE_DOF measured degrees of freedom on (3+3 runs: 4). The table
+    comes from machines loaded by test suites, several times the spread of a quiet one, and
+    with 3+ runs a side the t interval of the measured spread needs no outside guess (with
+    3+3 runs the old fixed weight of 4 made τ̃ 0.18 where the runs showed 0.03); with 2+2 runs
+    (2 degrees of freedom) two-valued run levels (a memory-limited checkpointer's p50 14%
+    apart, each pair alike) made 15% of quiet A/A comparisons call something without it.
+    Beyond TAIL_PROBABILITY it is a floor: there whole
     runs fall into a tail regime (p99.9 of ten quiet A/A runs here: about 5 µs in six, 12-43 µs
     in four), a two-valued run effect that two or three runs a side cannot measure, and that
     several runs of one side may all share."""
     if probability is not None and probability > TAIL_PROBABILITY:
         return Prior(sd, PRIOR_DOF, ASSUMED, floor=True)
-    if data_dof == 0:
-        return Prior(sd, PRIOR_DOF, ASSUMED)
-    return Prior(sd, ASSUMED_DOF_WITH_RUNS, ASSUMED)
+    return Prior(sd, PRIOR_DOF * max(0.0, 1.0 - data_dof / ASSUMED_FADE_DOF), ASSUMED)
 
 
 def two_level_change(estimate: float | None, baseline: list[RunStatistic],
@@ -359,24 +361,34 @@ def two_level_change(estimate: float | None, baseline: list[RunStatistic],
     else:
         total, within_ref = prior_total, prior.within
     run_var = max(0.0, total - within_ref)
-    # measured: a t on the runs' own values, at their (and the prior's) degrees of freedom: the
-    # within-run variance only floors the run's whole variance, as two runs' spread is often
-    # below it by chance (P = 0.39 at df 2 when τ² = w) and trusting w's many degrees of
-    # freedom then halves the variance. One run a side: τ0² with the prior's degrees of freedom
-    # (shrunk by its share of a profile's whole variance) beside the runs' own w.
-    fixed_dof = float(prior.dof + dof_data) if measured else None
     share = (run_var / total) ** 2 if total > 0 else 1.0
-    # the level a run's quarters wander by, beyond sampling, is in the next run's level too
-    # (a quarter of it if the quarters wander independently): a floor under a spread that two
-    # or three runs happened to show small
-    usable = [r for side in sides for r in side if r.quarter_var is not None and r.within_var]
-    floor = wandering([r for s in sides for r in s]) / QUARTERS
-    if measured and floor > run_var:
-        run_var, fixed_dof = floor, float(max(fixed_dof, (QUARTERS - 1) * len(usable)))
-    if prior.floor:
+    # measured: a pooled t on the runs' own values at their (and the prior's) degrees of
+    # freedom, V̂ the runs' whole variance; it is exact for normal run levels whatever the
+    # split between τ² and w (the within-run variance and its many degrees of freedom enter
+    # only where nothing is measured: splitting V̂ into τ̂² with few and w with many degrees of
+    # freedom undercovered, 91% at p50 on bursty simulations, and flooring V̂ by w overcovered).
+    # One run a side: τ0² with the prior's degrees of freedom (shrunk by its share of a
+    # profile's whole variance) beside each run's own w.
+    pooled_total = None
+    fixed_dof = None
+    if measured:
+        pooled_total, fixed_dof = total, float(prior.dof + dof_data)
+        # the level a run's quarters wander by, beyond sampling, is in the next run's level
+        # too (a quarter of it if the quarters wander independently): a floor under a spread
+        # that two or three runs happened to show small
+        usable = [r for side in sides for r in side if r.quarter_var is not None
+                  and r.within_var]
+        floor = wandering([r for s in sides for r in s]) / QUARTERS + within_ref
+        if floor > pooled_total:
+            pooled_total = floor
+            fixed_dof = float(max(fixed_dof, (QUARTERS - 1) * len(usable)))
+        if prior.floor:
+            pooled_total = max(pooled_total, prior_sd ** 2 + within_ref)
+        run_var = max(0.0, pooled_total - within_ref)
+    elif prior.floor:
         run_var = max(run_var, prior_sd ** 2)
     variance = {"run_var": run_var, "run_dof": (prior.dof + dof_data) * share,
-                "fixed_dof": fixed_dof, "within": w,
+                "pooled_total": pooled_total, "fixed_dof": fixed_dof, "within": w,
                 "within_dof": [kk * (g - 1) for kk, g in zip(k, groups, strict=True)],
                 "prior_dof": prior.dof, "prior_source": prior.source}
     half, dof = _half_width(variance, k, confidence)
@@ -391,11 +403,15 @@ def two_level_change(estimate: float | None, baseline: list[RunStatistic],
 
 
 def _half_width(variance: dict, k: list[int], confidence: float) -> tuple[float, float]:
+    if variance.get("pooled_total") is not None:
+        dof = variance["fixed_dof"]
+        return float(t_quantile(0.5 + confidence / 2, dof)
+                     * np.sqrt(variance["pooled_total"] * sum(1.0 / kk for kk in k))), dof
     run_term = variance["run_var"] * sum(1.0 / kk for kk in k)
     terms = [(run_term, variance["run_dof"])] if run_term > 0 else []
     terms += [(ww / kk, max(d, 1)) for ww, kk, d in
               zip(variance["within"], k, variance["within_dof"], strict=True)]
-    dof = variance.get("fixed_dof") or welch_dof(terms)
+    dof = welch_dof(terms)
     total = sum(v for v, _ in terms)
     return float(t_quantile(0.5 + confidence / 2, dof) * np.sqrt(total)), dof
 
@@ -417,6 +433,8 @@ def iterations_to_decide(change: Change, noise: float,
     for k in range(current + 1, MAX_ITERATIONS_ADVICE + 1):
         variance = dict(change.variance)
         variance["fixed_dof"] = variance["prior_dof"] + 2 * (k - 1)
+        if variance["pooled_total"] is None:   # one run each so far: the prior's V, measured on
+            variance["pooled_total"] = variance["run_var"] + float(np.mean(variance["within"]))
         variance["within_dof"] = [g * k for g in per_run_groups]
         half, _ = _half_width(variance, [k, k], confidence)
         if half < target:
