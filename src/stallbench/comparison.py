@@ -623,8 +623,9 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
                 _compare_op(sides[0], side, probabilities, options, kind, saturated_sd[label],
                             name)
             if busier[label] and not saturated[label]:   # its bound (saturated: the change)
+                heavier = loads[label] if busier[label] > 0 else loads[base.label]
                 loaded[name, label] = _compare_op(sides[0], side, probabilities, options, kind,
-                                                  interference.SATURATED_SD, name)[0]
+                                                  interference.load_sd(heavier), name)[0]
             result.samples_change[label] = iv.ratio_change(side.stats.samples,
                                                            sides[0].stats.samples)
             result.starved[label] = starved(result.stalls[label], side.stats.samples,

@@ -53,12 +53,18 @@ def saturated(load: dict[str, Any]) -> bool:
 
 def saturated_sd(loads: Sequence[OutsideLoad | None]) -> float:
     """The run-to-run sd (log scale) a pair with a saturated side is given at least: 0 when
-    neither side was saturated, else SATURATED_SD scaled by the share of the CPUs others took
-    (the larger side's) from QUIET_SHARE to SATURATED_AT_SHARE, and beyond it."""
+    neither side was saturated, else load_sd() of the side others took more of."""
     seen = [load for load in loads if load is not None]
     if not any(load.saturated for load in seen):
         return 0.0
-    share = max(load.mean_cpus / load.cpus for load in seen)
+    return max(load_sd(load) for load in seen)
+
+
+def load_sd(load: OutsideLoad) -> float:
+    """SATURATED_SD scaled by the share of the CPUs others took, from 0 at QUIET_SHARE to
+    SATURATED_SD at SATURATED_AT_SHARE, and beyond it: the spread outside load of that size
+    can put between runs (also the bound MACHINE BUSIER holds a busier side's change to)."""
+    share = load.mean_cpus / load.cpus
     return SATURATED_SD * max(0.0, share - QUIET_SHARE) / (SATURATED_AT_SHARE - QUIET_SHARE)
 
 
