@@ -205,6 +205,7 @@ def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_nam
         writer.meta.machine_load = machineload.between(load_at_start, machineload.snapshot())
     finally:
         with interrupt.deferred():
+            ctx.workload_ended()
             _stop_monitors(monitors, writer, log)
             if result is not None:
                 _store_result(ctx, writer, result)

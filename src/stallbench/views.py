@@ -19,7 +19,6 @@ from .analysis import heatmap as hm
 from .errors import RunDataError
 from .store import Run
 
-TRACE_TABLES = ("trace_full", "trace")
 OVERLAY_PSI = ("memory", "io")
 
 
@@ -89,18 +88,16 @@ def _psi(run: Run, edges: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def _intervals(run: Run, edges: np.ndarray) -> dict[str, np.ndarray]:
-    for name in TRACE_TABLES:
-        table = run.monitor_table(name)
-        if table is None:
-            continue
-        out = {}
-        for category in ("reclaim", "throttle"):
-            part = table.filter(pc.equal(table["category"], category))
-            if part.num_rows:
-                out[category] = hm.coverage(part["t_ns"].to_numpy(),
-                                            part["duration_ns"].to_numpy(), edges)
-        return out
-    return {}
+    table = run.trace_table(columns=["t_ns", "duration_ns", "category"])
+    if table is None:
+        return {}
+    out = {}
+    for category in ("reclaim", "throttle"):
+        part = table.filter(pc.equal(table["category"], category))
+        if part.num_rows:
+            out[category] = hm.coverage(part["t_ns"].to_numpy(),
+                                        part["duration_ns"].to_numpy(), edges)
+    return out
 
 
 def _mean(parts: list[dict[str, np.ndarray]], runs: int) -> dict[str, np.ndarray]:

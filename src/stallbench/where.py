@@ -258,9 +258,8 @@ class _VariantData:
 def _can_break_down(run: Run) -> bool:
     """Slow ops are read back from ops.parquet only where a trace or stack samples can say
     where their time went; elsewhere the histogram counts them."""
-    files = [run.path / "monitors" / f"{name}.parquet" for name in ("trace_full", "trace",
-                                                                      "stacks")]
-    return any(f.exists() for f in files)
+    return run.trace_table_name() is not None or \
+        (run.path / "monitors" / "stacks.parquet").exists()
 
 
 def _slow_ops(run: Run, op: str, threshold: int) -> dict[str, np.ndarray]:
@@ -289,7 +288,7 @@ class _Breakdown:
         self.source: str | None = None
         self.task_of_worker = _worker_pids(run, "trace") or _worker_pids(run, "stacks")
         try:
-            trace = run.monitor_table("trace_full") or run.monitor_table("trace")
+            trace = run.trace_table()
         except RunDataError:
             trace = None
         if trace is not None and trace.num_rows:
