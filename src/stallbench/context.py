@@ -114,12 +114,15 @@ class RunContext:
     def workload_starting(self) -> None:
         """Called by a workload once its processes are registered and held at its start gate,
         just before it lets them go: a tracer attaches to them here, so that it sees the first
-        op (polling for them would miss the first milliseconds)."""
-        for hook in self.on_start:
+        op (polling for them would miss the first milliseconds). Once, like workload_ended."""
+        hooks, self.on_start = self.on_start, []
+        for hook in hooks:
             hook()
 
     def workload_ended(self) -> None:
         """Called by the runner as soon as the workload returned: sampling stops here, with
-        the last op, not when each monitor's (possibly slow) stop() comes."""
-        for hook in self.on_end:
+        the last op, not when each monitor's (possibly slow) stop() comes. Once: a second
+        call finds no hooks."""
+        hooks, self.on_end = self.on_end, []
+        for hook in hooks:
             hook()
