@@ -22,7 +22,7 @@ from .analysis.summary import RESPONSE_SUFFIX, op_totals
 from .errors import RunDataError
 from .monitors.base import table_columns
 from .monitors.counters import COUNTERS
-from .store import Run
+from .store import TRACE_TABLES, Run
 
 SLOW_FACTOR = 10.0
 SKIPPED_STATUSES = ("skipped", "failed")
@@ -124,7 +124,10 @@ class _VariantData:
         return self._cache[name]
 
     def _trace(self) -> list[tuple[Run, dict[str, np.ndarray]]]:
-        return self._tables("trace_full") or self._tables("trace")
+        for name in TRACE_TABLES:
+            if found := self._tables(name):
+                return found
+        return []
 
     # -- counters, psi, diskstats ---------------------------------------------------------
     def counter_deltas(self) -> list[dict[str, int]]:
