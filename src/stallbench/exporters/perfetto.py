@@ -30,6 +30,7 @@ from ..analysis import series
 from ..analysis import windows as win
 from ..errors import RunDataError, UsageError
 from ..monitors.counters import is_cumulative
+from ..runmeta import run_end_s
 from ..store import MONITOR_DIR, OPS_FILE, OPS_ROW_GROUP, Run
 
 DEFAULT_MAX_EVENTS = 500_000
@@ -83,9 +84,9 @@ def _ops_path(run: Run):
 
 
 def run_end_ns(run: Run) -> int:
-    """Where the run ends on its clock: its recorded length, or the last op's start (from the
+    """Where the run ends on its clock (runmeta.run_end_s), or the last op's start (from the
     Parquet statistics, without reading the ops) when that is later or nothing is recorded."""
-    end = int(run.duration_s * 1e9)
+    end = int(run_end_s(run.meta.workload_summary, run.meta.duration_s) * 1e9)
     try:
         metadata = pq.ParquetFile(_ops_path(run)).metadata
     except (pa.ArrowException, OSError) as exc:

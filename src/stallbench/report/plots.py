@@ -22,6 +22,7 @@ from matplotlib.ticker import (  # noqa: E402
 )
 
 from ..comparison import Comparison, OpComparison  # noqa: E402
+from ..runmeta import run_end_s  # noqa: E402
 from ..units import choose_time_unit  # noqa: E402
 
 MAX_COUNTERS = 6
@@ -70,12 +71,9 @@ def first_run_end_s(comparison: Comparison) -> float | None:
     """Where the longest first iteration ended, on the run clock (its workers start a little
     after the clock and the monitors): the time axes' right end, so that no plot runs past
     the run. None when no run recorded its length."""
-    ends = []
-    for v in comparison.variants:
-        if v.runs and v.runs[0].duration_s > 0:
-            first = v.workload_summary[0] if v.workload_summary else {}
-            ends.append((first.get("workers_started_ns") or 0) / 1e9 + v.runs[0].duration_s)
-    return max(ends) if ends else None
+    ends = [run_end_s(v.workload_summary[0] if v.workload_summary else None,
+                      v.runs[0].duration_s) for v in comparison.variants if v.runs]
+    return max(ends) if any(ends) else None
 
 
 def _color(comparison: Comparison, label: str) -> str:
