@@ -197,11 +197,12 @@ def _select(name: str, start: np.ndarray, latency: np.ndarray, t_start: np.ndarr
     if cut is not None:
         ops = slow | (rest_ops & (start < cut))
         trace &= t_start < cut
+    kept = f"kept the {around_slow} slowest ops, but " if around_slow else ""
+    at = f"{cut / 1e9:.3f} s" if cut is not None else "the end"
     return _Selection(ops, trace, windows, (
-        f"{name}: cut at {cut / 1e9 if cut is not None else 0:.3f} s: {slowest}"
-        f"{must - int(slow.sum()):,} reclaim, throttle and D-state intervals exceed "
-        f"{budget:,} slices (--max-events); {everything}, --window START-END shows another "
-        "part"))
+        f"{name}: {kept}{must - int(slow.sum()):,} reclaim, throttle and D-state intervals "
+        f"exceed {budget:,} slices (--max-events): cut at {at}; {everything}, "
+        "--window START-END shows another part"))
 
 
 def _scatter(where: np.ndarray, values: np.ndarray) -> np.ndarray:
