@@ -545,6 +545,10 @@ def test_trace_full_sees_the_first_ops_and_monitors_stop_with_the_last(pair, ful
     for figure in (plots.counters_figure(comparison), plots.timeline_figure(comparison)):
         right = max(ax.get_xlim()[1] for ax in figure.axes if ax.get_visible())
         assert max(ends) <= right <= max(ends) + 0.1, (right, ends)
+    # the heatmaps' time bins reach the last op's completion (none piled into the last bin)
+    for op_maps in comparison.views.heatmaps:
+        edges = op_maps.variants[0].heatmap.time_edges_ns / 1e9
+        assert max(ends) <= edges[-1] <= max(ends) + 2 * (edges[1] - edges[0]), (edges[-1], ends)
 
 
 def _folded(variant: str, results: Path) -> dict[str, int]:
