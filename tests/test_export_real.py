@@ -45,6 +45,19 @@ def pair(tmp_path_factory: pytest.TempPathFactory):
     return base, results, tight, roomy
 
 
+@pytest.fixture(scope="module")
+def full(pair):
+    """A third variant recorded by both trace monitors at once (trace-full adds syscalls and
+    the block requests of the disk), in the same tight cgroup."""
+    base, results, _tight, _roomy = pair
+    proc = _cli("run", "randread", "--results", str(results), "--no-progress", "--variant",
+                "full", "--memory", "64M", "--file-size", "256M", "--monitors",
+                "trace,trace-full,psi,counters,diskstats", "--duration", "2", "--dir",
+                str(base / "work"))
+    assert proc.returncode == 0, proc.stderr
+    return resolve_runs("full", results).runs[0]
+
+
 def _ops(run) -> dict[str, np.ndarray]:
     table = pq.read_table(run.path / "ops.parquet")
     return {"op": np.array(table["op"].cast("string").to_pylist(), dtype=object),
@@ -309,17 +322,11 @@ def test_browser_renders_the_flame_graphs_and_the_report_heatmap(pair) -> None:
                 " g.querySelector('title').textContent.split('\\n')[0]]})")
             assert len(boxes) > 5 and all(w > 0 and h > 0 for w, h, _, _ in boxes)
             if path == diff:
-                # the reader's root frame is red when tight blocked longer than roomy, else
-                # blue: the oracle is the two variants' folded files, summed by hand
-                def reader_total(variant: str) -> int:
-                    proc = _cli("export", variant, "--results", str(results), "--format",
-                                "folded")
-                    text = proc.stdout
-                    return sum(int(line.rpartition(" ")[2]) for line in text.splitlines()
-                               if line.startswith("python;"))
-                grew = reader_total("tight") > reader_total("roomy")
+                # the reader's root frame holds no stack of its own: drawn pale, however
+                # much more time went through it (the frames' colours against the folded
+                # files: test_differential_flame_graph_colours_each_frames_own_change)
                 (fill,) = [f for _, _, f, name in boxes if name == "python"]
-                assert fill.startswith("rgb(255,") if grew else fill.endswith(", 255)"), fill
+                assert fill == "rgb(235, 235, 235)", fill
             png = driver.get_screenshot_as_png()
             _assert_not_blank(png)
         driver.get(report.as_uri())
@@ -346,3 +353,319 @@ def _assert_not_blank(png: bytes) -> None:
     from PIL import Image
     pixels = np.asarray(Image.open(io.BytesIO(png)).convert("L"))
     assert pixels.std() > 10 and (pixels < 160).mean() > 0.005
+
+
+# -- bounded exports: what the cap keeps (issue 23) ------------------------------------------
+
+ALWAYS_KEPT = ("reclaim", "throttle", "dstate")
+PAD_NS = 100_000_000
+
+
+def _export(*args: str) -> tuple[subprocess.CompletedProcess, dict | None]:
+    out = Path(args[args.index("--output") + 1]) if "--output" in args else None
+    proc = _cli("export", *args)
+    trace = json.loads(out.read_text()) if out is not None and proc.returncode == 0 else None
+    return proc, trace
+
+
+def _table_rows(run, name: str = "trace") -> list[dict]:
+    return pq.read_table(run.path / "monitors" / f"{name}.parquet").to_pylist()
+
+
+def _overlaps(t: np.ndarray, end: np.ndarray, spans) -> np.ndarray:
+    inside = np.zeros(t.size, dtype=bool)
+    for lo, hi in spans:
+        inside |= (end >= lo) & (t <= hi)
+    return inside
+
+
+def test_around_slow_keeps_the_slowest_ops_and_their_windows_whatever_the_cap(pair) -> None:
+    base, _results, tight, _roomy = pair
+    ops = _ops(tight)
+    start, latency = ops["start_ns"], ops["latency_ns"]
+    n = 5
+    top = np.argsort(latency, kind="stable")[-n:]
+    spans = [(max(0, int(start[i]) - PAD_NS), int(start[i] + latency[i]) + PAD_NS) for i in top]
+    rows = _table_rows(tight)
+    t = np.array([r["t_ns"] for r in rows])
+    end = t + np.maximum([r["duration_ns"] for r in rows], 0)
+    kernel = [r for r, inside in zip(rows, _overlaps(t, end, spans), strict=True) if inside]
+    assert kernel and {r["category"] for r in kernel} <= set(ALWAYS_KEPT)
+    in_windows = _overlaps(start, start + latency, spans)
+    room = 200
+    cap = n + len(kernel) + room
+    assert in_windows.sum() + len(kernel) > 1.5 * cap, "the cap must bite for this test"
+    out = base / "slow-capped.json"
+    proc, trace = _export(str(tight.path), "--format", "perfetto", "--around-slow", str(n),
+                          "--max-events", str(cap), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    events = trace["traceEvents"]
+    assert sum(1 for e in events if e["ph"] == "X") <= cap
+    op_slices = [e for e in events if e.get("cat") == "op"]
+    for i in top:   # each of the n slowest, exactly once
+        assert sum(1 for e in op_slices if e["args"]["latency_ns"] == int(latency[i])
+                   and abs(e["ts"] * 1000 - start[i]) < 1.0) == 1, int(latency[i])
+    # every kernel interval of the windows, per category, as the trace table has them
+    for category in ALWAYS_KEPT:
+        assert sum(1 for e in events if e.get("cat") == category and e["ph"] == "X") == \
+            sum(1 for r in kernel if r["category"] == category), category
+    # the other ops: the longest of those in the windows
+    others = np.sort(latency[in_windows & ~np.isin(np.arange(latency.size), top)])[::-1]
+    kept = sorted((e["args"]["latency_ns"] for e in op_slices), reverse=True)[n:]
+    assert kept == others[:len(kept)].tolist() and len(kept) == room
+    # and one line says what was left out and what keeps everything
+    total = int(in_windows.sum()) + len(kernel)
+    lines = [line for line in proc.stderr.splitlines() if "left out" in line]
+    assert len(lines) == 1 and f"--max-events {total}" in lines[0], proc.stderr
+    assert f"{int(in_windows.sum()) - n - room:,} shorter" in lines[0]
+    assert trace["otherData"]["notes"] == [lines[0].removeprefix("stallbench: ")]
+
+
+def test_whole_run_keeps_every_kernel_interval_and_thins_the_ops(pair) -> None:
+    base, _results, tight, _roomy = pair
+    ops = _ops(tight)
+    latency = ops["latency_ns"]
+    rows = _table_rows(tight)
+    room = 1000
+    out = base / "whole-capped.json"
+    proc, trace = _export(str(tight.path), "--format", "perfetto", "--max-events",
+                          str(len(rows) + room), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    events = trace["traceEvents"]
+    for category in ALWAYS_KEPT:
+        assert sum(1 for e in events if e.get("cat") == category and e["ph"] == "X") == \
+            sum(1 for r in rows if r["category"] == category), category
+    op_slices = [e for e in events if e.get("cat") == "op"]
+    assert sorted(e["args"]["latency_ns"] for e in op_slices) == np.sort(latency)[-room:].tolist()
+    # the kept ops lie all over the run, not in its first part
+    end = ops["start_ns"].max() / 1000
+    assert max(e["ts"] for e in op_slices) > 0.8 * end
+    # the op rates still count every op: one second of the counter track against numpy
+    rates = [e for e in events if e["ph"] == "C" and e["name"] == "read ops/s"]
+    completions = (ops["start_ns"] + latency) / 1000
+    middle = rates[len(rates) // 2]
+    counted = ((completions >= middle["ts"]) & (completions < middle["ts"] + 100_000)).sum()
+    assert middle["args"]["value"] == pytest.approx(counted * 10, rel=1e-6)
+    assert "left out" in proc.stderr and f"--max-events {len(rows) + latency.size}" in proc.stderr
+
+
+def test_output_dash_is_standard_output(pair, tmp_path) -> None:
+    _base, _results, tight, _roomy = pair
+    proc = subprocess.run([sys.executable, "-m", "stallbench", "export", str(tight.path),
+                           "--format", "csv", "--output", "-"], capture_output=True,
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / "-").exists() and list(tmp_path.iterdir()) == []
+    import pyarrow.csv as pacsv
+    table = pacsv.read_csv(io.BytesIO(proc.stdout))
+    assert table.num_rows == _ops(tight)["op"].size
+
+
+def test_window_outside_the_run_is_a_usage_error(pair) -> None:
+    base, _results, tight, _roomy = pair
+    ops = _ops(tight)
+    last_start = ops["start_ns"].max() / 1e9
+    last_end = (ops["start_ns"] + ops["latency_ns"]).max() / 1e9
+    beyond = int(last_end) + 5
+    proc, _ = _export(str(tight.path), "--format", "perfetto", "--window",
+                      f"{beyond}s-{beyond + 1}s", "--output", str(base / "beyond.json"))
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    said = float(proc.stderr.split("lasts ")[1].split(" s")[0])
+    assert last_start - 0.001 <= said <= max(last_end, tight.duration_s) + 1.0, proc.stderr
+    assert not (base / "beyond.json").exists()
+    # a window that reaches past the end is fine: it shows the end
+    proc, trace = _export(str(tight.path), "--format", "perfetto", "--window",
+                          f"{last_end - 0.2:.3f}s-{beyond}s", "--output", str(base / "end.json"))
+    assert proc.returncode == 0, proc.stderr
+    assert any(e.get("cat") == "op" for e in trace["traceEvents"])
+
+
+def test_perfetto_and_folded_read_the_same_trace_table(pair, full) -> None:
+    base, results, _tight, _roomy = pair
+    rows = _table_rows(full, "trace_full")
+    expected: dict[str, int] = {}
+    for r in rows:
+        if r["category"] == "dstate" and r["duration_ns"] > 0:
+            key = f"{r['comm']};{r['stack'] or '[unknown]'}"
+            expected[key] = expected.get(key, 0) + r["duration_ns"]
+    expected = {k: (v + 500) // 1000 for k, v in expected.items() if (v + 500) // 1000}
+    other = [r for r in _table_rows(full, "trace") if r["category"] == "dstate"]
+    assert sum(r["duration_ns"] for r in other if r["duration_ns"] > 0) != \
+        sum(r["duration_ns"] for r in rows if r["category"] == "dstate" and r["duration_ns"] > 0)
+    proc = _cli("export", str(full.path), "--format", "folded")
+    assert proc.returncode == 0, proc.stderr
+    folded = {line.rpartition(" ")[0]: int(line.rpartition(" ")[2])
+              for line in proc.stdout.splitlines()}
+    assert folded == expected
+    proc, trace = _export(str(full.path), "--format", "perfetto", "--output",
+                          str(base / "full.json"))
+    assert proc.returncode == 0, proc.stderr
+    dstate_ns = sum(e["args"]["duration_ns"] for e in trace["traceEvents"]
+                    if e.get("cat") == "dstate" and e["ph"] == "X")
+    assert abs(dstate_ns / 1000 - sum(folded.values())) <= len(folded)
+
+
+def test_compare_html_prints_no_numpy_warning(pair, full) -> None:
+    base, results, _tight, _roomy = pair
+    block = [r for r in _table_rows(full, "trace_full") if r["category"] == "block"]
+    assert block and all(r["pid"] is None for r in block)   # what made numpy warn
+    proc = _cli("compare", "tight", "full", "--results", str(results), "--format", "html",
+                "--output", str(base / "full.html"))
+    assert proc.returncode == 0, proc.stderr
+    assert "Warning" not in proc.stderr, proc.stderr
+
+
+def test_trace_full_sees_the_first_ops_and_monitors_stop_with_the_last(pair, full) -> None:
+    _base, results, tight, _roomy = pair
+    ops = _ops(full)
+    pids = {int(k): int(v) for k, v in full.meta.workload_summary["worker_pids"].items()}
+    calls = [r for r in _table_rows(full, "trace_full") if r["category"] == "syscall"]
+    by_tid: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for tid in {r["tid"] for r in calls}:
+        mine = sorted((r["t_ns"], r["t_ns"] + r["duration_ns"]) for r in calls if r["tid"] == tid)
+        by_tid[tid] = (np.array([a for a, _ in mine]), np.array([b for _, b in mine]))
+    for worker, pid in pids.items():
+        first = np.flatnonzero(ops["worker"] == worker)[:50]
+        begin, finish = by_tid[pid]
+        for i in first:   # each of the worker's first ops holds one of its system calls
+            # (the trace's clock has µs: a call may seem to begin up to 1 µs before its op)
+            s, e = ops["start_ns"][i] - 1000, ops["start_ns"][i] + ops["latency_ns"][i] + 1000
+            assert ((begin >= s) & (finish <= e)).any(), (worker, int(i))
+    last_op = (ops["start_ns"] + ops["latency_ns"]).max()
+    for table in ("counters", "psi", "diskstats"):
+        t = pq.read_table(full.path / "monitors" / f"{table}.parquet")["t_ns"].to_numpy()
+        assert t.min() <= ops["start_ns"].min(), table
+        assert t.max() <= last_op + 100_000_000, (table, t.max() / 1e9, last_op / 1e9)
+    # the plots of time stop at the run's end
+    from stallbench.comparison import build_comparison
+    from stallbench.report import plots
+    comparison = build_comparison(resolve_runs("full", results), [resolve_runs("tight", results)])
+    ends = [(_ops(run)["start_ns"] + _ops(run)["latency_ns"]).max() / 1e9 for run in (full, tight)]
+    for figure in (plots.counters_figure(comparison), plots.timeline_figure(comparison)):
+        right = max(ax.get_xlim()[1] for ax in figure.axes if ax.get_visible())
+        assert max(ends) <= right <= max(ends) + 0.1, (right, ends)
+    # the heatmaps' time bins reach the last op's completion (none piled into the last bin)
+    for op_maps in comparison.views.heatmaps:
+        edges = op_maps.variants[0].heatmap.time_edges_ns / 1e9
+        assert max(ends) <= edges[-1] <= max(ends) + 2 * (edges[1] - edges[0]), (edges[-1], ends)
+
+
+def _folded(variant: str, results: Path) -> dict[str, int]:
+    proc = _cli("export", variant, "--results", str(results), "--format", "folded")
+    assert proc.returncode == 0, proc.stderr
+    return {line.rpartition(" ")[0]: int(line.rpartition(" ")[2])
+            for line in proc.stdout.splitlines()}
+
+
+def _svg_frames(svg: str) -> dict[str, str]:
+    """Each frame of a flame-graph SVG as {stack path: fill}, the path rebuilt from geometry
+    alone: a frame's parent is the box one row lower whose span holds it."""
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    boxes = []
+    for g in ET.fromstring(svg).iterfind(".//s:g[@class='frame']", ns):
+        rect = g.find("s:rect", ns)
+        boxes.append((float(rect.get("y")), float(rect.get("x")), float(rect.get("width")),
+                      g.find("s:title", ns).text.split("\n")[0], rect.get("fill")))
+    rows = sorted({y for y, *_ in boxes}, reverse=True)          # the root row is lowest
+    paths: dict[tuple[float, float], str] = {}
+    out = {}
+    for y, x, width, name, fill in sorted(boxes, key=lambda b: -b[0]):
+        depth = rows.index(y)
+        parent = "" if depth == 0 else next(
+            paths[(py, px)] for py, px, pw, *_ in boxes
+            if py == rows[depth - 1] and px - 0.01 <= x and x + width <= px + pw + 0.6)
+        paths[(y, x)] = f"{parent};{name}" if parent else name
+        out[paths[(y, x)]] = fill
+    return out
+
+
+def test_differential_flame_graph_colours_each_frames_own_change(pair) -> None:
+    base, results, _tight, _roomy = pair
+    before, after = _folded("roomy", results), _folded("tight", results)
+    proc = _cli("export", "roomy", "--diff", "tight", "--results", str(results), "--format",
+                "folded", "--svg")
+    assert proc.returncode == 0, proc.stderr
+    assert "own time" in proc.stdout and "relative to its width" in proc.stdout   # the legend
+    frames = _svg_frames(proc.stdout)
+    assert len(frames) > 5
+
+    def size(counts: dict[str, int], path: str) -> int:
+        return sum(v for k, v in counts.items() if k == path or k.startswith(path + ";"))
+
+    coloured = 0
+    for path, fill in frames.items():
+        own = after.get(path, 0) - before.get(path, 0)
+        change = own / max(size(after, path), size(before, path))
+        fade = int(235 - 190 * min(1.0, abs(change)))
+        expected = (f"rgb(255,{fade},{fade})" if change > 0 else
+                    f"rgb({fade},{fade},255)" if change < 0 else "rgb(235,235,235)")
+        assert fill == expected, (path, fill, expected, own)
+        coloured += fill != "rgb(235,235,235)"
+    # the roots hold no stack of their own: pale, however much more time went through them
+    roots = {p for p in frames if ";" not in p}
+    assert roots and all(frames[p] == "rgb(235,235,235)" for p in roots if p not in after)
+    assert coloured, "the leaves whose own time changed are coloured"
+
+
+def test_shift_plot_axis_follows_the_changes_and_marks_clipped_intervals(pair, full) -> None:
+    _base, results, tight, roomy = pair
+    from stallbench.comparison import build_comparison
+    from stallbench.report import plots
+    comparison = build_comparison(resolve_runs("roomy", results),
+                                  [resolve_runs("tight", results), resolve_runs("full", results)])
+    figure = plots.shift_figure(comparison)
+    (op,) = [o for o in comparison.ops if o.op == "read"]
+    (ax,) = [a for a in figure.axes if a.get_title().startswith("read:")]
+
+    def after_warmup(run) -> np.ndarray:
+        ops = _ops(run)
+        return ops["latency_ns"][ops["start_ns"] >= run.meta.warmup_s * 1e9]
+
+    base_lat = after_warmup(roomy)
+    changes, highs = [], []
+    for label, run in (("tight", tight), ("full", full)):
+        curve = op.shift_curve[label]
+        lat = after_warmup(run)
+        for p, high in zip(curve.probabilities, curve.high, strict=True):
+            changes.append((np.quantile(lat, p) / np.quantile(base_lat, p) - 1) * 100)
+            highs.append(np.nan if high is None else high * 100)
+    bottom, top = ax.get_ylim()
+    span = max(max(changes + [0]) - min(changes + [0]), 10.0)
+    # every change numpy finds is on the axis (within the histogram's error), and the axis
+    # reaches no further than a quarter of their span beyond them
+    assert bottom <= min(changes + [0]) and max(c * 1.01 + 1 for c in changes) <= top
+    assert top <= max(changes) * 1.01 + span / 4 + 1
+    beyond = np.nanmax(highs)
+    assert beyond > top, "an interval must reach beyond the axis for this test to mean something"
+    markers = [line for line in ax.get_lines()
+               if line.get_marker() == "^" and len(line.get_ydata())]
+    assert markers and all(np.allclose(line.get_ydata(), top) for line in markers)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "interval goes on beyond the axis" in legend
+
+
+@needs_chromium
+def test_html_heatmaps_one_per_variant_readable_at_page_width(pair, full) -> None:
+    base, results, _tight, _roomy = pair
+    report = base / "three.html"
+    proc = _cli("compare", "roomy", "tight", "full", "--results", str(results), "--format",
+                "html", "--output", str(report))
+    assert proc.returncode == 0, proc.stderr
+    driver = browser(base / "profile-heatmaps", 1280, 900)
+    try:
+        driver.get(report.as_uri())
+        shown = driver.execute_script(
+            "return Array.from(document.images).filter(i => i.alt.startsWith('Latency over"
+            " time')).map(i => [i.alt, i.complete, i.naturalWidth, i.clientWidth])")
+        assert [alt.rsplit(": ", 1)[1] for alt, *_ in shown] == ["roomy", "tight", "full"]
+        for alt, complete, natural, client in shown:
+            assert complete and client >= 0.95 * natural, (alt, natural, client)  # not squeezed
+        driver.execute_script(
+            "Array.from(document.images).find(i => i.alt.endsWith(': tight'))"
+            ".scrollIntoView()")
+        png = driver.get_screenshot_as_png()
+        (base / "heatmap-screenshot.png").write_bytes(png)
+        _assert_not_blank(png)
+    finally:
+        driver.quit()

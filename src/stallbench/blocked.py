@@ -6,16 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from .analysis import folded
 from .analysis.monitors import parse_folded
-from .errors import RunDataError
-from .store import MONITOR_DIR, Run
+from .store import Run
 
-TRACE_TABLES = ("trace", "trace_full")
 UNITS = {"trace": "µs blocked (D state, trace monitor)",
          "stacks": "samples of D-state tasks (stacks monitor)"}
 
@@ -37,20 +33,14 @@ class Profile:
 
 
 def _trace_dstate(run: Run) -> dict[str, int] | None:
-    for name in TRACE_TABLES:
-        path = run.path / MONITOR_DIR / f"{name}.parquet"
-        if not path.exists():
-            continue
-        try:
-            table = pq.read_table(path, columns=["category", "comm", "stack", "duration_ns"])
-        except (pa.ArrowException, OSError) as exc:
-            raise RunDataError(f"{path}: damaged ({exc})") from exc
-        table = table.filter(pc.equal(table["category"], "dstate"))
-        grouped = table.group_by(["comm", "stack"]).aggregate([("duration_ns", "sum")])
-        rows = zip(grouped["comm"].to_pylist(), grouped["stack"].to_pylist(),
-                   grouped["duration_ns_sum"].to_pylist(), strict=True)
-        return folded.time_weighted((c or "?", s or "", d or 0) for c, s, d in rows)
-    return None
+    table = run.trace_table(columns=["category", "comm", "stack", "duration_ns"])
+    if table is None:
+        return None
+    table = table.filter(pc.equal(table["category"], "dstate"))
+    grouped = table.group_by(["comm", "stack"]).aggregate([("duration_ns", "sum")])
+    rows = zip(grouped["comm"].to_pylist(), grouped["stack"].to_pylist(),
+               grouped["duration_ns_sum"].to_pylist(), strict=True)
+    return folded.time_weighted((c or "?", s or "", d or 0) for c, s, d in rows)
 
 
 def profile(label: str, runs: list[Run], source: str | None = None) -> Profile | None:

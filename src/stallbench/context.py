@@ -96,6 +96,10 @@ class RunContext:
     notes: list[str] = field(default_factory=list)
     log: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr,
                                                                   flush=True))
+    # observers of the workload (monitors) that must act at its edges, without the workload
+    # knowing them: see workload_starting() and workload_ended()
+    on_start: list[Callable[[], None]] = field(default_factory=list)
+    on_end: list[Callable[[], None]] = field(default_factory=list)
 
     @property
     def workdir(self) -> Path:
@@ -106,3 +110,19 @@ class RunContext:
 
     def since_start_ns(self) -> int:
         return time.monotonic_ns() - self.t0_ns
+
+    def workload_starting(self) -> None:
+        """Called by a workload once its processes are registered and held at its start gate,
+        just before it lets them go: a tracer attaches to them here, so that it sees the first
+        op (polling for them would miss the first milliseconds). Once, like workload_ended."""
+        hooks, self.on_start = self.on_start, []
+        for hook in hooks:
+            hook()
+
+    def workload_ended(self) -> None:
+        """Called by the runner as soon as the workload returned: sampling stops here, with
+        the last op, not when each monitor's (possibly slow) stop() comes. Once: a second
+        call finds no hooks."""
+        hooks, self.on_end = self.on_end, []
+        for hook in hooks:
+            hook()

@@ -186,6 +186,14 @@ _TYPES: dict[str, tuple[type, ...]] = {
 assert set(_TYPES) == set(_FIELDS), "every RunMeta field needs its JSON types"
 
 
+def run_end_s(workload_summary: dict[str, Any] | None, duration_s: float | None) -> float:
+    """Where a run ended on its own clock (the clock starts before the monitors; the
+    workers, and duration_s with them, a little later): 0 when no length is recorded."""
+    if not duration_s:
+        return 0.0
+    return ((workload_summary or {}).get("workers_started_ns") or 0) / 1e9 + float(duration_s)
+
+
 def _absent(value: Any) -> bool:
     return value is None or (isinstance(value, (dict, list)) and not value)
 

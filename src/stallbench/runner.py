@@ -218,9 +218,11 @@ def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_nam
             with Progress(label, ctx.duration_s, list(workload.ops),
                           enabled=show_progress) as display:
                 result = workload.run(ctx, display.update)
+        ctx.workload_ended()
         writer.meta.machine_load = machineload.between(load_at_start, machineload.snapshot())
     finally:
         with interrupt.deferred():
+            ctx.workload_ended()     # (a second call does nothing)
             _stop_monitors(monitors, writer, log)
             if result is not None:
                 _store_result(ctx, writer, result)

@@ -55,6 +55,12 @@ def timeline(op: sm.OpSummary, run: sm.RunSummary, per: int) -> stalls_mod.Timel
     return stalls_mod.Timeline(per * run.block_ns, count.astype(np.int64), p99, peak)
 
 
+def _full_intervals(run: sm.RunSummary, interval_ns: int) -> int:
+    """How many intervals from the start lie wholly inside the run: the last one, which the
+    run's end cuts (or which starts at it), holds too little time to be an episode."""
+    return int(run.duration_ns // interval_ns) if run.duration_ns > 0 else 0
+
+
 def stall_summary(ops: list[sm.OpSummary], runs: list[sm.RunSummary],
                   others_active: list[np.ndarray], iterations: list[int | None],
                   expected_workers: np.ndarray, interval_s: float,
@@ -76,7 +82,8 @@ def stall_summary(ops: list[sm.OpSummary], runs: list[sm.RunSummary],
             "p99_ns": [None if np.isnan(v) else float(v) for v in line.p99_ns],
             "max_ns": [None if np.isnan(v) else float(v) for v in line.max_ns],
         })
-        for episode in stalls_mod.episodes(line, active, threshold_ns):
+        for episode in stalls_mod.episodes(line, active, threshold_ns,
+                                           _full_intervals(run, line.interval_ns)):
             if episode.start_ns + episode.duration_ns <= run.warmup_ns:
                 continue
             found.append({"iteration": iteration, "start_ns": episode.start_ns,

@@ -36,6 +36,10 @@ OPS_FILE = "ops.parquet"
 OPS_ROW_GROUP = 1 << 20      # rows per row group: what a streaming reader holds at once
 MONITOR_DIR = "monitors"
 STACKS_FILE = "stacks.folded"
+# the trace monitors' tables, the one read first: trace-full records what trace does and more
+# (syscalls, block requests); a run with both has two recordings of the same D states, and
+# every reader takes the same one so that their totals agree
+TRACE_TABLES = ("trace_full", "trace")
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+@=,:-]{0,99}$")
 
@@ -319,6 +323,24 @@ class Run:
             return None
         try:
             return pq.read_table(path)
+        except (pa.ArrowException, OSError) as exc:
+            raise RunDataError(f"{path}: damaged ({exc})") from exc
+
+    def trace_table_name(self) -> str | None:
+        """The trace table this run's readers use (TRACE_TABLES order), None without one."""
+        for name in TRACE_TABLES:
+            if (self.path / MONITOR_DIR / f"{name}.parquet").exists():
+                return name
+        return None
+
+    def trace_table(self, columns: list[str] | None = None) -> pa.Table | None:
+        """The trace table of trace_table_name(), optionally only some columns."""
+        name = self.trace_table_name()
+        if name is None:
+            return None
+        path = self.path / MONITOR_DIR / f"{name}.parquet"
+        try:
+            return pq.read_table(path, columns=columns)
         except (pa.ArrowException, OSError) as exc:
             raise RunDataError(f"{path}: damaged ({exc})") from exc
 

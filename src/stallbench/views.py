@@ -17,9 +17,9 @@ import pyarrow.compute as pc
 from . import blocked
 from .analysis import heatmap as hm
 from .errors import RunDataError
+from .runmeta import run_end_s
 from .store import Run
 
-TRACE_TABLES = ("trace_full", "trace")
 OVERLAY_PSI = ("memory", "io")
 
 
@@ -89,18 +89,16 @@ def _psi(run: Run, edges: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def _intervals(run: Run, edges: np.ndarray) -> dict[str, np.ndarray]:
-    for name in TRACE_TABLES:
-        table = run.monitor_table(name)
-        if table is None:
-            continue
-        out = {}
-        for category in ("reclaim", "throttle"):
-            part = table.filter(pc.equal(table["category"], category))
-            if part.num_rows:
-                out[category] = hm.coverage(part["t_ns"].to_numpy(),
-                                            part["duration_ns"].to_numpy(), edges)
-        return out
-    return {}
+    table = run.trace_table(columns=["t_ns", "duration_ns", "category"])
+    if table is None:
+        return {}
+    out = {}
+    for category in ("reclaim", "throttle"):
+        part = table.filter(pc.equal(table["category"], category))
+        if part.num_rows:
+            out[category] = hm.coverage(part["t_ns"].to_numpy(),
+                                        part["duration_ns"].to_numpy(), edges)
+    return out
 
 
 def _mean(parts: list[dict[str, np.ndarray]], runs: int) -> dict[str, np.ndarray]:
@@ -138,7 +136,11 @@ def _latency_ranges(variants: list[Any]) -> dict[str, tuple[int, int]]:
 
 def _heatmaps(variants: list[Any]) -> list[OpHeatmaps]:
     """Ops read batch by batch (bounded memory), counted into shared edges per op."""
-    duration_ns = max((s.duration_ns for v in variants for s in v.summaries), default=0)
+    # to the end of the longest run on its clock (the workers start after the clock)
+    duration_ns = max((max(s.duration_ns, int(run_end_s(r.meta.workload_summary,
+                                                        r.meta.duration_s) * 1e9))
+                       for v in variants for r, s in zip(v.runs, v.summaries, strict=True)),
+                      default=0)
     edges_t = hm.time_edges(float(duration_ns))
     ranges = _latency_ranges(variants)
     edges = {name: hm.latency_edges([np.array(r, dtype=np.int64)]) for name, r in ranges.items()}

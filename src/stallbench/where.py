@@ -22,7 +22,7 @@ from .analysis.summary import RESPONSE_SUFFIX, op_totals
 from .errors import RunDataError
 from .monitors.base import table_columns
 from .monitors.counters import COUNTERS
-from .store import Run
+from .store import TRACE_TABLES, Run
 
 SLOW_FACTOR = 10.0
 SKIPPED_STATUSES = ("skipped", "failed")
@@ -124,7 +124,10 @@ class _VariantData:
         return self._cache[name]
 
     def _trace(self) -> list[tuple[Run, dict[str, np.ndarray]]]:
-        return self._tables("trace_full") or self._tables("trace")
+        for name in TRACE_TABLES:
+            if found := self._tables(name):
+                return found
+        return []
 
     # -- counters, psi, diskstats ---------------------------------------------------------
     def counter_deltas(self) -> list[dict[str, int]]:
@@ -258,9 +261,8 @@ class _VariantData:
 def _can_break_down(run: Run) -> bool:
     """Slow ops are read back from ops.parquet only where a trace or stack samples can say
     where their time went; elsewhere the histogram counts them."""
-    files = [run.path / "monitors" / f"{name}.parquet" for name in ("trace_full", "trace",
-                                                                      "stacks")]
-    return any(f.exists() for f in files)
+    return run.trace_table_name() is not None or \
+        (run.path / "monitors" / "stacks.parquet").exists()
 
 
 def _slow_ops(run: Run, op: str, threshold: int) -> dict[str, np.ndarray]:
@@ -289,7 +291,7 @@ class _Breakdown:
         self.source: str | None = None
         self.task_of_worker = _worker_pids(run, "trace") or _worker_pids(run, "stacks")
         try:
-            trace = run.monitor_table("trace_full") or run.monitor_table("trace")
+            trace = run.trace_table()
         except RunDataError:
             trace = None
         if trace is not None and trace.num_rows:

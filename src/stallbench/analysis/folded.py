@@ -56,6 +56,25 @@ class Frame:
     after: float = 0.0           # ... and in the second (width is `after`)
     children: dict[str, Frame] = field(default_factory=dict, repr=False)
 
+    @property
+    def own_before(self) -> float:
+        """The frame's own count in the first profile: the stacks that end at it."""
+        return self.before - sum(c.before for c in self.children.values())
+
+    @property
+    def own_after(self) -> float:
+        return self.after - sum(c.after for c in self.children.values())
+
+    @property
+    def own_change(self) -> float:
+        """How much of the frame's size its own change is, -1..1 (0 where it is empty): the
+        colour of a differential flame graph. As FlameGraph's flamegraph.pl does with
+        difffolded.pl's input, a frame is coloured by the change of the stacks that end at
+        it, not of everything above it (so shared root frames stay pale), and here relative
+        to the frame's own size rather than to the largest change anywhere."""
+        size = max(self.after, self.before)
+        return (self.own_after - self.own_before) / size if size > 0 else 0.0
+
 
 def layout(counts: Mapping[str, float], before: Mapping[str, float] | None = None,
            min_share: float = 0.0) -> tuple[list[Frame], float]:

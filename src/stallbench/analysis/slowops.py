@@ -238,7 +238,11 @@ def label_intervals(labels: Coded, pid: np.ndarray, t_ns: np.ndarray,
     if not keep.any():
         return {}
     label = labels.codes[keep]
-    task = np.asarray(pid, dtype=np.int64)[keep]
+    # select before converting: rows without a task (block requests: a null pid, NaN in a
+    # float column) are never labelled, and casting their NaN would warn
+    task = np.asarray(pid)[keep]
+    task = np.where(np.isnan(task), -1, task).astype(np.int64) if task.dtype.kind == "f" \
+        else task.astype(np.int64)
     start = np.asarray(t_ns, dtype=np.int64)[keep]
     end = start + duration_ns[keep]
     order = np.lexsort((task, label))

@@ -75,11 +75,15 @@ class Episode:
     worst_ns: float | None  # the largest latency in the episode (slow)
 
 
-def episodes(line: Timeline, others_active: np.ndarray, threshold_ns: int) -> list[Episode]:
+def episodes(line: Timeline, others_active: np.ndarray, threshold_ns: int,
+             full_intervals: int | None = None) -> list[Episode]:
     """Runs of consecutive intervals where the op's max exceeded the threshold or it completed
-    nothing while other ops did."""
-    slow = np.nan_to_num(line.max_ns, nan=0.0) > threshold_ns
-    starved = (line.count == 0) & others_active
+    nothing while other ops did, among the first `full_intervals` (those wholly inside the
+    run; all without)."""
+    usable = np.arange(line.count.size) < (line.count.size if full_intervals is None
+                                           else full_intervals)
+    slow = (np.nan_to_num(line.max_ns, nan=0.0) > threshold_ns) & usable
+    starved = (line.count == 0) & others_active & usable
     found: list[Episode] = []
     for mask, kind in ((slow, "slow"), (starved, "starved")):
         padded = np.concatenate(([False], mask, [False]))

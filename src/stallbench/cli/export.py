@@ -25,7 +25,7 @@ def register(subparsers) -> None:
                         help="a variant name under RESULTS, or a variant or run directory")
     parser.add_argument("--format", choices=FORMATS, required=True)
     parser.add_argument("--output", type=Path, metavar="FILE",
-                        help="write here instead of stdout")
+                        help="write here instead of stdout ('-': stdout)")
     add_source_arguments(parser)
     parser.add_argument("--allow-incomplete", action="store_true",
                         help="also export runs that did not finish")
@@ -36,7 +36,9 @@ def register(subparsers) -> None:
     span.add_argument("--around-slow", type=int, metavar="N",
                       help="only windows of 100 ms around the N slowest ops")
     trace.add_argument("--max-events", type=int, default=None, metavar="N",
-                       help="cut the trace after N slices (default 500000)")
+                       help="at most N slices (default 500000): the shortest ops, syscalls "
+                            "and block requests are left out first, never a reclaim, "
+                            "throttle or D-state interval nor one of the --around-slow ops")
     stacks = parser.add_argument_group("folded")
     stacks.add_argument("--diff", metavar="OTHER",
                         help="differential folded stacks: RUN_OR_VARIANT (first) vs OTHER")
@@ -69,6 +71,10 @@ def _refuse(args: argparse.Namespace) -> None:
         raise UsageError("--around-slow: give a number of ops, 1 or more")
     if args.max_events is not None and args.max_events < 1:
         raise UsageError("--max-events: give a number of events, 1 or more")
+    if args.around_slow and args.max_events and args.around_slow > args.max_events:
+        raise UsageError(f"--around-slow {args.around_slow} keeps more ops than --max-events "
+                         f"{args.max_events} allows: give --max-events {args.around_slow} or "
+                         "more")
 
 
 def _resolve(spec: str, args: argparse.Namespace):
@@ -86,8 +92,11 @@ def run(args: argparse.Namespace) -> int:
     other = _resolve(args.diff, args) if args.diff else None
     for run in resolved.runs + (other.runs if other else []):
         verbosity.debug(f"stallbench: reading {run.path}")
+    if window is not None:
+        from ..exporters import perfetto
+        perfetto.check_window(resolved.runs, window, args.window)
     binary = args.format == "csv"
-    target = args.output
+    target = None if args.output == Path("-") else args.output
     tmp = target.with_name(f".{target.name}.tmp") if target else None
     try:
         stream = (open(tmp, "wb" if binary else "w") if tmp else  # noqa: SIM115

@@ -14,7 +14,8 @@ from ..context import RunContext
 
 
 class SamplerThread:
-    """Calls `sample(t_ns)` at start, every `interval_s`, and once more at stop.
+    """Calls `sample(t_ns)` at start, every `interval_s`, and once more at stop: when the
+    workload ends (RunContext.on_end) or the monitor stops, whichever comes first.
 
     Sampling is aligned to a fixed schedule (no drift); a slow sample skips missed ticks
     instead of bunching them. Exceptions in `sample` are kept, not raised, so that a monitor
@@ -31,16 +32,24 @@ class SamplerThread:
                                         daemon=True)
         self.errors: list[str] = []
         self.samples = 0
+        self._stopped = False
+        self._lock = threading.Lock()
+        ctx.on_end.append(self.stop)    # the last sample with the last op
 
     def start(self) -> None:
         self._call()
         self._thread.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)
-        self._call()
+        """Stop sampling after one last sample; later calls do nothing."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            self._stop.set()
+            if self._thread.is_alive():
+                self._thread.join(timeout=10)
+            self._call()
 
     def _call(self) -> None:
         try:

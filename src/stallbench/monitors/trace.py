@@ -83,6 +83,8 @@ class TraceMonitor(Monitor):
         self._mount_entry = None
         self._root: str | None = None
         self._devices: dict[str, int] = {}
+        self._lock = threading.Lock()          # the polling thread and the workload's start
+        self._halted = False
 
     @classmethod
     def unavailable(cls, ctx: RunContext) -> str | None:
@@ -126,6 +128,8 @@ class TraceMonitor(Monitor):
         except BaseException:
             self._teardown()
             raise
+        ctx.on_start.append(self._poll)   # the workload's tasks traced before their first op
+        ctx.on_end.append(self._halt)
         self._thread = threading.Thread(target=self._loop, name="stallbench-trace", daemon=True)
         self._thread.start()
 
@@ -134,9 +138,22 @@ class TraceMonitor(Monitor):
             self._poll()
 
     def _poll(self) -> None:
+        with self._lock:
+            self._poll_locked()
+
+    def _halt(self) -> None:
+        """The workload ended: record no more (stop() drains and parses later)."""
+        with self._lock:
+            self._halted = True
+            for instance in (self._main, self._block):
+                if instance is not None:
+                    instance.off()
+
+    def _poll_locked(self) -> None:
         assert self._ctx is not None and self._main is not None
         try:
-            fresh = [tid for _pid, tid in self._ctx.processes.tids() if tid not in self._pids]
+            fresh = [] if self._halted else [
+                tid for _pid, tid in self._ctx.processes.tids() if tid not in self._pids]
             if fresh:
                 self._main.add_pids(fresh)
                 if not self._pids:

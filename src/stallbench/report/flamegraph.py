@@ -1,7 +1,8 @@
 """Flame graphs as self-contained SVG (no script, no external resource): one box per frame,
 as wide as the blocked time through it, root at the bottom; hover shows the frame's numbers.
-The differential one is as wide as the second profile and coloured by the change per run:
-red where blocked time grew, blue where it shrank."""
+The differential one is as wide as the second profile and coloured by the change per run of
+each frame's own time (the stacks that end at it) relative to the frame's width: red where
+blocked time grew, blue where it shrank (analysis/folded.Frame.own_change)."""
 
 from __future__ import annotations
 
@@ -28,29 +29,32 @@ def _warm(name: str) -> str:
     return f"rgb({205 + digest[0] % 50},{80 + digest[1] % 130},{digest[2] % 55})"
 
 
-def _diff_colour(before: float, after: float, scale: float) -> str:
-    delta = after - before
-    strength = min(1.0, abs(delta) / scale) if scale else 0.0
+def _diff_colour(change: float) -> str:
+    """Frame.own_change -> red (grew) or blue (shrank), saturated at the frame's whole size."""
+    strength = min(1.0, abs(change))
     fade = int(235 - 190 * strength)
-    if delta > 0:
+    if change > 0:
         return f"rgb(255,{fade},{fade})"
-    if delta < 0:
+    if change < 0:
         return f"rgb({fade},{fade},255)"
     return "rgb(235,235,235)"
 
 
 def _svg(frames: list[Frame], total: float, title: str, subtitle: str, colour, tip) -> str:
     depth = max((f.depth for f in frames), default=0) + 1
-    height = TOP + depth * ROW + PAD * 2
+    lines = subtitle.split("\n")
+    top = TOP + 14 * (len(lines) - 1)
+    height = top + depth * ROW + PAD * 2
     scale = (WIDTH - 2 * PAD) / total if total else 0.0
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
            f'viewBox="0 0 {WIDTH} {height}" font-family="Verdana,sans-serif" '
            f'font-size="{FONT}" role="img" aria-label="{_e(title)}">',
            f'<rect width="{WIDTH}" height="{height}" fill="#fafafa"/>',
            f'<text x="{WIDTH / 2}" y="20" text-anchor="middle" font-size="15">{_e(title)}</text>',
-           f'<text x="{WIDTH / 2}" y="38" text-anchor="middle" fill="#555">{_e(subtitle)}</text>']
+           *(f'<text x="{WIDTH / 2}" y="{38 + 14 * i}" text-anchor="middle" fill="#555">'
+             f'{_e(line)}</text>' for i, line in enumerate(lines))]
     if not frames:
-        out.append(f'<text x="{WIDTH / 2}" y="{TOP + ROW}" text-anchor="middle">'
+        out.append(f'<text x="{WIDTH / 2}" y="{top + ROW}" text-anchor="middle">'
                    'no blocked time recorded</text>')
     for frame in frames:
         x = PAD + frame.x * scale
@@ -84,18 +88,20 @@ def render_differential(a, b) -> str:
     after = {k: v / b.runs for k, v in b.counts.items()}
     before = {k: v / a.runs for k, v in a.counts.items()}
     frames, total = layout(after, before, min_share=MIN_SHARE)
-    scale = max((abs(f.after - f.before) for f in frames), default=0.0)
 
     def tip(frame: Frame) -> str:
         change = (f"{frame.after / frame.before - 1:+.0%}" if frame.before
                   else "new")
         return (f"{frame.name}\n{a.label}: {frame.before:,.0f}, {b.label}: {frame.after:,.0f} "
-                f"{a.unit} per run ({change})")
+                f"{a.unit} per run ({change}); its own (stacks ending here): "
+                f"{frame.own_before:,.0f} -> {frame.own_after:,.0f}")
 
-    subtitle = (f"width: {b.label} ({total:,.0f} {b.unit} per run); red: more than in "
-                f"{a.label}, blue: less")
+    subtitle = (f"width: {b.label} ({total:,.0f} {b.unit} per run)\n"
+                f"colour: the change of each frame's own time (the stacks ending at it) "
+                f"relative to its width; red: more than in {a.label}, blue: less; deepest "
+                f"when all of it is new or gone")
     return _svg(frames, total, f"blocked time: {b.label} vs {a.label}", subtitle,
-                lambda f: _diff_colour(f.before, f.after, scale), tip)
+                lambda f: _diff_colour(f.own_change), tip)
 
 
 def html_sections(comparison) -> list[str]:

@@ -22,6 +22,7 @@ from matplotlib.ticker import (  # noqa: E402
 )
 
 from ..comparison import Comparison, OpComparison  # noqa: E402
+from ..runmeta import run_end_s  # noqa: E402
 from ..units import choose_time_unit  # noqa: E402
 
 MAX_COUNTERS = 6
@@ -66,6 +67,15 @@ def _log_axis(axis, minor: bool = True) -> None:
         axis.set_minor_locator(NullLocator())
 
 
+def first_run_end_s(comparison: Comparison) -> float | None:
+    """Where the longest first iteration ended, on the run clock (its workers start a little
+    after the clock and the monitors): the time axes' right end, so that no plot runs past
+    the run. None when no run recorded its length."""
+    ends = [run_end_s(v.workload_summary[0] if v.workload_summary else None,
+                      v.runs[0].duration_s) for v in comparison.variants if v.runs]
+    return max(ends) if any(ends) else None
+
+
 def _color(comparison: Comparison, label: str) -> str:
     return _COLORS[comparison.labels.index(label) % len(_COLORS)]
 
@@ -107,16 +117,27 @@ def shift_figure(comparison: Comparison) -> Figure | None:
     fig, axes = _grid(len(ops))
     ticks = [0.5, 0.9, 0.99, 0.999, 0.9999]
     for ax, op in zip(axes, ops, strict=True):
-        for label in comparison.candidates:
-            curve = op.shift_curve[label]
-            x = [_p_position(p) for p in curve.probabilities]
-            y = [np.nan if v is None else v * 100 for v in curve.change]
-            low = [np.nan if v is None else v * 100 for v in curve.low]
-            high = [np.nan if v is None else v * 100 for v in curve.high]
+        curves = [op.shift_curve[label] for label in comparison.candidates]
+        bottom, top = shift_limits([v * 100 for c in curves for v in c.change if v is not None])
+        clipped = False
+        for label, curve in zip(comparison.candidates, curves, strict=True):
+            x = np.array([_p_position(p) for p in curve.probabilities])
+            y, low, high = (np.array([np.nan if v is None else v * 100 for v in values])
+                            for values in (curve.change, curve.low, curve.high))
             color = _color(comparison, label)
             ax.plot(x, y, marker="o", markersize=3, color=color,
                     label=f"{label} vs {comparison.baseline}")
-            ax.fill_between(x, low, high, color=color, alpha=0.2, label="95% interval")
+            ax.fill_between(x, np.clip(low, bottom, top), np.clip(high, bottom, top),
+                            color=color, alpha=0.2, label="95% interval")
+            for beyond, edge, marker in ((high > top, top, "^"), (low < bottom, bottom, "v")):
+                if beyond.any():
+                    clipped = True
+                    ax.plot(x[beyond], np.full(int(beyond.sum()), edge), linestyle="none",
+                            marker=marker, markersize=6, color=color, clip_on=False)
+        if clipped:
+            ax.plot([], [], linestyle="none", marker="^", color="grey",
+                    label="interval goes on beyond the axis")
+        ax.set_ylim(bottom, top)
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xticks([_p_position(p) for p in ticks], [f"p{p * 100:g}" for p in ticks])
         ax.set_xlabel("percentile")
@@ -125,6 +146,18 @@ def shift_figure(comparison: Comparison) -> Figure | None:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="small")
     return fig
+
+
+SHIFT_MIN_SPAN = 10.0   # percentage points: the axis of changes that are all about nothing
+
+
+def shift_limits(changes: list[float]) -> tuple[float, float]:
+    """The shift axis: the changes (in %) and 0, padded by a quarter of their span; intervals
+    reaching further are clipped, so one wide interval does not flatten every line."""
+    finite = [v for v in changes if math.isfinite(v)]
+    low, high = min([0.0, *finite]), max([0.0, *finite])
+    pad = max(high - low, SHIFT_MIN_SPAN) / 4
+    return low - pad, high + pad
 
 
 def timeline_figure(comparison: Comparison) -> Figure | None:
@@ -137,6 +170,7 @@ def timeline_figure(comparison: Comparison) -> Figure | None:
     axes = fig.subplots(2 * len(ops), 1, height_ratios=[2, 1] * len(ops), squeeze=False).ravel()
     fig.subplots_adjust(left=0.07, right=0.99, bottom=0.55 / height, top=1 - 0.35 / height,
                         hspace=0.45)
+    end_s = first_run_end_s(comparison)
     for index, op in enumerate(ops):
         top, bottom = axes[2 * index], axes[2 * index + 1]
         bottom.sharex(top)
@@ -167,6 +201,8 @@ def timeline_figure(comparison: Comparison) -> Figure | None:
         top.legend(fontsize="small", ncol=2)
         bottom.set_ylabel("ops per interval")
         bottom.set_ylim(bottom=0)  # from zero, so that an op that stops completing stands out
+        if end_s is not None:
+            bottom.set_xlim(0, end_s)
         if index == len(ops) - 1:
             bottom.set_xlabel("time since run start (s)")
         bottom.grid(True, alpha=0.3)
@@ -215,6 +251,7 @@ def counters_figure(comparison: Comparison) -> Figure | None:
     if not chosen:
         return None
     fig, axes = _grid(len(chosen), height=2.8)
+    end_s = first_run_end_s(comparison)
     for ax, name in zip(axes, chosen, strict=True):
         kind = "value"
         for label, columns in comparison.counters.items():
@@ -223,6 +260,8 @@ def counters_figure(comparison: Comparison) -> Figure | None:
                 kind = column["kind"]
                 ax.plot(column["t_s"], column["values"], color=_color(comparison, label),
                         label=label)
+        if end_s is not None:
+            ax.set_xlim(0, end_s)
         ax.set_title(f"{name} ({kind})")
         ax.set_xlabel("time since run start (s)")
         ax.grid(True, alpha=0.3)
@@ -236,22 +275,24 @@ FIGURES = (
     ("timeline", "Stalls over time: per-interval p99/max and op count", timeline_figure),
     ("iterations", "p99 of each iteration", strip_figure),
     ("counters", "Kernel counters over time (first iteration)", counters_figure),
-    ("heatmap", "Latency over time: ops per latency and time, with PSI and reclaim/throttle",
-     lambda comparison: _heatmap_figure(comparison)),
 )
+HEATMAP_TITLE = "Latency over time: ops per latency and time, with PSI and reclaim/throttle"
 
 
-def _heatmap_figure(comparison: Comparison) -> Figure | None:
-    from .heatmap import heatmap_figure
-    return heatmap_figure(comparison)
+def _figures(comparison: Comparison):
+    """(file name, title, figure) of each plot: the heatmaps one per variant."""
+    for name, title, make in FIGURES:
+        fig = make(comparison)
+        if fig is not None:
+            yield name, title, fig
+    from .heatmap import heatmap_figures
+    for label, fig in heatmap_figures(comparison):
+        yield f"heatmap-{label}", f"{HEATMAP_TITLE}: {label}", fig
 
 
 def render_plots(comparison: Comparison, formats: tuple[str, ...] = ("png", "svg")) -> list[Plot]:
     plots = []
-    for name, title, make in FIGURES:
-        fig = make(comparison)
-        if fig is None:
-            continue
+    for name, title, fig in _figures(comparison):
         png = b""
         svg = ""
         if "png" in formats:

@@ -153,6 +153,7 @@ class CommandWorkload(Workload):
                 gate_r = -1
                 wait_at_gate(program.pid, gate_fd)
                 tracer.setup(program.pid)
+                ctx.workload_starting()
                 os.write(gate_w, b"g")
                 since = 0
 

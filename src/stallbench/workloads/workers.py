@@ -92,6 +92,7 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
         process.start()
         ctx.processes.add(process.pid)
         processes.append(process)
+    ctx.workload_starting()
     t_begin = time.monotonic_ns()
     deadline_ns = t_begin + int(ctx.duration_s * 1e9)
     deadline.value = deadline_ns
