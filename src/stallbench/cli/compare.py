@@ -22,7 +22,8 @@ def register(subparsers) -> None:
     parser.add_argument("candidates", metavar="CANDIDATE", nargs="*")
     add_common(parser)
     parser.add_argument("--format", choices=FORMATS, default="text")
-    parser.add_argument("--output", type=Path, help="write the report here instead of stdout")
+    parser.add_argument("--output", type=Path,
+                        help="write the report here instead of stdout ('-': stdout)")
     parser.add_argument("--plots", type=Path, metavar="DIR",
                         help="also write the plots as PNG and SVG into DIR")
     parser.add_argument("--percentiles", metavar="LIST",
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         text = htmlout.render(comparison, plots)
     else:
         text = render(comparison, args.format)
-    if args.output:
+    if args.output and args.output != Path("-"):
         try:
             args.output.write_text(text)
         except OSError as exc:
