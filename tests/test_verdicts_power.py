@@ -1,12 +1,12 @@
-"""Power at equal honesty on real runs: a moderate real change (8 KiB instead of 4 KiB page-cached
-reads, about +40% per read on this machine kind) is found with three interleaved runs each, while
-the A/A twin of the same plan is called nothing; the text and the JSON give every verdict the same
-reason."""
+"""Power at equal honesty on real runs: a moderate real change (16 KiB instead of 4 KiB page-cached
+reads, about twice the time per read on this machine kind; 8 KiB is +38% at p50, BENCHMARKS.md)
+is found with three interleaved runs each, while the A/A twin of the same plan is not called
+different; the text and the JSON give every verdict the same reason. On a saturated machine the
+verdicts are rightly withheld (MACHINE SATURATED), so the test needs one with room."""
 
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
@@ -14,7 +14,7 @@ from conftest import requires_root, run_stallbench
 
 PLAN = """
 workload = "randread"
-duration = "1500ms"
+duration = "2s"
 iterations = 3
 monitors = "none"
 
@@ -36,7 +36,7 @@ name = "changed"
 dir = "{dir}"
 drop_caches = false
 [variants.workload_options]
-record_size = "8K"
+record_size = "16K"
 """
 
 
@@ -52,6 +52,14 @@ def plan_results(tmp_path_factory):
     return results
 
 
+def _quiet(results) -> None:
+    for run_json in results.glob("*/randread/*/run.json"):
+        load = json.loads(run_json.read_text())["machine_load"]
+        if load["others_cpus"] > 0.5 * load["cpus"]:
+            pytest.skip(f"other processes took {load['others_cpus']:.2f} of {load['cpus']} CPUs "
+                        "during the runs: a saturated machine, where verdicts are withheld")
+
+
 def _json(results, *variants):
     out = run_stallbench("compare", *variants, "--results", str(results), "--format", "json",
                          check=True)
@@ -60,14 +68,20 @@ def _json(results, *variants):
 
 @requires_root
 def test_a_moderate_real_change_is_found_with_three_runs_and_its_twin_is_not(plan_results):
+    _quiet(plan_results)
     report = _json(plan_results, "base", "twin", "changed")
     read = report["ops"]["read"]["variants"]
     changed, twin = read["changed"]["change"], read["twin"]["change"]
     for key in ("p50_ns", "p99_ns"):
         assert changed[key]["runs"] == [3, 3]
         assert changed[key]["verdict"] == "worse", (key, changed[key])
-    assert changed["rate"]["verdict"] == "better" or changed["rate"]["change"] < 0
-    assert all(c["verdict"] not in ("better", "worse") for c in twin.values()), twin
+    assert changed["rate"]["verdict"] == "worse", changed["rate"]
+    # the twin: whatever its rows say, nothing like the real change (an A/A call is allowed at
+    # the 5% the adjustment budgets, BENCHMARKS.md: 0-5% of quiet A/A comparisons), and check
+    # never fails it
+    for key in ("p50_ns", "p99_ns", "rate"):
+        if twin[key]["verdict"] in ("better", "worse"):
+            assert abs(twin[key]["change"]) < abs(changed[key]["change"]) / 3, (key, twin[key])
     # the budget is per candidate: the twin beside it takes no verdict away
     alone = _json(plan_results, "base", "changed")["ops"]["read"]["variants"]["changed"]
     assert {k: c["verdict"] for k, c in alone["change"].items()} == \
@@ -89,13 +103,13 @@ def test_text_and_json_give_every_verdict_the_same_reason(plan_results):
         " ".join(text.split())
     for candidate in ("twin", "changed"):
         section = text.split("read — latency in ")[1 if candidate == "twin" else 2]
+        lines = section.splitlines()
+        column = lines[1].index("verdict")     # the header row: where the verdict column is
         rows = {}
-        for line in section.splitlines()[2:]:
+        for line in lines[2:]:
             if not line.strip():
                 break
-            label = line.split()[0]
-            match = re.search(r"(\[[^\]]*\])\s+(.*)$", line)
-            rows[label] = match.group(2).strip() if match else ""
+            rows[line.split()[0]] = line[column:].strip()
         change = report["ops"]["read"]["variants"][candidate]["change"]
         for key, label in (("p50_ns", "p50"), ("p90_ns", "p90"), ("p99_ns", "p99"),
                            ("mean_ns", "mean")):
