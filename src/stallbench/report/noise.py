@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..analysis.intervals import MAX_INTERVAL_RATIO
 from ..analysis.noise import NoiseProfile, resolution
 from ..analysis.quantiles import stat_named
 
@@ -11,18 +12,22 @@ SHOWN = ("p50", "p99", "rate")
 RESOLUTION_RUNS = (1, 3)
 
 
+def _width(half: float) -> str:
+    return f"±{half:.1%}" if half + 1.0 < MAX_INTERVAL_RATIO else f"> ×{MAX_INTERVAL_RATIO:g}"
+
+
 def render_profile(profile: NoiseProfile, path: Path) -> str:
     lines = [f"{profile.describe()}", f"  saved as {path}",
-             "  run-to-run sd beyond each run's own noise; ±: half-width of a comparison's 95% "
-             "interval with " + " and ".join(f"{k} run(s)" for k in RESOLUTION_RUNS)
-             + " per variant"]
+             "  per op: the run-to-run sd beyond each run's own noise (±: a comparison's 95% "
+             "interval with", "  " + " / ".join(f"{k}" for k in RESOLUTION_RUNS)
+             + " run(s) per variant; changes well beyond it are called)"]
     for op, stats in profile.table.items():
         parts = []
         for key in SHOWN:
             if key not in stats:
                 continue
             sd, dof, within = stats[key]
-            widths = "/".join(f"±{resolution(sd, dof, within, k):.1%}" for k in RESOLUTION_RUNS)
+            widths = "/".join(_width(resolution(sd, dof, within, k)) for k in RESOLUTION_RUNS)
             parts.append(f"{stat_named(key).label} {sd:.1%} ({widths})")
         lines.append(f"  {op}: " + ", ".join(parts))
     return "\n".join(lines) + "\n"
