@@ -98,7 +98,8 @@ RESPONSE_PRIOR_FACTOR = 4.0
 _QUANTILE_PRIOR = ((0.50, "p50"), (0.90, "p90"), (0.95, "p95"), (0.99, "p99"), (0.999, "p999"),
                    (0.9999, "p9999"))
 METHOD = ("two-level: time blocks within each run, and the spread between runs (measured from "
-          "the runs, or with one run each assumed from A/A runs)")
+          "the runs, with this host's noise profile where there is one, else with fewer than "
+          "3+3 runs partly assumed from A/A runs)")
 
 
 @functools.cache
