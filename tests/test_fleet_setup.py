@@ -115,17 +115,24 @@ def test_deploy_then_a_run_whose_discovered_python_does_not_run(fleet, tmp_path)
     h1 = fleet.hosts["h1"]
     venv = h1.root / "opt" / "sb"
     cache = tmp_path / "wheel-cache"
-    only_h1 = _inventory(fleet, tmp_path / "deploy.json", {"h1": {"stallbench_venv": str(venv)}})
+    targets = _inventory(fleet, tmp_path / "deploy.json", {
+        "h1": {"stallbench_venv": str(venv)},
+        "h2": {"stallbench_venv": str(fleet.hosts["h2"].root / "sb"),
+               "stallbench_python": str(fleet.shim)}})       # refused before the wheels
+    refused = f"  h2: FAILED: deploy: {fleet.shim} does not run ({SHIM_MESSAGE})"
     try:
-        out = sb("deploy", "--hosts", str(only_h1), STALLBENCH_WHEEL_CACHE=str(cache))
-        assert out.returncode == 0, out.stdout + out.stderr
+        out = sb("deploy", "--hosts", str(targets), STALLBENCH_WHEEL_CACHE=str(cache))
+        assert out.returncode == 1, out.stdout + out.stderr
         assert f"  h1: ok: installed stallbench {stallbench.__version__} in {venv}" \
             in out.stdout, out.stdout
+        assert refused in out.stdout
+        assert "deploy: 1 of 2 host(s) failed: h2" in out.stderr
+        assert not (fleet.hosts["h2"].root / "sb").exists()
         _deployed_exactly(venv)
-        again = sb("deploy", "--hosts", str(only_h1), STALLBENCH_WHEEL_CACHE=str(cache))
-        assert again.returncode == 0, again.stdout + again.stderr
+        again = sb("deploy", "--hosts", str(targets), STALLBENCH_WHEEL_CACHE=str(cache))
+        assert again.returncode == 1, again.stdout + again.stderr
         assert f"  h1: ok: stallbench {stallbench.__version__} in {venv}: up to date" \
-            in again.stdout
+            in again.stdout and refused in again.stdout
         # no other stallbench on h1: the run can only use the deployed one
         ssh = subprocess.run(["ssh", "-i", str(fleet.key), "-p", str(h1.port), "-o",
                               f"UserKnownHostsFile={fleet.known_hosts}", "-o", "BatchMode=yes",

@@ -38,7 +38,7 @@ import threading
 import zipfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -68,7 +68,6 @@ class DeployReport:
     host: str
     ok: bool = False
     message: str = ""
-    events: list[str] = field(default_factory=list)
 
 
 def python_tag() -> str:
@@ -260,7 +259,7 @@ def build_wheelhouse(directory: Path, log: Callable[[str], None]) -> Wheelhouse:
 
 # -- the hosts ----------------------------------------------------------------------------------
 
-_CHECK = r"""py="$1"; want="$2"; v="$3"; digest="$4"; w="$5"
+_CHECK = r"""py="$1"; want="$2"; v="$3"; w="$4"
 tag='import platform, sys; print("%d.%d-%s" % (*sys.version_info[:2], platform.machine()))'
 got=$("$py" -c "$tag" 2>&1 </dev/null) || {
     echo "deploy: $py does not run ($(printf '%s\n' "$got" | sed -n '/./{p;q;}'))" >&2; exit 4; }
@@ -269,11 +268,10 @@ got=$("$py" -c "$tag" 2>&1 </dev/null) || {
          "set stallbench_python to a Python ${want%-*} there" >&2; exit 4; }
 command -v rsync >/dev/null || { echo "deploy: rsync is not installed" >&2; exit 3; }
 mkdir -p -- "$w" || exit 5
-if [ "$(cat "$v/.stallbench-deployed" 2>/dev/null)" = "$digest" ] \
-        && "$v/bin/stallbench" --version >/dev/null 2>&1; then
-    echo current
+if "$v/bin/stallbench" --version >/dev/null 2>&1; then
+    echo "deployed $(cat "$v/.stallbench-deployed" 2>/dev/null)"
 else
-    echo install
+    echo "deployed none"
 fi"""
 
 _INSTALL = r"""py="$1"; v="$2"; w="$3"; version="$4"; digest="$5"
@@ -308,25 +306,41 @@ class Deploy:
         self.runner = Runner(inventory.path, directory / "ansible")
 
     def run(self) -> list[DeployReport]:
-        house = build_wheelhouse(self.directory / "wheels", self.log)
-        self.log(f"deploy: {len(house.wheels)} wheels, {house.size / 2**20:.0f} MiB; "
-                 f"installing on {len(self.hosts)} host(s)")
+        """Check every host (its Python, rsync, what it has), make the wheels, install them
+        where they are not already."""
         with ThreadPoolExecutor(max_workers=min(len(self.hosts), 16)) as pool:
-            return list(pool.map(lambda cfg: self._host(cfg, house), self.hosts))
+            checked = list(pool.map(self._check, self.hosts))
+        if not any(deployed is not None for _report, deployed in checked):
+            return [report for report, _deployed in checked]
+        house = build_wheelhouse(self.directory / "wheels", self.log)
+        self.log(f"deploy: {len(house.wheels)} wheels, {house.size / 2**20:.0f} MiB")
+        with ThreadPoolExecutor(max_workers=min(len(self.hosts), 16)) as pool:
+            return list(pool.map(lambda item: self._install(*item, house),
+                                 zip(self.hosts, checked, strict=True)))
 
-    def _host(self, cfg: HostConfig, house: Wheelhouse) -> DeployReport:
+    def _check(self, cfg: HostConfig) -> tuple[DeployReport, str | None]:
+        """(report, the digest of what deploy last installed there, "" for none), or None
+        for the digest when the host cannot take these wheels (the report says why)."""
         report = DeployReport(cfg.name)
-        wheels = f"{cfg.venv}.wheels"
         check = self.runner.run(cfg.name, "deploy-check", [{
             "name": "check", "raw": shlex.join(["sh", "-c", _CHECK, "check", cfg.python,
-                                                python_tag(), cfg.venv, house.digest, wheels])}])
+                                                python_tag(), cfg.venv, f"{cfg.venv}.wheels"])}])
         if not check.ok:
-            report.message = check.message
+            report.message = _why(check, "check")
+            return report, None
+        last = (check.task("check").get("stdout_lines") or [""])[-1].strip()
+        return report, last.removeprefix("deployed ").strip()
+
+    def _install(self, cfg: HostConfig, checked: tuple[DeployReport, str | None],
+                 house: Wheelhouse) -> DeployReport:
+        report, deployed = checked
+        if deployed is None:
             return report
-        if (check.task("check").get("stdout_lines") or [""])[-1].strip() == "current":
-            report.ok, report.message = True, f"stallbench {__version__} in {cfg.venv}: " \
-                "up to date"
+        if deployed == house.digest:
+            report.ok = True
+            report.message = f"stallbench {__version__} in {cfg.venv}: up to date"
             return report
+        wheels = f"{cfg.venv}.wheels"
         done = self.runner.run(cfg.name, "deploy", [
             {"name": "copy", "ansible.posix.synchronize": {
                 "mode": "push", "src": f"{house.directory}/", "dest": f"{wheels}/",
@@ -337,7 +351,7 @@ class Deploy:
                                                    house.digest])},
         ], timeout=3600)
         if not done.ok:
-            report.message = done.message
+            report.message = _why(done, "copy", "install")
             return report
         lines = [line.strip() for line in done.task("install").get("stdout_lines") or []]
         if not lines or lines[-1] != f"stallbench {__version__}":
@@ -347,6 +361,14 @@ class Deploy:
         report.message = f"installed stallbench {__version__} in {cfg.venv} (with " \
                          f"{cfg.python}; wheels in {wheels})"
         return report
+
+
+def _why(result, *tasks: str) -> str:
+    """A failed playbook's message without the task name in front."""
+    for task in tasks:
+        if result.message.startswith(f"{task}: "):
+            return result.message.removeprefix(f"{task}: ")
+    return result.message
 
 
 def deploy(source: Path | list[str], log: Callable[[str], None] = print) -> list[DeployReport]:
