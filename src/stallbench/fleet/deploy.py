@@ -47,6 +47,7 @@ from ..errors import UsageError
 from .ansible import Runner, check_ansible
 from .inventory import HostConfig, host_config, load_inventory
 
+WHEEL_BACKEND = "setuptools>=70.1"   # bdist_wheel built in: no `wheel` package, no download
 MARKER = ".stallbench-deployed"     # in the venv: the wheelhouse digest, "partial" while made
 # dist-info files the installer writes itself
 _INSTALLER_FILES = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
@@ -187,7 +188,7 @@ def own_wheel(out: Path, scratch: Path) -> Path:
     if importlib.util.find_spec("setuptools") is None:
         raise UsageError("deploy builds stallbench's wheel from its source tree "
                          f"({root}) with setuptools, which is not installed here: "
-                         "pip install setuptools")
+                         f"pip install '{WHEEL_BACKEND}'")
     tree = scratch / "source"        # a copy: the build writes build/ and *.egg-info
     shutil.copytree(root / "src", tree / "src",
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
@@ -203,7 +204,9 @@ def own_wheel(out: Path, scratch: Path) -> Path:
     wheels = sorted(built.glob(f"stallbench-{__version__}-*.whl"))
     if proc.returncode != 0 or len(wheels) != 1:
         tail = (proc.stderr.strip().splitlines() or ["no wheel"])[-1]
-        raise UsageError(f"deploy: building stallbench's wheel from {root} failed: {tail}")
+        raise UsageError(f"deploy: building stallbench's wheel from {root} failed: {tail} "
+                         f"(the build backend here must make wheels itself: pip install "
+                         f"'{WHEEL_BACKEND}')")
     return Path(shutil.move(wheels[0], out / wheels[0].name))
 
 
@@ -269,14 +272,14 @@ got=$("$py" -c "$tag" 2>&1 </dev/null) || {
 command -v rsync >/dev/null || { echo "deploy: rsync is not installed" >&2; exit 3; }
 mkdir -p -- "$w" || exit 5
 if "$v/bin/stallbench" --version >/dev/null 2>&1; then
-    echo "deployed $(cat "$v/.stallbench-deployed" 2>/dev/null)"
+    echo "deployed $(cat "$v/@MARKER@" 2>/dev/null)"
 else
     echo "deployed none"
-fi"""
+fi""".replace("@MARKER@", MARKER)
 
 _INSTALL = r"""py="$1"; v="$2"; w="$3"; version="$4"; digest="$5"
 if [ -e "$v" ] || [ -L "$v" ]; then
-    if [ -f "$v/.stallbench-deployed" ]; then rm -rf -- "$v"
+    if [ -f "$v/@MARKER@" ]; then rm -rf -- "$v"
     elif [ -d "$v" ] && [ -z "$(ls -A -- "$v")" ]; then rmdir -- "$v"
     else
         echo "deploy: $v exists and is not a venv that stallbench deploy made;" \
@@ -285,14 +288,14 @@ if [ -e "$v" ] || [ -L "$v" ]; then
     fi
 fi
 mkdir -p -- "$(dirname -- "$v")" && "$py" -m venv --without-pip "$v" || exit 6
-echo partial > "$v/.stallbench-deployed"
+echo partial > "$v/@MARKER@"
 set -- "$w"/pip-*.whl
 env -u PYTHONPATH PIP_CONFIG_FILE=/dev/null "$v/bin/python" "$1/pip" install -q --no-index \
     --find-links "$w" --no-cache-dir --disable-pip-version-check --no-warn-script-location \
     --no-compile "stallbench==$version" pip 2>&1 || exit 7
 "$v/bin/stallbench" --version || exit 8
-echo "$digest" > "$v/.stallbench-deployed"
-"""
+echo "$digest" > "$v/@MARKER@"
+""".replace("@MARKER@", MARKER)
 
 
 class Deploy:
