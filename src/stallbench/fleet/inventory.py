@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .. import __version__
@@ -170,16 +170,19 @@ def host_config(name: str, variables: dict[str, Any]) -> HostConfig:
             isinstance(k, str) and isinstance(v, (str, int)) for k, v in environment.items()):
         raise UsageError(f"inventory host {name}: stallbench_environment must be a mapping of "
                          "variable names to strings")
-    venv = text("stallbench_venv", DEFAULT_VENV)
-    if not venv.startswith("/") or "\n" in venv:
-        raise UsageError(f"inventory host {name}: stallbench_venv must be an absolute path")
+    given = text("stallbench_venv", DEFAULT_VENV)
+    venv = given.rstrip("/")
+    parts = PurePosixPath(venv).parts
+    if not venv.startswith("/") or "\n" in venv or ".." in parts or len(parts) < 3:
+        raise UsageError(f"inventory host {name}: stallbench_venv must be an absolute path of a "
+                         f"directory of its own (like {DEFAULT_VENV}), got {given!r}")
     if "stallbench" in variables:
         command = shlex.split(text("stallbench", "stallbench"))
     else:
-        command = ["sh", "-c", DEPLOYED_OR_PATH, f"{venv.rstrip('/')}/bin/stallbench"]
+        command = ["sh", "-c", DEPLOYED_OR_PATH, f"{venv}/bin/stallbench"]
     reboot = variables.get("stallbench_reboot_command")
     return HostConfig(
-        name=name, command=command, venv=venv.rstrip("/") or "/",
+        name=name, command=command, venv=venv,
         python=text("stallbench_python", "python3"),
         workdir=text("stallbench_workdir", DEFAULT_WORKDIR),
         environment={k: str(v) for k, v in environment.items()},

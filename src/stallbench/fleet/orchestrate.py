@@ -200,7 +200,7 @@ class FleetRun:
                     plan_text: str = "") -> dict[str, Any]:
         """One command, no Python on the host (`raw`), before a start: stallbench --version
         (must be ours), the boot id, uname -r, the run's directory, the host's plan, and the
-        Python for Ansible's modules (PROBE_PYTHON: the interpreter Ansible would use, checked
+        Python for Ansible's modules (PROBE_SCRIPT: the interpreter Ansible would use, checked
         to run; when discovery found one that does not, the host's /usr/bin/python3)."""
         argv = ["sh", "-c", PROBE_SCRIPT, "probe", cfg.boot_id_path, remote_results, plan_path,
                 plan_text]
