@@ -22,10 +22,13 @@ from pathlib import Path
 
 import pytest
 
+import stallbench
 from stallbench.journal import Journal, process_start_time
 
 SSHD = "/usr/sbin/sshd"
-STALLBENCH = f"{sys.executable} -m stallbench"
+# the stallbench under test, also over SSH (whose sessions start with sshd's own environment)
+STALLBENCH = (f"env PYTHONPATH={Path(stallbench.__file__).resolve().parents[1]} "
+              f"{sys.executable} -m stallbench")
 
 needs_fleet = pytest.mark.skipif(
     os.geteuid() != 0 or not Path(SSHD).exists() or shutil.which("rsync") is None
@@ -93,7 +96,9 @@ class Fleet:
             self.journal.push("rmdir", path="/run/sshd")
             Path("/run/sshd").mkdir(mode=0o755)
 
-    def add(self, name: str, address: str, start: bool = True) -> FakeHost:
+    def add(self, name: str, address: str, start: bool = True,
+            sshd_options: tuple[str, ...] = ()) -> FakeHost:
+        """A host; `sshd_options`: more sshd_config lines (e.g. SetEnv PATH=...)."""
         root = self.root / name
         for sub in ("work", "state"):
             (root / sub).mkdir(parents=True, exist_ok=True)
@@ -109,7 +114,7 @@ class Fleet:
             "PubkeyAuthentication yes", "PasswordAuthentication no",
             "KbdInteractiveAuthentication no", f"AuthorizedKeysFile {root / 'authorized_keys'}",
             "StrictModes no", "LogLevel VERBOSE", "MaxStartups 50", "MaxSessions 50",
-            "Subsystem sftp internal-sftp", ""]))
+            "Subsystem sftp internal-sftp", *sshd_options, ""]))
         self.hosts[name] = host
         if start:
             self.start(host)

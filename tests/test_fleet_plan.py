@@ -182,3 +182,21 @@ def test_ssh_targets_and_groups_resolve_through_ansible_inventory(tmp_path):
     assert {name: cfg.variants for name, cfg in hosts.items()} == {
         "db1": ["a", "b"], "nvme1": ["a"]}
     assert hosts["db1"].run_overhead_s == 3 and hosts["nvme1"].workdir == "/srv/sb"
+
+
+@pytest.mark.skipif(not HAS_ANSIBLE, reason="needs stallbench[fleet] (Ansible)")
+@pytest.mark.parametrize("venv, expected", [
+    ("/", "inventory host db1: stallbench_venv must be an absolute path of a directory of its "
+          "own (like /opt/stallbench/"),
+    ("/opt/../usr/x", "got '/opt/../usr/x'"),
+    (None, "deploy: the following arguments are required: --hosts"),
+])
+def test_bad_deploy_input_is_one_line_exit_2(tmp_path, venv, expected):
+    """`stallbench deploy` refuses a venv path that is no directory of its own (it replaces
+    what deploy made there) before any host is touched or any wheel made."""
+    inventory = tmp_path / "inventory.ini"
+    inventory.write_text(f"[db]\ndb1 ansible_host=127.0.0.9 stallbench_venv={venv}\n")
+    result = sb("deploy", *(["--hosts", str(inventory)] if venv else []))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.count("\n") == 1 and expected in result.stderr, result.stderr
+    assert "wheels" not in result.stderr

@@ -42,6 +42,59 @@ def test_bad_kernel_plan_keys_are_one_line_exit_2(tmp_path, variant, needle):
     assert not (tmp_path / "r").exists()
 
 
+def _not_kernels(tmp_path: Path) -> dict[str, Path]:
+    fake_deb = tmp_path / "linux-image-fake.deb"
+    fake_deb.write_text("not a package\n")
+    other_ar = tmp_path / "libfoo.a"
+    other_ar.write_bytes(b"!<arch>\nfoo.o/          0           0     0     644     4         `\n"
+                         b"\x7fELF")
+    empty = tmp_path / "empty-tree"
+    empty.mkdir()
+    return {"/etc/passwd": Path("/etc/passwd"), "deb": fake_deb, "ar": other_ar, "dir": empty}
+
+
+@pytest.mark.parametrize("kind, needle", [
+    ("/etc/passwd", "--kernel /etc/passwd: not an x86 bzImage (no boot header)"),
+    ("deb", "linux-image-fake.deb: not a Debian package"),
+    ("ar", "libfoo.a: not a Debian package"),
+    ("dir", "empty-tree: no boot/vmlinuz-* or bzImage in it"),
+])
+def test_a_file_that_is_no_kernel_is_bad_input_before_anything_starts(tmp_path, kind, needle):
+    """Issue 23 item 18: known from the file's first bytes, so one line and exit 2 (it was a
+    failed run, exit 1, after the results directory and the run were made)."""
+    kernel = _not_kernels(tmp_path)[kind]
+    out = sb("run", "randread", "--results", str(tmp_path / "r"), "--duration", "1",
+             "--kernel", str(kernel), state=tmp_path / "state")
+    assert_one_line_exit_2(out, needle)
+    assert not (tmp_path / "r").exists()
+
+
+def _mem_total() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no MemTotal")
+
+
+@requires_vm
+def test_a_guest_bigger_than_this_machine_is_bad_input_before_anything_starts(tmp_path):
+    """--vm-memory 1T with a real kernel: QEMU failed at boot ("cannot set up guest memory");
+    now one line naming this machine's memory (from /proc/meminfo), flag and plan key alike."""
+    deb, _release = guest_kernels()[-1]
+    total_gib = _mem_total() / (1 << 30)
+    out = sb("run", "randread", "--results", str(tmp_path / "r"), "--duration", "1",
+             "--kernel", str(deb), "--vm-memory", "1T", state=tmp_path / "state")
+    line = assert_one_line_exit_2(out, "--vm-memory 1024 GiB: this machine has ")
+    assert f"{total_gib:.1f} GiB in all" in line or f"{total_gib:.0f} GiB in all" in line
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f'workload = "randread"\n[[variants]]\nname = "k"\nkernel = "{deb}"\n'
+                    f'vm_memory = "{int(total_gib) + 1}G"\n')
+    out = sb("run", "--plan", str(plan), "--results", str(tmp_path / "r"),
+             state=tmp_path / "state", cwd=tmp_path)
+    assert_one_line_exit_2(out, f"--vm-memory {int(total_gib) + 1} GiB: this machine has")
+    assert not (tmp_path / "r").exists()
+
+
 @requires_vm
 def test_the_bzimage_release_is_the_packages_own():
     from stallbench.vm.kernel import resolve_kernel

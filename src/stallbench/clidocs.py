@@ -1,6 +1,8 @@
 """Shell completion (bash, zsh) and the man page, generated from the argparse parser, so that
 they cannot drift from the command line: `scripts/gen-cli-docs.py` (or `make cli-docs`) writes
-them under share/, and tests/test_export_cli.py checks that the files match the parser."""
+them into the package (src/stallbench/share/, package data: `stallbench completion bash|zsh`
+prints them; pyproject.toml's data-files also installs them under the prefix's share/, where
+man and the shells look), and tests/test_export_cli.py checks that the files match the parser."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ from pathlib import Path
 
 from . import __version__
 
-FILES = {"bash": "share/bash-completion/completions/stallbench",
-         "zsh": "share/zsh/site-functions/_stallbench",
-         "man": "share/man/man1/stallbench.1"}
+# inside the package (importlib.resources.files("stallbench") / ...), and in the source tree
+PACKAGE_FILES = {"bash": "share/bash-completion/completions/stallbench",
+                 "zsh": "share/zsh/site-functions/_stallbench",
+                 "man": "share/man/man1/stallbench.1"}
+FILES = {kind: f"src/stallbench/{path}" for kind, path in PACKAGE_FILES.items()}
 VALUE_ACTIONS = (argparse._StoreAction, argparse._AppendAction)
 
 
@@ -107,7 +111,7 @@ def bash(parser: argparse.ArgumentParser) -> str:
     lines = [
         "# bash completion for stallbench (generated from its parser by scripts/gen-cli-docs.py;",
         "# do not edit). Install: copy to /usr/share/bash-completion/completions/stallbench",
-        "# or `source` it from ~/.bashrc.",
+        "# or put `source <(stallbench completion bash)` in ~/.bashrc.",
         "_stallbench_variants() {",
         '    local results=${STALLBENCH_RESULTS:-results} i',
         "    for ((i = 1; i < COMP_CWORD; i++)); do",
@@ -201,7 +205,8 @@ def _zsh_function(cmd: Command) -> list[str]:
 def zsh(parser: argparse.ArgumentParser) -> str:
     lines = ["#compdef stallbench",
              "# zsh completion for stallbench (generated from its parser by",
-             "# scripts/gen-cli-docs.py; do not edit). Install: put it in a directory on $fpath.",
+             "# scripts/gen-cli-docs.py; do not edit). Install: put it in a directory on $fpath",
+             "# (`stallbench completion zsh > DIR/_stallbench`).",
              ""]
     for cmd in reversed(list(_walk(describe(parser)))):
         lines += _zsh_function(cmd)

@@ -130,9 +130,25 @@ _VARIANT_KEYS = {f.name for f in VARIANT_FIELDS}
 
 
 def plan_json_schema() -> dict[str, Any]:
-    """schemas/plan.schema.json, from the tables (tests/test_plan_schema.py compares them)."""
+    """schemas/plan.schema.json, from the tables (tests/test_plan_schema.py compares them): what
+    the reader accepts, so a key it refuses fails validation too (each workload's option table
+    names its keys, chosen by the plan's `workload`)."""
+    from .fleet.planhosts import BOOT_SCHEMA
     from .variant import OPTION_KEY_RE
 
+    workloads = available_workloads()
+    variant = json_schema(VARIANT_FIELDS)
+    variant["boot"] = BOOT_SCHEMA
+    properties = json_schema(PLAN_FIELDS + _OTHER_TOP_KEYS)
+    properties["workload"] = {"enum": workloads}
+    by_workload = []
+    for name in workloads:
+        ref = {"$ref": f"#/$defs/options-{name}"}
+        by_workload.append({
+            "if": {"required": ["workload"], "properties": {"workload": {"const": name}}},
+            "then": {"properties": {"options": ref, "workload_options": ref, "variants": {
+                "items": {"properties": {"workload_options": ref}}}}}})
+    auto = {"required": ["iterations"], "properties": {"iterations": {"const": "auto"}}}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "stallbench/plan.schema.json",
@@ -141,7 +157,14 @@ def plan_json_schema() -> dict[str, Any]:
                        "unknown keys are refused. Sizes are strings like 512M or integers in "
                        "bytes, durations strings like 20s or numbers of seconds.",
         "type": "object", "required": ["workload", "variants"], "additionalProperties": False,
-        "properties": json_schema(PLAN_FIELDS + _OTHER_TOP_KEYS),
+        "properties": properties,
+        "allOf": [
+            *by_workload,
+            {"not": {"required": ["options", "workload_options"]}},
+            {"if": auto, "then": {"required": ["metrics"]},
+             "else": {"not": {"anyOf": [{"required": ["metrics"]},
+                                        {"required": ["max_iterations"]}]}}},
+        ],
         "$defs": {
             "size": {"oneOf": [{"type": "string", "pattern": "^[0-9.]+ ?[KMGTkmgt]?i?[Bb]?$"},
                                {"type": "integer", "minimum": 1}]},
@@ -150,9 +173,19 @@ def plan_json_schema() -> dict[str, Any]:
             "options": {"type": "object",
                         "propertyNames": {"pattern": OPTION_KEY_RE.pattern}},
             "variant": {"type": "object", "required": ["name"], "additionalProperties": False,
-                        "properties": json_schema(VARIANT_FIELDS)},
+                        "properties": variant},
+            **{f"options-{name}": _options_schema(name) for name in workloads},
         },
     }
+
+
+def _options_schema(workload: str) -> dict[str, Any]:
+    """A workload's option table: its keys, as written with underscores or dashes."""
+    properties: dict[str, Any] = {}
+    for f in get_workload(workload).option_fields():
+        for key in dict.fromkeys((f.name, f.name.replace("_", "-"))):
+            properties[key] = dict(f.schema)
+    return {"type": "object", "additionalProperties": False, "properties": properties}
 
 
 def load_plan(path: Path | str) -> Plan:

@@ -364,16 +364,14 @@ class VariantSettings:
     kernel: str | None = option(parse=_kernel, metavar="IMAGE_OR_DEB", schema=_STRING,
                                 help="boot this kernel (bzImage, linux-image-*.deb or unpacked "
                                      "dir) under QEMU and run the workload in the guest")
-    vm_cpus: int | None = option(parse=_vm_cpus, cli_type=int,  # default vm.DEFAULT_CPUS
+    vm_cpus: int | None = option(parse=_vm_cpus, cli_type=int,  # default vm/checks.py DEFAULT_CPUS
                                  help="the guest's vCPUs (with --kernel; 2)",
                                  schema={"type": "integer", "minimum": 1})
     vm_memory: int | None = option(parse=_vm_memory, schema=_SIZE_SCHEMA,
                                    help="the guest's memory (with --kernel; 1G)")
     hosts: list[str] | None = option(flag=None, parse=_hosts, schema=_STRINGS)   # fleet
-    boot: dict[str, str] | None = option(  # fleet: kernel to boot first (fleet/boot.py)
-        flag=None, parse=_boot,
-        schema={"type": "object", "description": "fleet: {entry, release} for grub-reboot, "
-                "or {kexec, initrd, append, release}"})
+    boot: dict[str, str] | None = option(  # fleet: kernel to boot first (fleet/planhosts.py,
+        flag=None, parse=_boot, schema={"type": "object"})  # whose BOOT_SCHEMA the plan's has
     # cgroup knobs (env/memknobs.py, env/iocgroup.py)
     memory_high: int | None = option(parse=_size, schema=_SIZE_OR_ZERO,
                                      help="cgroup v2 memory.high for the workload (root)")
@@ -384,7 +382,10 @@ class VariantSettings:
                                     help="swap the workload may use, e.g. 0 or 256M (root)")
     io_max: dict[str, int] = option(
         factory=dict, parse=parse_io_max, metavar="rbps=N,wbps=N,riops=N,wiops=N",
-        schema={"oneOf": [{"type": "string"}, {"type": "object"}]},
+        schema={"oneOf": [{"type": "string"}, {
+            "type": "object", "additionalProperties": False, "minProperties": 1,
+            "properties": {key: {"oneOf": [{"type": "string"}, {"type": "integer"}]}
+                           for key in IO_MAX_KEYS}}]},
         help="throttle I/O to the device under the directory (root; cgroup v2 io.max or v1 "
              "blkio.throttle)")
     io_weight: int | None = option(parse=check_io_weight, cli_type=int,

@@ -7,6 +7,8 @@ ansible     generated playbooks run by ansible-playbook, results read from its J
 pull        pulled run directories -> RESULTS/<variant>/<workload>/<n>, host and boot id recorded
 orchestrate preflight, start (one async task), one status check, pull, cleanup, per host
 labels      `variant@host`: how compare and check tell hosts apart (no Ansible needed)
+deploy      `stallbench deploy`: this controller's stallbench and its dependencies as wheels,
+            installed into a venv on each host with pip --no-index
 
 Nothing here imports Ansible: it is run as a program (`ansible-playbook`), from the
 optional extra `stallbench[fleet]`.

@@ -4,8 +4,13 @@ The inventory is read by `ansible-inventory --list` (INI, YAML, scripts: whateve
 A list of SSH targets becomes a small generated inventory. Host variables that stallbench reads
 (all optional, literal values):
 
-  stallbench                  the command on the host (default `stallbench`), e.g.
-                              "/opt/stallbench/.venv/bin/stallbench"
+  stallbench                  the command on the host (default: the stallbench that
+                              `stallbench deploy` installed in stallbench_venv, else
+                              `stallbench` on PATH), e.g. "/opt/sb/.venv/bin/stallbench"
+  stallbench_venv             where `stallbench deploy` installs this controller's stallbench
+                              (default /opt/stallbench/VERSION, this controller's version)
+  stallbench_python           the Python that `stallbench deploy` makes that venv with (default
+                              python3; the controller's major.minor, as the wheels are)
   stallbench_workdir          where plans and results live on the host
                               (default /var/tmp/stallbench-fleet; one subdirectory per fleet run)
   stallbench_environment      environment for stallbench on the host (e.g. STALLBENCH_STATE_DIR)
@@ -24,9 +29,10 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from .. import __version__
 from ..errors import UsageError
 from ..plan import Plan
 from .ansible import list_inventory
@@ -34,6 +40,9 @@ from .planhosts import TARGET_RE
 
 DEFAULT_WORKDIR = "/var/tmp/stallbench-fleet"
 DEFAULT_BOOT_ID = "/proc/sys/kernel/random/boot_id"
+DEFAULT_VENV = f"/opt/stallbench/{__version__}"
+# without a `stallbench` host variable: the deployed venv's stallbench ($0), else PATH's
+DEPLOYED_OR_PATH = 'if [ -x "$0" ]; then exec "$0" "$@"; fi; exec stallbench "$@"'
 
 
 @dataclass
@@ -50,6 +59,8 @@ class HostConfig:
     reconnect_timeout_s: float = 600.0
     reboot_timeout_s: float = 600.0
     variants: list[str] = field(default_factory=list)
+    venv: str = DEFAULT_VENV
+    python: str = "python3"
 
 
 @dataclass
@@ -159,10 +170,21 @@ def host_config(name: str, variables: dict[str, Any]) -> HostConfig:
             isinstance(k, str) and isinstance(v, (str, int)) for k, v in environment.items()):
         raise UsageError(f"inventory host {name}: stallbench_environment must be a mapping of "
                          "variable names to strings")
-    command = shlex.split(text("stallbench", "stallbench"))
+    given = text("stallbench_venv", DEFAULT_VENV)
+    venv = given.rstrip("/")
+    parts = PurePosixPath(venv).parts
+    if not venv.startswith("/") or "\n" in venv or ".." in parts or len(parts) < 3:
+        raise UsageError(f"inventory host {name}: stallbench_venv must be an absolute path of a "
+                         f"directory of its own (like {DEFAULT_VENV}), got {given!r}")
+    if "stallbench" in variables:
+        command = shlex.split(text("stallbench", "stallbench"))
+    else:
+        command = ["sh", "-c", DEPLOYED_OR_PATH, f"{venv}/bin/stallbench"]
     reboot = variables.get("stallbench_reboot_command")
     return HostConfig(
-        name=name, command=command, workdir=text("stallbench_workdir", DEFAULT_WORKDIR),
+        name=name, command=command, venv=venv,
+        python=text("stallbench_python", "python3"),
+        workdir=text("stallbench_workdir", DEFAULT_WORKDIR),
         environment={k: str(v) for k, v in environment.items()},
         boot_id_path=text("stallbench_boot_id_path", DEFAULT_BOOT_ID),
         reboot_command=str(reboot) if reboot else None,

@@ -1,6 +1,8 @@
 """One fleet run: for every host, in its own thread,
 
-  preflight  stallbench --version (must equal ours), boot id, uname -r, a directory for the run
+  preflight  stallbench --version (must equal ours), boot id, uname -r, a directory for the run,
+             the Python for Ansible's modules (Ansible's choice if it runs, else the host's
+             /usr/bin/python3; every later task is given it, so no playbook discovers again)
   per segment (one per boot when variants boot kernels, else one for the whole plan):
     boot     grub-reboot ENTRY / kexec -l, Ansible's reboot (waits for a new boot id), then
              uname -r must equal the plan's release, or the host is refused
@@ -41,6 +43,44 @@ from .pull import import_runs
 from .subplan import Segment, check_plan_size, segments
 
 NO_SPACE_RE = re.compile(r"no space left on device|ENOSPC|disk quota exceeded", re.I)
+PROBE_NO_PYTHON = 4     # the probe's exit status when no Python runs Ansible's modules
+# $1-$4: boot id file, results directory, plan path and text; $5: Ansible's INTERPRETER_PYTHON
+# for the host (a path, or auto...: discovery), $6: its INTERPRETER_PYTHON_FALLBACK list (the
+# candidates discovery takes the first of that `command -v` finds); then the stallbench command.
+# Prints stallbench's version, the boot id, uname -r, the Python to use, and when that is not
+# the discovered one, a line naming the discovered one and why it does not run.
+PROBE_SCRIPT = r"""b="$1"; r="$2"; p="$3"; t="$4"; w="$5"; fb="$6"; shift 6
+"$@" --version && cat "$b" && uname -r && mkdir -p -m 0700 "$r" &&
+{ command -v rsync >/dev/null || { echo "rsync is not installed" >&2; exit 3; }; } &&
+{ [ -z "$p" ] || { umask 077; printf %s "$t" > "$p"; }; } || exit $?
+runs() {
+    why=$($1 -c 'import sys; sys.exit(sys.version_info < (3, 8) and "older than 3.8")' \
+          2>&1 </dev/null)
+    s=$?
+    why=$(printf '%s\n' "$why" | sed -n '/[^[:space:]]/{p;q;}' | cut -c1-200)
+    [ -n "$why" ] || why="exit status $s"
+    return $s
+}
+case "$w" in
+auto*)
+    d=/usr/bin/python3
+    for c in $fb; do
+        f=$(command -v "$c" 2>/dev/null) && case "$f" in /*) d=$f; break;; esac
+    done
+    runs "$d" && { echo "$d"; exit 0; }
+    dw=$why
+    if [ "$d" != /usr/bin/python3 ] && runs /usr/bin/python3; then
+        echo /usr/bin/python3; echo "$d, which does not run ($dw)"; exit 0
+    fi
+    also=""
+    [ "$d" = /usr/bin/python3 ] || also=", nor does /usr/bin/python3 ($why)"
+    echo "python: interpreter discovery found $d, which does not run ($dw)$also" >&2
+    exit @NO_PYTHON@;;
+*)
+    runs "$w" && { echo "$w"; exit 0; }
+    echo "python: ansible_python_interpreter $w does not run ($why)" >&2
+    exit @NO_PYTHON@;;
+esac""".replace("@NO_PYTHON@", str(PROBE_NO_PYTHON))
 
 
 @dataclass
@@ -80,6 +120,11 @@ class _Stopped(Exception):
     pass
 
 
+# the Python of a host's modules: the probe's choice, from this playbook's probe or an earlier
+_PYTHON_PROBED = {"ansible_python_interpreter": "{{ probe.stdout_lines[3] }}"}
+_PYTHON_KNOWN = {"ansible_python_interpreter": "{{ sb_python }}"}
+
+
 class FleetRun:
     def __init__(self, plan: Plan, source: Path | list[str], log=print):
         check_ansible()
@@ -105,6 +150,8 @@ class FleetRun:
             raise
         self.runner = Runner(self.inventory.path, self.directory / "ansible")
         self.stop = threading.Event()
+        self._python: dict[str, str] = {}       # host -> the Python its probe chose
+        self._python_noted: set[str] = set()
 
     # -- the whole fleet ------------------------------------------------------------------------
     def run(self) -> FleetOutcome:
@@ -152,17 +199,38 @@ class FleetRun:
     def _probe_task(self, cfg: HostConfig, remote_results: str, plan_path: str = "",
                     plan_text: str = "") -> dict[str, Any]:
         """One command, no Python on the host (`raw`), before a start: stallbench --version
-        (must be ours), the boot id, uname -r, the run's directory, and the host's plan."""
-        script = ('b="$1"; r="$2"; p="$3"; t="$4"; shift 4; "$@" --version && cat "$b" && '
-                  'uname -r && mkdir -p -m 0700 "$r" && '
-                  '{ command -v rsync >/dev/null || { echo "rsync is not installed" >&2; '
-                  'exit 3; }; } && { [ -z "$p" ] || { umask 077; printf %s "$t" > "$p"; }; }')
-        argv = ["sh", "-c", script, "probe", cfg.boot_id_path, remote_results, plan_path,
-                plan_text, *cfg.command]
-        return {"name": "probe", "raw": shlex.join(argv), "register": "probe",
+        (must be ours), the boot id, uname -r, the run's directory, the host's plan, and the
+        Python for Ansible's modules (PROBE_SCRIPT: the interpreter Ansible would use, checked
+        to run; when discovery found one that does not, the host's /usr/bin/python3)."""
+        argv = ["sh", "-c", PROBE_SCRIPT, "probe", cfg.boot_id_path, remote_results, plan_path,
+                plan_text]
+        python = "{{ sb_python_setting | quote }} {{ sb_python_fallback | quote }}"
+        return {"name": "probe", "raw": f"{shlex.join(argv)} {python} {shlex.join(cfg.command)}",
+                "register": "probe",
+                "vars": {"sb_python_setting": "{{ query('ansible.builtin.config', "
+                                              "'INTERPRETER_PYTHON') | first }}",
+                         "sb_python_fallback": "{{ query('ansible.builtin.config', "
+                                               "'INTERPRETER_PYTHON_FALLBACK') | first "
+                                               "| join(' ') }}"},
                 "failed_when": "probe.rc != 0 or probe.stdout_lines[0] != sb_version or "
                                "(sb_release | default('') != '' and "
                                "probe.stdout_lines[2] | trim != sb_release)"}
+
+    def _probed(self, cfg: HostConfig, report: HostReport, result) -> None:
+        """Keep the Python the probe chose for this host's later playbooks; say once when it
+        is not the one Ansible's discovery found."""
+        lines = [line.strip() for line in result.task("probe").get("stdout_lines") or []]
+        if len(lines) < 4 or not lines[3]:
+            return
+        self._python[cfg.name] = lines[3]
+        if len(lines) > 4 and lines[4] and cfg.name not in self._python_noted:
+            self._python_noted.add(cfg.name)
+            report.events.append(
+                f"Ansible's interpreter discovery found {lines[4]}: using {lines[3]} "
+                f"(set ansible_python_interpreter for {cfg.name} in the inventory to choose)")
+
+    def _python_vars(self, cfg: HostConfig) -> dict[str, Any]:
+        return {"sb_python": self._python.get(cfg.name, "auto_silent")}
 
     def _probe_failed(self, report: HostReport, result, first: bool) -> None:
         probe = result.task("probe")
@@ -174,11 +242,17 @@ class FleetRun:
             report.fail(f"disk full at start: {result.message}")
         elif lines and lines[0].startswith("stallbench ") and lines[0] != self._version:
             report.fail(f"runs {lines[0]}, this controller {self._version}: install the same "
-                        "version on every host")
+                        "version on every host (`stallbench deploy --hosts INVENTORY`)")
+        elif probe.get("rc") == PROBE_NO_PYTHON:
+            detail = result.message.split("python: ", 1)[-1]
+            report.fail(f"no Python for Ansible's modules on {report.host}: {detail}; set "
+                        f"ansible_python_interpreter for {report.host} in the inventory to a "
+                        "Python 3.8 or newer that runs there (e.g. /usr/bin/python3)")
         elif probe and probe.get("rc") not in (0, None) and not (
                 lines and lines[0].startswith("stallbench ")):
-            report.fail(f"stallbench is not usable there ({result.message}); install it on the "
-                        "host or set the host variable `stallbench` to its command")
+            report.fail(f"stallbench is not usable there ({result.message}); install this "
+                        "controller's with `stallbench deploy --hosts INVENTORY`, or set the "
+                        "host variable `stallbench` to its command")
         else:
             report.fail(f"{'at start: ' if first else ''}{result.message}")
 
@@ -202,6 +276,7 @@ class FleetRun:
                     if not pre.ok:
                         self._probe_failed(report, pre, True)
                         return
+                    self._probed(cfg, report, pre)
             if not self._segment(cfg, report, segment, remote, remote_results, mirror,
                                  imported, first):
                 return
@@ -227,7 +302,7 @@ class FleetRun:
             reboot["reboot_command"] = cfg.reboot_command or "systemctl kexec"
         self.log(f"{cfg.name}: segment {segment.number}: {describe_boot(boot)}, reboot")
         return [{"name": "boot entry", "raw": shlex.join(prepare)},
-                {"name": "reboot", "reboot": reboot}]
+                {"name": "reboot", "reboot": reboot, "vars": _PYTHON_KNOWN}]
 
     def _boot_failed(self, report: HostReport, segment: Segment, result) -> bool:
         """After a start playbook that booted first: did the boot go wrong? (reports it)"""
@@ -266,8 +341,8 @@ class FleetRun:
             *boot,
             self._probe_task(cfg, remote_results, plan_path, segment.text),
             {"name": "start", "command": {"argv": argv}, "environment": env,
-             "async": budget, "poll": 0},
-        ], {"sb_version": self._version,
+             "async": budget, "poll": 0, "vars": _PYTHON_PROBED},
+        ], {"sb_version": self._version, **self._python_vars(cfg),
             "sb_release": (segment.boot or {}).get("release", "")},
             timeout=900 + (cfg.reboot_timeout_s if boot else 0))
         if boot and self._boot_failed(report, segment, started):
@@ -280,6 +355,7 @@ class FleetRun:
                 kind = "disk full" if NO_SPACE_RE.search(started.message) else "could not start"
                 report.fail(f"{kind}: {started.message}")
             return False
+        self._probed(cfg, report, started)
         probe = started.task("probe").get("stdout_lines") or ["", "", ""]
         boot_id, report.release = probe[1].strip(), probe[2].strip()
         if boot_id not in report.boot_ids:
@@ -343,7 +419,7 @@ class FleetRun:
         if needs_cleanup:
             cleanup = self.runner.run(cfg.name, f"cleanup{segment.number}", [
                 {"name": "cleanup", "command": {"argv": [*cfg.command, "cleanup"]},
-                 "environment": env}])
+                 "environment": env, "vars": _PYTHON_KNOWN}], self._python_vars(cfg))
             lines = cleanup.task("cleanup").get("stdout_lines", [])
             report.events.append(f"segment {segment.number}: `stallbench cleanup` there: "
                                  + ("; ".join(lines) if lines else cleanup.message or "done"))
@@ -400,10 +476,10 @@ class FleetRun:
             report.status_checks += 1
             result = self.runner.run(cfg.name, "status", [
                 {"name": "status", "async_status": {"jid": job}, "failed_when": False,
-                 "register": "job"},
+                 "register": "job", "vars": _PYTHON_KNOWN},
                 {"name": "boot now", "raw": shlex.join(["cat", cfg.boot_id_path])},
                 *self._pull_tasks(cfg, remote_results, mirror, job_file),
-            ])
+            ], self._python_vars(cfg))
             if result.state in ("unreachable", "error") and "status" not in result.tasks \
                     or result.task("status").get("unreachable"):
                 if lost is None:

@@ -18,6 +18,17 @@ TARGET_RE = re.compile(r"^(?:(?P<user>[A-Za-z0-9._-]{1,64})@)?"
                        r"(?::(?P<port>[0-9]{1,5}))?$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 BOOT_KEYS = ("entry", "kexec", "initrd", "append", "release")
+# the plan schema's `boot` (plan.plan_json_schema): what check_boot accepts
+_ONE_LINE = {"type": "string", "minLength": 1, "maxLength": 4096,
+             "pattern": f"^[^{_CONTROL_RE.pattern[1:-1]}]+$"}
+BOOT_SCHEMA = {
+    "type": "object", "additionalProperties": False, "required": ["release"],
+    "description": "fleet: {entry, release} for grub-reboot, or {kexec, initrd, append, release}",
+    "properties": {key: _ONE_LINE for key in BOOT_KEYS},
+    "oneOf": [{"required": ["entry"], "not": {"anyOf": [
+                  {"required": ["kexec"]}, {"required": ["initrd"]}, {"required": ["append"]}]}},
+              {"required": ["kexec"], "not": {"required": ["entry"]}}],
+}
 MAX_HOSTS = 1000
 
 

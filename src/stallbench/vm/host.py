@@ -30,13 +30,12 @@ from ..store import RunWriter, kernel_info
 from ..units import format_size
 from ..workloads import Workload
 from . import exchange as guest_side  # the contract with vm/guest.py
+from .checks import DEFAULT_CPUS, DEFAULT_MEMORY
 from .initramfs import build_initramfs
 from .kernel import KernelError, cache_dir, pvh_vmlinux, resolve_kernel
 from .notes import TCG_NOTE
 from .qemu import Guest, GuestError, choose_accel, qemu_argv, qemu_binary, qemu_version
 
-DEFAULT_CPUS = 2
-DEFAULT_MEMORY = 1 << 30
 BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 120.0}
 RUN_GRACE_S = 600.0          # setup in the guest (data files) on top of the run's duration
 _counter = itertools.count(1)

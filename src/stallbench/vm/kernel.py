@@ -59,11 +59,30 @@ def check_kernel_spec(spec: str, what: str = "--kernel") -> Path:
     return path
 
 
+def check_kernel_file(spec: str) -> Path:
+    """What can be known of a kernel before anything starts, from the first bytes of its
+    files: a Debian package (an ar archive starting with debian-binary), a directory with a
+    kernel image in it, or a file with the x86 boot header. KernelError (one line) when not;
+    a damaged image or package is found when it is read for its run."""
+    path = check_kernel_spec(spec)
+    if path.is_dir():
+        _boot_header(tree_image(spec, path))
+    elif path.suffix == ".deb" or _is_ar(path):
+        with open(path, "rb") as f:
+            head = f.read(8 + 16)
+        if head[:8] != b"!<arch>\n" or not head[8:].startswith(b"debian-binary"):
+            raise KernelError(f"{spec}: not a Debian package (no debian-binary member); give a "
+                              "linux-image-*.deb, a vmlinuz/bzImage or an unpacked kernel")
+    else:
+        _boot_header(path)
+    return path
+
+
 def resolve_kernel(spec: str, work_dir: Path | None = None, journal: Journal | None = None
                    ) -> Kernel:
     """Find (unpacking a .deb into the cache) and check a kernel; KernelError when unusable."""
     path = check_kernel_spec(spec)
-    if path.is_file() and (path.suffix == ".deb" or _is_deb(path)):
+    if path.is_file() and (path.suffix == ".deb" or _is_ar(path)):
         root = _unpack_deb(path, cache_dir(work_dir), journal)
         return _from_tree(spec, root, None)
     if path.is_dir():
@@ -76,17 +95,22 @@ def resolve_kernel(spec: str, work_dir: Path | None = None, journal: Journal | N
     return Kernel(spec, path, release, modules, {}, _sha256(path))
 
 
-def _is_deb(path: Path) -> bool:
+def _is_ar(path: Path) -> bool:
     with open(path, "rb") as f:
         return f.read(8) == b"!<arch>\n"
 
 
-def _from_tree(spec: str, root: Path, digest: str | None) -> Kernel:
+def tree_image(spec: str, root: Path) -> Path:
+    """The kernel image of an unpacked package or kernel tree (the newest boot/vmlinuz-*)."""
     images = sorted((root / "boot").glob("vmlinuz-*")) + sorted(root.glob("vmlinuz-*")) \
         + sorted(root.glob("bzImage")) + sorted(root.glob("arch/x86/boot/bzImage"))
     if not images:
         raise KernelError(f"{spec}: no boot/vmlinuz-* or bzImage in it")
-    image = images[-1]
+    return images[-1]
+
+
+def _from_tree(spec: str, root: Path, digest: str | None) -> Kernel:
+    image = tree_image(spec, root)
     release = read_bzimage_release(image)
     modules = root / "lib/modules" / release
     config_path = root / "boot" / f"config-{release}"
@@ -106,11 +130,9 @@ def read_config(path: Path) -> dict[str, str]:
     return config
 
 
-def read_bzimage_release(path: Path) -> str:
-    """The release string from the x86 boot header; KernelError if the file is not a whole
-    bzImage (too short for what its header declares, or no header at all)."""
+def _boot_header(path: Path) -> bytes:
+    """The first 16 KiB of an x86 kernel image; KernelError when it has no boot header."""
     try:
-        size = path.stat().st_size
         with open(path, "rb") as f:
             head = f.read(0x4000)
     except OSError as exc:
@@ -118,6 +140,14 @@ def read_bzimage_release(path: Path) -> str:
     if len(head) < 0x260 or head[0x202:0x206] != b"HdrS":
         raise KernelError(f"{path}: not an x86 bzImage (no boot header); give a vmlinuz/bzImage "
                           "or a linux-image-*.deb")
+    return head
+
+
+def read_bzimage_release(path: Path) -> str:
+    """The release string from the x86 boot header; KernelError if the file is not a whole
+    bzImage (too short for what its header declares, or no header at all)."""
+    size = path.stat().st_size
+    head = _boot_header(path)
     setup_sects = head[0x1F1] or 4
     syssize = struct.unpack_from("<I", head, 0x1F4)[0]
     expected = (setup_sects + 1) * 512 + syssize * 16
