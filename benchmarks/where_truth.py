@@ -71,12 +71,13 @@ def rows(data: Path, work: Path) -> list[Row]:
             ["cpu", "throttle", "memcg", "sysmem"]),
         Row("fsync-heavy", "the checkpointer fsyncs every 8 writes (default 100000)", "pgioperf",
             ["--data-size", "64M", "--readers", "1", *d("fsync-heavy")],
-            ["--checkpoint-fsync-every", "8"], "commit",
-            r"fdatasync|journal commit|waiting for the device",
+            ["--checkpoint-fsync-every", "8"], "checkpoint",
+            r"block I/O waits|fdatasync|journal commit|writeback|waiting for the device",
             ["cpu", "throttle", "memcg", "dirty", "sysmem"]),
-        Row("system-memory", "--system-memory 1G, one random reader of a 1536M file",
-            "randread", ["--file-size", "1536M", *d("system-memory")],
-            ["--system-memory", "1G"], "read",
+        Row("system-memory", "--system-memory 2G, one random reader (64K reads, 10 s warm-up "
+            "to fill the page cache) of a 3G file", "randread",
+            ["--file-size", "3G", "--record-size", "64K", "--warmup", "10",
+             *d("system-memory")], ["--system-memory", "2G"], "read",
             r"(block I/O waits|reclaim).*low system memory",
             ["cpu", "throttle", "memcg", "dirty"]),
     ]

@@ -103,15 +103,22 @@ def test_the_recorder_does_not_reclaim_inside_the_limited_cgroup(reads: dict) ->
     run = reads["cold-32M"]
     meta = json.loads((run / "run.json").read_text())
     assert meta["environment"]["memory"]["failcnt"] > 0       # the limit did bind
+    # the kernel's own I/O accounting of the reader: it wrote (nearly) nothing, so the page
+    # cache charged to its cgroup is its reads' alone (the recorder's records, 16 bytes per
+    # read, went through the parent); what is left is its summary at the end
+    pid = int(meta["workload_summary"]["worker_pids"]["0"])
+    rows = [r for r in pq.read_table(run / "monitors" / "delay.parquet").to_pylist()
+            if r["tid"] == pid]
+    assert rows[-1]["io_read_syscalls"] > 1000
+    assert rows[-1]["io_write_char"] < 4096 < 16 * meta["samples"]["read"], rows[-1]
+    # and no blocked stack of a worker is a write while the ops ran
     table = pq.read_table(run / "monitors" / "stacks.parquet").to_pylist()
     end = int((_op_ends(run)).max())
     during = [r["stack"] for r in table if r["t_ns"] <= end and r["stack"]]
     assert during, "no blocked stack sampled while the ops ran"
-    own_writes = [s for s in during if "ksys_write" in s and re.search(
-        r"try_charge_memcg|try_to_free_mem_cgroup_pages|reclaim_throttle|shrink_", s)]
+    own_writes = [s for s in during if "ksys_write" in s and "cgroup" not in s]
     assert not own_writes, own_writes[:3]
-    # the readers did block, in reads: the monitor saw them
-    assert any("filemap_read" in s or "read" in s for s in during)
+    assert any("filemap_read" in s for s in during)
 
 
 def _op_ends(run: Path) -> np.ndarray:

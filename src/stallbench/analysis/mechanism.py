@@ -42,12 +42,15 @@ class Facts:
     counters: dict[str, float] = field(default_factory=dict)
 
 
-def contention(facts: Facts, baseline: Facts | None) -> bool:
-    """Other processes took more CPU than in the baseline: run-queue waits are theirs."""
+def contention(facts: Facts, baseline: Facts | None, blocking: bool = False) -> bool:
+    """Run-queue waits are other processes' doing: they took more CPU than in the baseline,
+    or (the op's waits grew with nothing that made it sleep, so no wake-up to wait after)
+    they kept the CPUs busy."""
     others = facts.others_cpus
     before = baseline.others_cpus if baseline is not None else None
-    return others is not None and others >= BUSY_OTHERS and \
-        (before is None or others >= before + BUSY_OTHERS)
+    if others is None or others < BUSY_OTHERS:
+        return False
+    return before is None or others >= before + BUSY_OTHERS or not blocking
 
 
 def op_direction(op: str, io: Mapping[str, int]) -> str:
@@ -81,9 +84,10 @@ def _has_stacks(facts: Facts) -> bool:
 
 
 def mechanism(kind: str, op: str, direction: str, facts: Facts,
-              baseline: Facts | None = None) -> str | None:
+              baseline: Facts | None = None, blocking: bool = False) -> str | None:
     """Why the op's time went into a delay of `kind`, in words, or which monitor would say;
-    `baseline` the baseline's facts (CPU contention is the other processes' extra load)."""
+    `baseline` the baseline's facts, `blocking` whether a wait that puts the op to sleep (block
+    I/O, reclaim) is named too (run-queue waits then follow the wake-ups)."""
     stacks_hint = None if _has_stacks(facts) else "--monitors stacks would name the wait"
     if kind == "blkio":
         throttle = throttle_words(facts, direction if direction != "sync" else "write")
@@ -120,13 +124,13 @@ def mechanism(kind: str, op: str, direction: str, facts: Facts,
     if kind == "cpu":
         others = facts.others_cpus
         before = baseline.others_cpus if baseline is not None else None
-        if contention(facts, baseline):
+        if contention(facts, baseline, blocking) and others is not None:
             return (f"CPU contention: other processes kept {others:.1f} of "
                     f"{facts.cpus or 0:.0f} CPUs busy"
                     + (f", {before:.1f} in the baseline" if before is not None else ""))
         if others is not None and others >= BUSY_OTHERS:
-            return (f"after waking: the CPUs were busy in both variants, other processes "
-                    f"{others:.1f} of {facts.cpus or 0:.0f}")
+            return (f"after waking from those waits, on CPUs other processes kept busy "
+                    f"({others:.1f} of {facts.cpus or 0:.0f}, as in the baseline)")
         own = f" ({facts.own_cpus:.1f} of {facts.cpus or 0:.0f} CPUs)" \
             if facts.own_cpus is not None else ""
         return f"the run's own processes competing for the CPUs{own}"

@@ -39,9 +39,10 @@ def explanations(label: str, tail_changes: Mapping[str, float | None],
             base = next((r for r in base_delays if r.role == role.role), None)
             shares = {k: dataclasses.asdict(v) for k, v in role.delays.items()
                       if _grew(k, role, base)}
-            cpu_first = contention(facts, base_facts)
+            blocking = any(kind in BLOCKING for kind, _ in am.delay_causes(shares))
+            cpu_first = contention(facts, base_facts, blocking)
             words = {kind: text for kind, _ in am.delay_causes(shares, cpu_first)
-                     if (text := mechanism(kind, op, direction, facts, base_facts))}
+                     if (text := mechanism(kind, op, direction, facts, base_facts, blocking))}
             line = am.delay_explanation(op, change, role.role, shares, mechanism=words,
                                         cpu_first=cpu_first)
             if line:
@@ -61,6 +62,7 @@ def explanations(label: str, tail_changes: Mapping[str, float | None],
     return out
 
 
+BLOCKING = ("blkio", "freepages", "thrashing", "compact", "swapin")
 GREW = 1.2     # a delay is a cause of the change when its time per op grew by this factor
 
 
