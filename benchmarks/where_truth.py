@@ -52,7 +52,7 @@ def rows(data: Path, work: Path) -> list[Row]:
         return ["--dir", str(data / name)]
 
     return [
-        Row("cpu-hogs", "CPU hogs beside the workload (as many as CPUs)", "randread",
+        Row("cpu-hogs", "CPU hogs beside the workload (twice as many as CPUs)", "randread",
             ["--file-size", "64M", "--no-drop-caches", *d("cpu-hogs")], [], "read",
             r"waiting for a CPU \(CPU contention", ["throttle", "memcg", "dirty", "sysmem"],
             hogs=True),
@@ -74,10 +74,10 @@ def rows(data: Path, work: Path) -> list[Row]:
             ["--checkpoint-fsync-every", "8"], "checkpoint",
             r"block I/O waits|fdatasync|journal commit|writeback|waiting for the device",
             ["cpu", "throttle", "memcg", "dirty", "sysmem"]),
-        Row("system-memory", "--system-memory 2G, one random reader (64K reads, 10 s warm-up "
-            "to fill the page cache) of a 3G file", "randread",
-            ["--file-size", "3G", "--record-size", "64K", "--warmup", "10",
-             *d("system-memory")], ["--system-memory", "2G"], "read",
+        Row("system-memory", "--system-memory 4G, one random reader (64K reads, 30 s warm-up "
+            "to fill the page cache) of a 6G file", "randread",
+            ["--file-size", "6G", "--record-size", "64K", "--warmup", "30",
+             *d("system-memory")], ["--system-memory", "4G"], "read",
             r"(block I/O waits|reclaim).*low system memory",
             ["cpu", "throttle", "memcg", "dirty"]),
     ]
@@ -93,7 +93,7 @@ def run(results: Path, row: Row, variant: str, extra: list[str], monitors: str,
     hogs = []
     if row.hogs and variant.endswith("cand"):
         hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-                for _ in range(os.cpu_count() or 1)]
+                for _ in range(2 * (os.cpu_count() or 1))]
     try:
         out = stallbench("run", row.workload, "--variant", variant, "--results", str(results),
                          "--no-progress", "--duration", str(duration), "--monitors", monitors,

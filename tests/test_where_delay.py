@@ -55,3 +55,31 @@ def test_delay_explanation_says_how_much_of_the_op_time_and_why():
                     "a CPU")
     assert delay_explanation("read", 0.05, "reader", delays) is None      # the tail barely grew
     assert delay_explanation("read", 1.5, "reader", {"cpu": {"share": 0.05}}) is None
+
+
+def test_the_mechanism_comes_from_what_the_variant_set():
+    from stallbench.analysis.mechanism import Facts, contention, limit_warning, mechanism
+
+    throttled = Facts(io_limits={"riops": "200"})
+    assert mechanism("blkio", "read", "read", throttled) == "the variant's I/O throttle riops=200"
+    assert "riops" not in (mechanism("blkio", "wal", "write", throttled) or "")
+    dirty = Facts(sysctls={"vm.dirty_bytes": "1048576"})
+    assert "dirty throttling" in mechanism("blkio", "wal", "write", dirty)
+    assert "--monitors stacks" in mechanism("blkio", "wal", "write", dirty)
+    assert "--monitors stacks" not in mechanism("blkio", "wal", "write",
+                                                Facts(**{**dirty.__dict__, "monitors": ["stacks"]}))
+    bound = Facts(memory_limit=32 << 20, memory_hits=5)
+    assert "memcg reclaim evicted" in mechanism("blkio", "read", "read", bound)
+    assert mechanism("freepages", "read", "read", bound).startswith("memcg reclaim")
+    # others' load: grew by 0.4 CPU; not when it stayed or grew a little
+    base = Facts(others_cpus=1.2, own_cpus=0.6)
+    assert contention(Facts(others_cpus=1.6, own_cpus=0.6), base)
+    assert not contention(Facts(others_cpus=1.4, own_cpus=0.3), base)
+    assert not contention(Facts(others_cpus=1.2, own_cpus=0.6), base)
+    assert "CPU contention" not in mechanism("cpu", "read", "read",
+                                             Facts(others_cpus=1.6, own_cpus=0.6), base,
+                                             blocking=True)
+    never = Facts(memory_limit=48 << 20, memory_hits=0, memory_peak=3 << 20,
+                  data_bytes=128 << 20)
+    assert "never bound" in limit_warning("v", never) and "page cache" in limit_warning("v", never)
+    assert limit_warning("v", bound) is None

@@ -22,6 +22,7 @@ DIRTY_SYSCTLS = ("vm.dirty_bytes", "vm.dirty_ratio", "vm.dirty_background_bytes"
 SMALL_DIRTY_BYTES = 64 << 20
 SYNC_WORDS = ("fsync", "fdatasync", "commit", "sync")
 BUSY_OTHERS = 0.5        # CPUs used by other processes that make a run-queue wait theirs
+GREW_OTHERS = 0.3        # CPUs more than in the baseline
 
 
 @dataclass
@@ -42,15 +43,16 @@ class Facts:
     counters: dict[str, float] = field(default_factory=dict)
 
 
-def contention(facts: Facts, baseline: Facts | None, blocking: bool = False) -> bool:
-    """Run-queue waits are other processes' doing: they took more CPU than in the baseline,
-    or (the op's waits grew with nothing that made it sleep, so no wake-up to wait after)
-    they kept the CPUs busy."""
+def contention(facts: Facts, baseline: Facts | None) -> bool:
+    """Run-queue waits are other processes' doing: they took 0.3 CPU more than in the
+    baseline. (Kernel threads count as others: an fsync-heavy run's journal and writeback
+    threads grow them too, by less.)"""
     others = facts.others_cpus
-    before = baseline.others_cpus if baseline is not None else None
     if others is None or others < BUSY_OTHERS:
         return False
-    return before is None or others >= before + BUSY_OTHERS or not blocking
+    if baseline is None or baseline.others_cpus is None:
+        return True
+    return others - baseline.others_cpus >= GREW_OTHERS
 
 
 def op_direction(op: str, io: Mapping[str, int]) -> str:
@@ -124,13 +126,15 @@ def mechanism(kind: str, op: str, direction: str, facts: Facts,
     if kind == "cpu":
         others = facts.others_cpus
         before = baseline.others_cpus if baseline is not None else None
-        if contention(facts, baseline, blocking) and others is not None:
-            return (f"CPU contention: other processes kept {others:.1f} of "
+        if not blocking and contention(facts, baseline) and others is not None:
+            return (f"CPU contention: processes outside the run kept {others:.1f} of "
                     f"{facts.cpus or 0:.0f} CPUs busy"
                     + (f", {before:.1f} in the baseline" if before is not None else ""))
         if others is not None and others >= BUSY_OTHERS:
-            return (f"after waking from those waits, on CPUs other processes kept busy "
-                    f"({others:.1f} of {facts.cpus or 0:.0f}, as in the baseline)")
+            after = "after waking from those waits, " if blocking else ""
+            return (f"{after}on CPUs that processes outside the run (kernel threads "
+                    f"included) kept busy: {others:.1f} of {facts.cpus or 0:.0f}"
+                    + (f", {before:.1f} in the baseline" if before is not None else ""))
         own = f" ({facts.own_cpus:.1f} of {facts.cpus or 0:.0f} CPUs)" \
             if facts.own_cpus is not None else ""
         return f"the run's own processes competing for the CPUs{own}"

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from . import delaymax
 from . import monitors as am
-from .mechanism import Facts, contention, mechanism, op_direction, throttle_words
+from .mechanism import Facts, mechanism, op_direction, throttle_words
 from .wheresection import DeviceVerdict, Explanation, LongestDelay, RoleDelays, SlowOps
 
 
@@ -40,7 +40,7 @@ def explanations(label: str, tail_changes: Mapping[str, float | None],
             shares = {k: dataclasses.asdict(v) for k, v in role.delays.items()
                       if _grew(k, role, base)}
             blocking = any(kind in BLOCKING for kind, _ in am.delay_causes(shares))
-            cpu_first = contention(facts, base_facts, blocking)
+            cpu_first = not blocking
             words = {kind: text for kind, _ in am.delay_causes(shares, cpu_first)
                      if (text := mechanism(kind, op, direction, facts, base_facts, blocking))}
             line = am.delay_explanation(op, change, role.role, shares, mechanism=words,
