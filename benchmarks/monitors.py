@@ -6,6 +6,10 @@ of the machine hits them all alike. Prints one markdown table per workload: ops/
 rounds) and the cost against no monitors.
 
     sudo .venv/bin/python benchmarks/monitors.py --rounds 3 --duration 4
+
+A configuration joins monitor lists with "+" (`default+stacks`); costs are against the first
+configuration, and the paired ratio (each round against the first configuration's run of the
+same round) is printed as well.
 """
 
 from __future__ import annotations
@@ -55,18 +59,24 @@ def main() -> int:
             rates: dict[str, list[float]] = {c: [] for c in configs}
             for _round in range(args.rounds):
                 for config in configs:
-                    rates[config].append(run_once(results, work, workload, config,
-                                                  args.duration, f"m-{config}"))
-            base = statistics.median(rates["none"])
+                    rates[config].append(run_once(results, work, workload,
+                                                  config.replace("+", ","), args.duration,
+                                                  f"m-{config.replace('+', '-')}"))
+            first = configs[0]
+            base = statistics.median(rates[first])
             print(f"\n{workload}: {args.rounds} rounds x {args.duration:g} s, ops/s (median; "
                   "all rounds)\n")
-            print("| monitors | ops/s | cost vs none | rounds |")
-            print("|---|---|---|---|")
+            print(f"| monitors | ops/s | cost vs {first} | paired cost (median; range) | "
+                  "rounds |")
+            print("|---|---|---|---|---|")
             for config in configs:
                 median = statistics.median(rates[config])
                 cost = 1 - median / base
+                paired = [1 - r / b for r, b in zip(rates[config], rates[first], strict=True)]
                 rounds = ", ".join(f"{r:.0f}" for r in rates[config])
-                print(f"| {config} | {median:.0f} | {cost:+.1%} | {rounds} |")
+                print(f"| {config} | {median:.0f} | {cost:+.1%} | "
+                      f"{statistics.median(paired):+.1%}; {min(paired):+.1%} to "
+                      f"{max(paired):+.1%} | {rounds} |")
             sys.stdout.flush()
     return 0
 

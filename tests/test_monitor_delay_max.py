@@ -66,6 +66,16 @@ def test_longest_blkio_delay_matches_the_longest_throttled_read(tmp_path: Path) 
     assert summary["taskstats_version"] == version
     longest = summary["max_ns"]["blkio"]
     latency = pq.read_table(run_dir / "ops.parquet").column("latency_ns").to_numpy()
+    rows = pq.read_table(run_dir / "monitors" / "delay.parquet").to_pylist()
+    reader = [r for r in rows if r["born_in_run"] and r["blkio_ns"]]
+    if reader and reader[-1]["blkio_ns"] > reader[-1]["t_ns"] * 1.05 + 1e6:
+        # the kernel accounted more block I/O wait than the task's life (seen on 6.18, with
+        # maxima two reads long): such a maximum is dropped, never reported
+        assert longest["impossible"] >= 1 and longest["max_ns"] is None, longest
+        out = run_stallbench("compare", "free", "slow", "--results",
+                             str(tmp_path / "results"), check=True).stdout
+        assert "slow: the longest single block I/O wait" not in out
+        return
     # the oracle: the reads stallbench timed. A throttled read is one wait in io_schedule plus
     # the run-queue wait after it (a busy machine) and a few µs on the CPU, so the longest
     # blkio wait lies between the longest read less the longest run-queue wait, and that read
@@ -73,7 +83,6 @@ def test_longest_blkio_delay_matches_the_longest_throttled_read(tmp_path: Path) 
     assert latency.max() - cpu - 1e6 <= longest["max_ns"] <= latency.max(), \
         (longest, cpu, latency.max())
     assert longest["max_ns"] > 100e6               # riops=4: each read waits ~250 ms
-    rows = pq.read_table(run_dir / "monitors" / "delay.parquet").to_pylist()
     task = [r for r in rows if r["tid"] == longest["tid"]][-1]     # the kernel's own totals
     assert task["blkio_ns"] / task["blkio_count"] <= longest["max_ns"] <= task["blkio_ns"]
 

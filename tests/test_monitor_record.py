@@ -105,10 +105,14 @@ def test_whole_uptime_delay_step_is_dropped_in_run_json_and_in_the_report() -> N
     assert summary["totals_ns"]["blkio"] == S + S // 2
     assert summary["totals_ns"]["cpu"] == 3000 + 2000      # born: from 0; predating: 3000-1000
     assert summary["samples"] == 6 and "max_ns" not in summary   # no maxima recorded
+    # both tasks were inside an op all the time: every delay of a step was inside the ops
+    busy = table.column("t_ns").to_numpy().astype(float)
     section = ws.role_delays([ws.RunDelays(table_columns(table), {7: "reader", 8: "writer"},
-                                           {"reader": 4 * S, "writer": S})])
+                                           busy)])
     by_role = {row.role: row.delays for row in section}
-    assert by_role["reader"]["blkio"].total_ns == S and by_role["reader"]["blkio"].share == 0.25
+    assert by_role["reader"]["blkio"].total_ns == S and by_role["reader"]["blkio"].in_ops_ns == S
+    # of the 2 s of op time between the samples (the first sample only starts the count)
+    assert by_role["reader"]["blkio"].share == 0.5
     assert by_role["writer"]["blkio"].total_ns == S // 2
     assert sum(d["blkio"].total_ns for d in by_role.values()) == summary["totals_ns"]["blkio"]
 
@@ -209,5 +213,8 @@ def test_a_long_wait_that_ends_samples_after_it_began_is_kept() -> None:
     table = pa.Table.from_pylist(rows, schema=DELAY.arrow())
     summary = MonitorResult({"delay": table}, {}, schemas={"delay": DELAY}).summary
     assert summary["totals_ns"]["blkio"] == 5 * S // 2
-    section = ws.role_delays([ws.RunDelays(table_columns(table), {5: "reader"}, {"reader": S})])
+    busy = table.column("t_ns").to_numpy().astype(float)       # always inside a read
+    section = ws.role_delays([ws.RunDelays(table_columns(table), {5: "reader"}, busy)])
     assert section[0].delays["blkio"].total_ns == 5 * S // 2
+    # inside the ops: the wait is counted in the step it ended in, at most that step's length
+    assert section[0].delays["blkio"].in_ops_ns == S

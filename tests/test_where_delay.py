@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stallbench.analysis.inops import delays_in_ops, op_time_before
 from stallbench.analysis.monitors import delay_explanation
 from stallbench.analysis.montables import task_delays
 
@@ -25,12 +26,60 @@ def test_a_step_larger_than_the_wall_time_between_samples_is_dropped():
     assert task_delays(tid, born, {"blkio": blkio})[7]["blkio"] == 6036 * S
 
 
-def test_delay_explanation_names_the_largest_shares_below_the_cap():
-    delays = {"cpu": {"total_ns": 17, "share": 0.22}, "blkio": {"total_ns": 25, "share": 0.32},
-              "freepages": {"total_ns": 2, "share": 0.03},
-              "swapin": {"total_ns": 99, "share": 1.0}}     # capped: accrued outside the ops
-    line = delay_explanation("read", 1.5, "reader", delays)
-    assert line == ("read p99 +150%: delay accounting puts 32% in block I/O waits and 22% "
-                    "waiting for a CPU of the reader workers' op time")
+def test_delays_outside_the_ops_are_not_attributed_to_them():
+    # a paced writer: 0.1 s of ops per 1 s step, 0.5 s of run-queue wait per step (after each
+    # wake-up from its pacing sleep): at most 0.1 s of it can be inside the ops, none must be
+    t_ns = np.array([1, 2, 3]) * S
+    busy = np.array([0.1, 0.2, 0.3]) * S
+    inside, op_time, accrued = delays_in_ops(t_ns, busy, True, {"cpu": busy * 5}, 0)
+    assert inside == {"cpu": 0} and op_time == 0.3 * S and accrued == {"cpu": 1.5 * S}
+    # a reader busy 99% of each step with 0.9 s of block I/O per step: 0.89 s is in its ops
+    busy = np.array([0.99, 1.98, 2.97]) * S
+    inside, op_time, _ = delays_in_ops(t_ns, busy, True, {"blkio": busy / 1.1}, 0)
+    assert abs(inside["blkio"] - 3 * 0.89 * S) < 1e3 and inside["blkio"] <= op_time
+
+
+def test_op_time_before_edges_counts_the_op_in_progress():
+    start, latency = np.array([0, 10, 20]), np.array([5, 5, 5])
+    assert op_time_before(start, latency, np.array([0, 3, 5, 12, 100])).tolist() == \
+        [0, 3, 5, 7, 15]
+
+
+def test_delay_explanation_says_how_much_of_the_op_time_and_why():
+    delays = {"cpu": {"total_ns": 17, "share": 0.12}, "blkio": {"total_ns": 25, "share": 0.86},
+              "freepages": {"total_ns": 2, "share": 0.03}}
+    line = delay_explanation("read", 1.5, "reader", delays,
+                             mechanism={"blkio": "memcg reclaim evicted them"})
+    assert line == ("read p99 +150%: delay accounting: at least 86% of the reader workers' op "
+                    "time was in block I/O waits (memcg reclaim evicted them), 12% waiting for "
+                    "a CPU")
     assert delay_explanation("read", 0.05, "reader", delays) is None      # the tail barely grew
     assert delay_explanation("read", 1.5, "reader", {"cpu": {"share": 0.05}}) is None
+
+
+def test_the_mechanism_comes_from_what_the_variant_set():
+    from stallbench.analysis.mechanism import Facts, contention, limit_warning, mechanism
+
+    throttled = Facts(io_limits={"riops": "200"})
+    assert mechanism("blkio", "read", "read", throttled) == "the variant's I/O throttle riops=200"
+    assert "riops" not in (mechanism("blkio", "wal", "write", throttled) or "")
+    dirty = Facts(sysctls={"vm.dirty_bytes": "1048576"})
+    assert "dirty throttling" in mechanism("blkio", "wal", "write", dirty)
+    assert "--monitors stacks" in mechanism("blkio", "wal", "write", dirty)
+    assert "--monitors stacks" not in mechanism("blkio", "wal", "write",
+                                                Facts(**{**dirty.__dict__, "monitors": ["stacks"]}))
+    bound = Facts(memory_limit=32 << 20, memory_hits=5)
+    assert "memcg reclaim evicted" in mechanism("blkio", "read", "read", bound)
+    assert mechanism("freepages", "read", "read", bound).startswith("memcg reclaim")
+    # others' load: grew by 0.4 CPU; not when it stayed or grew a little
+    base = Facts(others_cpus=1.2, own_cpus=0.6)
+    assert contention(Facts(others_cpus=1.6, own_cpus=0.6), base)
+    assert not contention(Facts(others_cpus=1.4, own_cpus=0.3), base)
+    assert not contention(Facts(others_cpus=1.2, own_cpus=0.6), base)
+    assert "CPU contention" not in mechanism("cpu", "read", "read",
+                                             Facts(others_cpus=1.6, own_cpus=0.6), base,
+                                             blocking=True)
+    never = Facts(memory_limit=48 << 20, memory_hits=0, memory_peak=3 << 20,
+                  data_bytes=128 << 20)
+    assert "never bound" in limit_warning("v", never) and "page cache" in limit_warning("v", never)
+    assert limit_warning("v", bound) is None

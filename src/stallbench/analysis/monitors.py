@@ -15,13 +15,41 @@ import numpy as np
 # counters
 
 
+# the counters seed 000 looked for, in the order a reader wants them: reclaim (direct reclaim,
+# failed charges, refaults), throttling, then writeback and dirtying
+COUNTER_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("reclaim", ("vmstat.allocstall", "vmstat.pgscan_direct", "vmstat.pgsteal_direct",
+                 "memcg.failcnt", "memcg.events.max", "memcg.events.oom", "memcg.pgscan",
+                 "memcg.pgsteal", "memcg.workingset_refault", "memcg.pgmajfault",
+                 "vmstat.pgscan", "vmstat.pgsteal", "vmstat.workingset_refault",
+                 "vmstat.pgmajfault", "vmstat.compact_stall", "vmstat.pageoutrun",
+                 "memcg.total_pgmajfault", "memcg.total_workingset_refault")),
+    ("throttling", ("vmstat.nr_throttled_written", "memcg.events.high")),
+    ("writeback", ("vmstat.nr_dirtied", "vmstat.nr_written", "vmstat.nr_vmscan_write",
+                   "vmstat.pgpgout", "memcg.pgpgout")),
+)
+FOLLOWS = 0.25      # a change per op (or per second) below this: the counter follows the ops
+#                     (or the clock), and is not a cause
+
+
+def counter_family(name: str) -> str | None:
+    for family, prefixes in COUNTER_FAMILIES:
+        if name.startswith(prefixes):
+            return family
+    return None
+
+
 def counters_comparison(baseline: Sequence[Mapping[str, int]],
                         candidate: Sequence[Mapping[str, int]],
                         baseline_seconds: float, candidate_seconds: float,
                         baseline_ops: int, candidate_ops: int) -> list[dict[str, Any]]:
-    """Seed 000's GOOD/BAD table: mean delta per run in each variant, the change, per second and
-    per operation, sorted by the size of the relative change; counters that did not move are
-    left out. `baseline`/`candidate` hold one {counter: delta} per run."""
+    """Seed 000's GOOD/BAD table: mean delta per run in each variant, per second and per
+    operation side by side, with the change of each; counters that did not move are left out.
+    A counter whose change per op is small while its rate changed only follows the op count
+    (`follows` "ops"); one whose rate stayed while its count per op changed follows the clock
+    ("time": background counts divided by fewer ops). Order: the reclaim, throttling and
+    writeback counters that follow neither, then the others by the smaller of their two
+    changes, then those that follow. `baseline`/`candidate` hold one {counter: delta} per run."""
     names = sorted({n for run in [*baseline, *candidate] for n in run})
     rows = []
     for name in names:
@@ -37,24 +65,37 @@ def counters_comparison(baseline: Sequence[Mapping[str, int]],
         cand_rate = cand_total / candidate_seconds if candidate_seconds > 0 else None
         base_per_op = base_total / baseline_ops if baseline_ops else None
         cand_per_op = cand_total / candidate_ops if candidate_ops else None
-        ref_base = base_per_op if base_per_op is not None else base_rate
-        ref_cand = cand_per_op if cand_per_op is not None else cand_rate
-        change = None
-        if ref_base and ref_cand is not None:
-            change = ref_cand / ref_base - 1.0
+        change = _ratio_change(base_per_op, cand_per_op)
+        if base_per_op is None:
+            change = _ratio_change(base_rate, cand_rate)
+        change_per_s = _ratio_change(base_rate, cand_rate)
+        follows = None
+        if change is not None and change_per_s is not None:
+            if abs(change) < FOLLOWS <= abs(change_per_s):
+                follows = "ops"
+            elif abs(change_per_s) < FOLLOWS <= abs(change):
+                follows = "time"
         rows.append({"counter": name, "baseline": base_mean, "candidate": cand_mean,
                      "delta": cand_mean - base_mean, "baseline_per_s": base_rate,
                      "candidate_per_s": cand_rate, "baseline_per_op": base_per_op,
-                     "candidate_per_op": cand_per_op, "change": change})
+                     "candidate_per_op": cand_per_op, "change": change,
+                     "change_per_s": change_per_s, "follows": follows,
+                     "family": counter_family(name)})
+    families = [family for family, _ in COUNTER_FAMILIES]
 
-    def order(row: dict[str, Any]) -> tuple[float, float]:
-        change = row["change"]
+    def order(row: dict[str, Any]) -> tuple[int, int, float, float]:
         # a counter that appears from nothing is the largest change of all
-        magnitude = float("inf") if change is None else abs(change)
-        return (-magnitude, -abs(row["delta"]))
+        sizes = [float("inf") if c is None else abs(c)
+                 for c in (row["change"], row["change_per_s"])]
+        rank = families.index(row["family"]) if row["family"] in families else len(families)
+        return (row["follows"] is not None, rank, -min(sizes), -abs(row["delta"]))
 
     rows.sort(key=order)
     return rows
+
+
+def _ratio_change(base: float | None, cand: float | None) -> float | None:
+    return cand / base - 1.0 if base and cand is not None else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -114,29 +155,6 @@ DELAY_MEANING = {"cpu": "waiting for a CPU", "blkio": "waiting for block I/O",
                  "thrashing": "thrashing (refaults of the working set)",
                  "compact": "memory compaction", "wpcopy": "write-protect copy",
                  "irq": "interrupts"}
-
-
-def delay_attribution(delays_by_pid: Mapping[int, Mapping[str, int]],
-                      role_of_pid: Mapping[int, str],
-                      latency_by_role: Mapping[str, int]) -> list[dict[str, Any]]:
-    """Per role: the delays of its processes and the share of its ops' total latency each one
-    explains (a delay larger than the latency, e.g. cpu delay outside operations, is capped)."""
-    per_role: dict[str, dict[str, int]] = {}
-    for pid, delays in delays_by_pid.items():
-        role = role_of_pid.get(pid)
-        if role is None:
-            continue
-        bucket = per_role.setdefault(role, dict.fromkeys(DELAY_KINDS, 0))
-        for kind, value in delays.items():
-            bucket[kind] = bucket.get(kind, 0) + int(value)
-    rows = []
-    for role in sorted(per_role):
-        latency = int(latency_by_role.get(role, 0))
-        delays = {kind: {"total_ns": value,
-                         "share": (min(1.0, value / latency) if latency else None)}
-                  for kind, value in per_role[role].items()}
-        rows.append({"role": role, "ops_latency_ns": latency, "delays": delays})
-    return rows
 
 
 # --------------------------------------------------------------------------------------------
@@ -258,30 +276,44 @@ def explanation(op: str, p99_change: float | None, breakdown: Mapping[str, int] 
     return f"{op} p99 {p99_change:+.0%}: " + ", ".join(parts) + estimate
 
 
-DELAY_WORDS = {"blkio": "in block I/O waits", "freepages": "in reclaim (freepages)",
+DELAY_WORDS = {"blkio": "in block I/O waits", "freepages": "in direct reclaim (freepages)",
                "thrashing": "in thrashing (refaults)", "compact": "in compaction",
                "swapin": "in swap-in", "cpu": "waiting for a CPU"}
 
 
+def delay_causes(role_delays: Mapping[str, Mapping[str, Any]], cpu_first: bool = True
+                 ) -> list[tuple[str, float]]:
+    """(kind, share of the op time) of the delays worth naming, largest first; with
+    `cpu_first` false, run-queue waits after the others (they follow from the ops' sleeps:
+    each wake-up queues for a CPU, so they are not the cause when something made the ops
+    sleep)."""
+    named = [(kind, float(value["share"])) for kind, value in role_delays.items()
+             if kind in DELAY_WORDS and value.get("share") and value["share"] >= MIN_SHARE]
+    return sorted(named, key=lambda item: (not cpu_first and item[0] == "cpu"
+                                           and len(named) > 1, -item[1]))
+
+
 def delay_explanation(op: str, p99_change: float | None, role: str,
-                      role_delays: Mapping[str, Mapping[str, Any]],
-                      max_causes: int = 2) -> str | None:
-    """From delay accounting alone (no trace or stack samples): 'read p99 +310%: delay
-    accounting puts 32% of the reader workers' op time in waiting for block I/O and 22% in
-    waiting for a CPU'. Shares are of the role's total op latency. A delay larger than that
-    latency (capped share 1.0) accrued mostly outside the ops and is not named."""
+                      role_delays: Mapping[str, Mapping[str, Any]], max_causes: int = 2,
+                      mechanism: Mapping[str, str] | None = None,
+                      cpu_first: bool = True) -> str | None:
+    """From delay accounting alone (no trace or stack samples): 'read p99 +310%: at least 86%
+    of the reader workers' op time was in block I/O waits (...mechanism...), 12% waiting for a
+    CPU'. Shares are of the op time, counting only the delays that must have been inside the
+    ops (analysis/inops.py), so none exceeds 100%. `mechanism[kind]` says what caused a kind
+    where the run's settings or counters tell, or which monitor would."""
     if p99_change is None or p99_change <= MIN_GROWTH:
         return None
-    named = [(kind, float(value["share"])) for kind, value in role_delays.items()
-             if kind in DELAY_WORDS and value.get("share")
-             and MIN_SHARE <= value["share"] < 1.0]
-    named.sort(key=lambda item: -item[1])
+    named = delay_causes(role_delays, cpu_first)
     if not named:
         return None
-    parts = [f"{share:.0%} {DELAY_WORDS[kind]}" for kind, share in named[:max_causes]]
-    return (f"{op} p99 {p99_change:+.0%}: delay accounting puts "
-            + " and ".join(parts)
-            + f" of the {role} workers' op time")
+    mechanism = mechanism or {}
+    parts = []
+    for i, (kind, share) in enumerate(named[:max_causes]):
+        words = DELAY_WORDS[kind] + (f" ({mechanism[kind]})" if kind in mechanism else "")
+        parts.append(f"at least {share:.0%} of the {role} workers' op time was {words}" if i == 0
+                     else f"{share:.0%} {words}")
+    return f"{op} p99 {p99_change:+.0%}: delay accounting: " + ", ".join(parts)
 
 
 def _cause_words(cause: str) -> str:

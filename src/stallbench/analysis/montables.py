@@ -210,7 +210,7 @@ def delay_longest(columns: Mapping[str, np.ndarray], kinds: Iterable[str]
         return None
     return longest_delays(np.asarray(columns["tid"]), np.asarray(columns["born_in_run"]),
                           maxima, delay_columns(columns, kinds, "_count"),
-                          np.asarray(columns["t_ns"]))
+                          np.asarray(columns["t_ns"]), delay_columns(columns, kinds))
 
 
 def delay_run_totals(columns: Mapping[str, np.ndarray], schema: Declaration) -> dict[str, Any]:

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from . import delaymax
+from . import delaymax, inops
 from . import monitors as am
-from .montables import task_delays
+from .device import DeviceVerdict, RoleIO
+from .mechanism import Facts
 
 
 @dataclass
@@ -40,6 +41,9 @@ class CounterRow:
     candidate_per_op: float | None
     change: float | None
     unit: str = ""
+    change_per_s: float | None = None
+    follows: str | None = None        # "ops" / "time": moves with the op count or the clock
+    family: str | None = None         # reclaim, throttling, writeback
 
 
 @dataclass
@@ -67,24 +71,19 @@ class DiskSummary:
 
 
 @dataclass
-class DeviceVerdict:
-    op_mean_ns: float
-    device_ns_per_request: float | None
-    device_share_upper_bound: float | None
-    verdict: str | None
-
-
-@dataclass
 class DelayShare:
-    total_ns: int
-    share: float | None
+    total_ns: int                 # accrued during the run, inside the ops or not
+    share: float | None           # in_ops_ns / the role's op time: at most 1
+    in_ops_ns: int = 0            # the part that must have been inside the ops
 
 
 @dataclass
 class RoleDelays:
     role: str
-    ops_latency_ns: int
+    ops_latency_ns: int           # op time over the sampling steps the delays were taken in
     delays: dict[str, DelayShare]
+    io: dict[str, int] = field(default_factory=dict)   # taskstats I/O accounting during the run
+    ops: int = 0                                       # ops the role recorded
 
 
 @dataclass
@@ -146,6 +145,7 @@ class WhereSection:
     device: dict[str, dict[str, DeviceVerdict]] = field(default_factory=dict)
     delay: dict[str, list[RoleDelays]] = field(default_factory=dict)
     delay_max: dict[str, dict[str, LongestDelay]] = field(default_factory=dict)
+    facts: dict[str, Facts] = field(default_factory=dict)
     stacks: dict[str, Stacks] = field(default_factory=dict)
     histograms: dict[str, dict[str, list[Bin]]] = field(default_factory=dict)
     slow_ops: dict[str, dict[str, SlowOps]] = field(default_factory=dict)
@@ -224,68 +224,78 @@ def disk_summaries(per_run: Sequence[tuple[np.ndarray, np.ndarray, Mapping[str, 
     return out
 
 
-def device_vs_above(disks: Mapping[str, DiskSummary], op_totals: Mapping[str, tuple[int, int]],
-                    runs: int) -> dict[str, DeviceVerdict]:
-    """Per op: was its mean time spent in the device (its time per request at least half the
-    op's mean) or above it; `op_totals[op]` = (samples, latency sum) over the runs."""
-    if not disks:
-        return {}
-    requests = sum((d.reads or 0) + (d.writes or 0) for d in disks.values())
-    device_ns = sum((d.ns_per_request or 0) * ((d.reads or 0) + (d.writes or 0))
-                    for d in disks.values())
-    per_request = device_ns / requests if requests else None
-    result = {}
-    for op, (samples, total) in op_totals.items():
-        if samples == 0:
-            continue
-        mean = total / samples
-        verdict = None
-        if per_request is not None:
-            verdict = ("in the device" if per_request >= 0.5 * mean
-                       else "above the device (page cache, reclaim, locks, CPU)")
-        result[op] = DeviceVerdict(mean, per_request,
-                                   am.device_share(total, requests / max(1, runs), per_request),
-                                   verdict)
-    return result
-
-
 @dataclass
 class RunDelays:
-    """One run's delay table columns and who its tasks were."""
+    """One run's delay table columns, who its tasks were, and each row's op time so far
+    (`busy_ns`, NaN on rows of tasks that record no ops: threads other than a worker's)."""
     columns: Mapping[str, np.ndarray]
     role_of_pid: Mapping[int, str]
-    latency_by_role: Mapping[str, int]
+    busy_ns: np.ndarray
+    started_ns: int | None = None
 
 
-def role_delays(runs: Sequence[RunDelays]) -> list[RoleDelays]:
-    """Delays per worker role over the runs (montables.task_delays: whole-uptime steps
-    dropped), each with its share of the role's total op latency."""
-    if not runs:
-        return []
-    delays_by_task: dict[tuple[int, int], dict[str, int]] = {}
-    role_of_task: dict[tuple[int, int], str] = {}
-    latency_by_role: dict[str, int] = {}
-    for index, run in enumerate(runs):
+def role_delays(runs: Sequence[RunDelays], ops_by_role: Mapping[str, int] | None = None
+                ) -> list[RoleDelays]:
+    """Delays per worker role over the runs, attributed to the ops (analysis/inops.py: the
+    part that must have been inside them), each with its share of the role's op time over the
+    same sampling steps (at most 1 by construction)."""
+    inside: dict[str, dict[str, int]] = {}
+    accrued: dict[str, dict[str, int]] = {}
+    busy_by_role: dict[str, int] = {}
+    io_by_role: dict[str, dict[str, int]] = {}
+    for run in runs:
         columns = run.columns
-        kinds = {k: np.asarray(columns[f"{k}_ns"], dtype=np.float64) for k in am.DELAY_KINDS
-                 if f"{k}_ns" in columns}
         tid = np.asarray(columns["tid"])
-        per_tid = task_delays(tid, columns["born_in_run"], kinds, columns["t_ns"])
-        pid_of_tid = dict(zip(tid.tolist(), np.asarray(columns["pid"]).tolist(), strict=True))
-        for t, values in per_tid.items():
-            pid = pid_of_tid[t]
-            role = run.role_of_pid.get(pid)
+        pid = np.asarray(columns["pid"])
+        t_ns = np.asarray(columns["t_ns"])
+        born = np.asarray(columns["born_in_run"], dtype=bool)
+        busy = np.asarray(run.busy_ns, dtype=np.float64)
+        for task in np.unique(tid).tolist():
+            rows = np.flatnonzero((tid == task) & np.isfinite(busy))
+            role = run.role_of_pid.get(int(pid[rows[0]])) if rows.size else None
             if role is None:
                 continue
-            bucket = delays_by_task.setdefault((index, pid), {})  # pids of runs may collide
-            for kind, value in values.items():
+            rows = rows[np.argsort(t_ns[rows], kind="stable")]
+            kinds = {k: np.asarray(columns[f"{k}_ns"], dtype=np.float64)[rows]
+                     for k in am.DELAY_KINDS if f"{k}_ns" in columns}
+            got, busy_total, all_of = inops.delays_in_ops(
+                t_ns[rows], busy[rows], bool(born[rows[0]]), kinds, run.started_ns)
+            busy_by_role[role] = busy_by_role.get(role, 0) + busy_total
+            io = io_by_role.setdefault(role, {})
+            for name, value in _io_deltas(columns, rows, bool(born[rows[0]])).items():
+                io[name] = io.get(name, 0) + value
+            for kind, value in got.items():
+                bucket = inside.setdefault(role, {})
                 bucket[kind] = bucket.get(kind, 0) + value
-            role_of_task[(index, pid)] = role
-        for role, total in run.latency_by_role.items():
-            latency_by_role[role] = latency_by_role.get(role, 0) + total
-    rows = am.delay_attribution(delays_by_task, role_of_task, latency_by_role)
-    return [RoleDelays(r["role"], r["ops_latency_ns"],
-                       {k: DelayShare(**v) for k, v in r["delays"].items()}) for r in rows]
+                total = accrued.setdefault(role, {})
+                total[kind] = total.get(kind, 0) + all_of[kind]
+    rows_out = []
+    for role in sorted(inside):
+        latency = busy_by_role.get(role, 0)
+        rows_out.append(RoleDelays(role, latency, {
+            kind: DelayShare(accrued[role][kind], value / latency if latency else None, value)
+            for kind, value in inside[role].items()}, io_by_role.get(role, {}),
+            int((ops_by_role or {}).get(role, 0))))
+    return rows_out
+
+
+def role_io(delays: Sequence[RoleDelays]) -> dict[str, RoleIO]:
+    """What analysis/device.py needs of each role: op time, block I/O waits in the ops, I/O."""
+    return {row.role: RoleIO(row.ops_latency_ns, row.delays["blkio"].in_ops_ns
+                             if "blkio" in row.delays else 0, row.io) for row in delays}
+
+
+def _io_deltas(columns: Mapping[str, np.ndarray], rows: np.ndarray, born: bool
+               ) -> dict[str, int]:
+    out = {}
+    for name in columns:
+        if not name.startswith("io_"):
+            continue
+        values = np.asarray(columns[name], dtype=np.float64)[rows]
+        values = values[np.isfinite(values)]
+        if values.size:
+            out[name[3:]] = int(values[-1] - (0 if born else values[0]))
+    return out
 
 
 def longest(per_run: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, LongestDelay]:
@@ -348,31 +358,3 @@ def counter_rows(base: Sequence[Mapping[str, int]], cand: Sequence[Mapping[str, 
                  unit: typing.Callable[[str], str]) -> list[CounterRow]:
     rows = am.counters_comparison(base, cand, base_seconds, cand_seconds, base_ops, cand_ops)
     return [CounterRow(**row, unit=unit(row["counter"])) for row in rows]
-
-
-def explanations(label: str, tail_changes: Mapping[str, float | None],
-                 slow: Mapping[str, SlowOps], delays: Sequence[RoleDelays],
-                 roles_of_op: Mapping[str, Sequence[str]],
-                 longest_here: Mapping[str, LongestDelay],
-                 longest_base: Mapping[str, LongestDelay]) -> list[Explanation]:
-    """The one-line explanations of a candidate: per op whose tail grew, from its slow ops'
-    breakdown, else from delay accounting of the one role that runs it; then the longest
-    single delays that grew."""
-    out = []
-    by_role = {row.role: {k: dataclasses.asdict(v) for k, v in row.delays.items()}
-               for row in delays}
-    for op, change in sorted(tail_changes.items()):
-        line = None
-        if op in slow:
-            line = am.explanation(op, change, slow[op].breakdown_ns, slow[op].source)
-        roles = roles_of_op.get(op, [])
-        if line is None and len(roles) == 1 and roles[0] in by_role:
-            line = am.delay_explanation(op, change, roles[0], by_role[roles[0]])
-        if line:
-            out.append(Explanation(label, op, line))
-    for kind, entry in longest_here.items():
-        base = longest_base.get(kind)
-        line = delaymax.explanation(label, kind, entry.max_ns, base.max_ns if base else None)
-        if line:
-            out.append(Explanation(label, None, line))
-    return out

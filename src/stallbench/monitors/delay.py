@@ -11,11 +11,13 @@ Table `delay`: t_ns, pid, tid, comm, born_in_run (the task started after the mon
 totals all belong to the run), exited (row is the exit record), and per delay kind the count and
 total in ns: cpu, blkio, swapin, freepages (direct reclaim), thrashing, compact, wpcopy, irq;
 and `<kind>_max_ns`, the task's longest single delay of that kind so far (taskstats v16+, at the
-end of struct taskstats; null on older kernels). Version 15 put max/min between the older
-fields, which moves every later field; v16 moved them to the end, so a v15 kernel is refused
-with that reason rather than misread. run.json's `totals_ns` (delay accrued during the run per
-kind, summed over tasks) and `max_ns` (the longest single delay of each kind) are computed by
-analysis/montables.py from this table.
+end of struct taskstats; null on older kernels); and the task's I/O accounting `io_read_char`,
+`io_write_char`, `io_read_syscalls`, `io_write_syscalls`, `io_read_bytes`, `io_write_bytes`
+(bytes it read from the block layer: what tells a page-cache read from a device read).
+Version 15 put max/min between the older fields, which moves every later field; v16 moved them
+to the end, so a v15 kernel is refused with that reason rather than misread. run.json's
+`totals_ns` (delay accrued during the run per kind, summed over tasks) and `max_ns` (the longest
+single delay of each kind) are computed by analysis/montables.py from this table.
 """
 
 from __future__ import annotations
@@ -66,6 +68,10 @@ DELAY_KINDS = {
 MAX_SINCE_VERSION = 16
 _MAX_AT = 432
 _BROKEN_LAYOUT_VERSION = 15
+# per-task I/O accounting (CONFIG_TASK_XACCT): bytes passed to read/write calls, the calls,
+# and bytes the task had read from / caused to be written to the block layer
+IO_FIELDS = {"read_char": 216, "write_char": 224, "read_syscalls": 232, "write_syscalls": 240,
+             "read_bytes": 248, "write_bytes": 256}
 _COMM = (80, 32)
 _AC_PID = 128
 _AC_TGID = 368
@@ -195,6 +201,9 @@ def decode_stats(raw: bytes) -> dict[str, Any]:
             result[f"{kind}_ns"] = struct.unpack_from("Q", raw, total_at)[0]
         else:
             result[f"{kind}_count"] = result[f"{kind}_ns"] = None
+    for name, at in IO_FIELDS.items():
+        result[f"io_{name}"] = struct.unpack_from("Q", raw, at)[0] if len(raw) >= at + 8 \
+            else None
     for index, kind in enumerate(DELAY_KINDS):
         at = _MAX_AT + 16 * index
         result[f"{kind}_max_ns"] = struct.unpack_from("Q", raw, at)[0] \
@@ -333,7 +342,8 @@ class DelayMonitor(Monitor):
         pid, born = self._known.get(tid, (stats["tgid"] or tid, True))
         row = {"t_ns": t_ns, "pid": pid, "tid": tid, "comm": stats["comm"],
                "born_in_run": born, "exited": exited}
-        row.update({k: v for k, v in stats.items() if k.endswith(("_count", "_ns"))})
+        row.update({k: v for k, v in stats.items()
+                    if k.endswith(("_count", "_ns")) or k.startswith("io_")})
         self._version = stats["version"]
         self._rows.append(row)
 
@@ -382,7 +392,9 @@ DELAY = TableSchema(
      *(Column(f"{kind}_{what}", COUNTER, unit) for kind in DELAY_KINDS
        for what, unit in (("count", "delays"), ("ns", "ns"))),
      # the task's longest single delay so far (v16+): a running maximum
-     *(Column(f"{kind}_max_ns", GAUGE, "ns") for kind in DELAY_KINDS)),
+     *(Column(f"{kind}_max_ns", GAUGE, "ns") for kind in DELAY_KINDS),
+     *(Column(f"io_{name}", COUNTER, "calls" if name.endswith("syscalls") else "bytes")
+       for name in IO_FIELDS)),
     totals=montables.delay_run_totals)
 
 

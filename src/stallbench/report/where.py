@@ -39,14 +39,14 @@ def _short(text: str, width: int) -> str:
 NEAR_ZERO = 10     # a baseline below this many events per run gives no meaningful ratio
 
 
-def _counter_change(row: CounterRow) -> str:
+def _counter_change(row: CounterRow, change: float | None = None) -> str:
     """'new' for a counter that did not move in the baseline, 'from ~0' for one that barely
-    did (a ratio against 2 events says nothing), else the change per op."""
+    did (a ratio against 2 events says nothing), else the change (per op by default)."""
     if not row.baseline:
         return "new"
     if abs(row.baseline) < NEAR_ZERO <= abs(row.candidate):
         return "from ~0"
-    change = row.change
+    change = row.change if change is None else change
     return "-" if change is None else _pct(change) if abs(change) < 1000 else "≥1000x"
 
 
@@ -69,19 +69,21 @@ def _tables(section: WhereSection) -> list[tuple[str, list[str], list[list[str]]
         # memcg's total_* repeat the cgroup's own counters for a cgroup without children
         shown = [r for r in rows if not (r.counter.startswith("memcg.total_") and
                  "memcg." + r.counter.removeprefix("memcg.total_") in names)]
-        body = [[_short(r.counter.removeprefix("vmstat."), 32), r.unit,
-                 _num(r.baseline),
-                 _num(r.candidate), _num(r.baseline_per_op, 3),
-                 _num(r.candidate_per_op, 3), _counter_change(r)]
+        body = [[_short(r.counter.removeprefix("vmstat."), 30) + ("°" if r.follows else ""),
+                 r.unit, _num(r.baseline), _num(r.candidate), _num(r.baseline_per_op, 3),
+                 _num(r.candidate_per_op, 3),
+                 "-" if r.change_per_s is None else _counter_change(r, r.change_per_s),
+                 _counter_change(r)]
                 for r in shown[:COUNTER_ROWS]]
         more = len(shown) - COUNTER_ROWS
-        title = (f"kernel counters {base} vs {label}: per run and per op, sorted by the change "
-                 "per op (per second and the gauges in the JSON)")
+        title = (f"kernel counters {base} vs {label}: per run, per op, and the change per "
+                 "second and per op; reclaim, throttling and writeback first, ° = follows the "
+                 "op count or the clock, not a cause (rates and gauges in the JSON)")
         if more > 0:
             title += f"; {more} more there"
-        b, c = _short(base, 10), _short(label, 10)
-        out.append((title, ["counter", "unit", b, c, f"{_short(base, 7)}/op",
-                            f"{_short(label, 7)}/op", "change"], body))
+        b, c = _short(base, 9), _short(label, 9)
+        out.append((title, ["counter", "unit", b, c, f"{_short(base, 6)}/op",
+                            f"{_short(label, 6)}/op", "per s", "per op"], body))
     psi_rows = [[label, key, format_ns(item.stall_ns), _share(item.share_of_time)]
                 for label, values in section.psi.items() for key, item in values.items()
                 if item.stall_ns]
@@ -96,18 +98,22 @@ def _tables(section: WhereSection) -> list[tuple[str, list[str], list[list[str]]
     if disk_rows:
         out.append(("block devices", ["variant", "device", "IOPS", "read MiB/s", "write MiB/s",
                                       "read/req", "write/req", "queue", "util"], disk_rows))
-    device_rows = [[label, op, format_ns(d.op_mean_ns), format_ns(d.device_ns_per_request),
-                    d.verdict or "-"]
+    device_rows = [[label, op, format_ns(d.op_mean_ns), _share(d.from_device),
+                    _share(d.blkio_share), d.verdict or "-"]
                    for label, ops in section.device.items() for op, d in ops.items()]
     if device_rows:
-        out.append(("device or above it", ["variant", "op", "op mean", "device time/request",
-                                           "time spent"], device_rows))
-    delay_rows = [[label, role.role, kind, format_ns(d.total_ns), _share(d.share)]
+        out.append(("device or above it, from each op's own I/O (bytes its reads got from the "
+                    "block layer; its op time in block I/O waits)",
+                    ["variant", "op", "op mean", "from device", "I/O waits", "time spent"],
+                    device_rows))
+    delay_rows = [[label, role.role, kind, format_ns(d.total_ns), format_ns(d.in_ops_ns),
+                   _share(d.share)]
                   for label, roles in section.delay.items() for role in roles
                   for kind, d in role.delays.items() if d.total_ns]
     if delay_rows:
-        out.append(("delay accounting per worker role (share of the role's total op latency)",
-                    ["variant", "role", "delay", "total", "share"], delay_rows))
+        out.append(("delay accounting per worker role: accrued in the run, the part that must "
+                    "have been inside the ops, and its share of their op time",
+                    ["variant", "role", "delay", "total", "in ops", "of op time"], delay_rows))
     longest_rows = [[label, kind, format_ns(d.max_ns), d.role or f"tid {d.tid}"]
                     for label, kinds in section.delay_max.items()
                     for kind, d in kinds.items() if d.max_ns]

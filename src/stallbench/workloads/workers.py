@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from ..context import RunContext
-from ..record import ProgressBoard, WorkerRecorder, WorkerSummary, read_spools
+from ..record import (
+    ProgressBoard,
+    SpoolChannel,
+    WorkerRecorder,
+    WorkerSummary,
+    read_spools,
+    write_spool_meta,
+)
 from ..runmeta import Status
 from .base import ProgressFn, WorkloadResult
 
@@ -82,16 +89,22 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
     start_gate = mp.Event()
     deadline = mp.RawValue("q", 0)      # set when the workers are released
     processes = []
+    # made here, outside the workload's cgroups: see record.py SpoolChannel
+    channels = [SpoolChannel(spool_dir, index, spec.layout) for index, spec in enumerate(specs)]
     for index, spec in enumerate(specs):
+        write_spool_meta(spool_dir, index, spec.ops, spec.layout)
         process = mp.Process(
             target=_worker_main,
-            args=(index, spec, spool_dir, board, all_ops, ctx, deadline, start_gate),
+            args=(index, spec, spool_dir, board, all_ops, ctx, deadline, start_gate,
+                  channels[index]),
             name=f"stallbench-{spec.role}-{index}",
             daemon=True,
         )
         process.start()
         ctx.processes.add(process.pid)
         processes.append(process)
+    for channel in channels:
+        channel.start()
     ctx.workload_starting()
     t_begin = time.monotonic_ns()
     deadline_ns = t_begin + int(ctx.duration_s * 1e9)
@@ -124,6 +137,8 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
             if p.is_alive():
                 _signal(p.pid, signal.SIGKILL)
                 p.join(5)
+        for channel in channels:
+            channel.close()
     progress(board.take()[0])
     elapsed_s = (time.monotonic_ns() - t_begin) / 1e9
     result = _collect(ctx, specs, processes, spool_dir, elapsed_s, stop_sent)
@@ -140,7 +155,8 @@ def _signal(pid: int | None, signum: int) -> None:
 
 
 def _worker_main(index: int, spec: WorkerSpec, spool_dir: Path, board: ProgressBoard,
-                 all_ops: list[str], ctx: RunContext, deadline, start_gate) -> None:
+                 all_ops: list[str], ctx: RunContext, deadline, start_gate,
+                 channel: SpoolChannel | None = None) -> None:
     global _stop_requested
     _stop_requested = False
     signal.signal(signal.SIGINT, _request_stop)
@@ -150,7 +166,8 @@ def _worker_main(index: int, spec: WorkerSpec, spool_dir: Path, board: ProgressB
     recorder = None
     try:
         ctx.env.child_setup()
-        recorder = WorkerRecorder(spool_dir, index, spec.ops, spec.layout, board=None)
+        recorder = WorkerRecorder(spool_dir, index, spec.ops, spec.layout, board=None,
+                                  channel=channel)
         recorder.board = _BoardView(board, all_ops, spec.ops)
         while not start_gate.wait(0.2) and not _stop_requested:
             pass

@@ -14,15 +14,17 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .analysis import histogram as hist
-from .analysis import monitors as am
-from .analysis import montables, slowops
-from .analysis import wheresection as ws
-from .analysis.summary import RESPONSE_SUFFIX, op_totals
-from .errors import RunDataError
-from .monitors.base import table_columns
-from .monitors.counters import COUNTERS
-from .store import TRACE_TABLES, Run
+from ..analysis import delaymax, device, montables, slowops, whyline
+from ..analysis import histogram as hist
+from ..analysis import mechanism as mech
+from ..analysis import monitors as am
+from ..analysis import wheresection as ws
+from ..analysis.summary import RESPONSE_SUFFIX, op_totals
+from ..errors import RunDataError
+from ..monitors.base import table_columns
+from ..monitors.counters import COUNTERS
+from ..store import TRACE_TABLES, Run
+from .facts import busy_at_rows, variant_facts
 
 SLOW_FACTOR = 10.0
 SKIPPED_STATUSES = ("skipped", "failed")
@@ -54,16 +56,28 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
             section.warnings.append(
                 f"{label}: trace-full ran (block requests and every syscall traced); it perturbs "
                 "the run, so its latencies are not comparable with untraced runs")
+        facts = section.facts[label] = variant.facts()
+        warning = mech.limit_warning(label, facts)
+        if warning:
+            section.warnings.append(warning)
         section.psi[label] = ws.pressure(variant.psi(), variant.seconds)
         section.diskstats[label] = ws.disk_summaries(variant.diskstats())
-        section.device[label] = ws.device_vs_above(
+        section.delay[label] = ws.role_delays(variant.delays(), variant.ops_by_role())
+        section.device[label] = device.device_vs_above(
             section.diskstats[label], {op: (n, total) for op, (n, total, _)
-                                       in variant.op_totals.items()}, len(variant.runs))
-        section.delay[label] = ws.role_delays(variant.delays())
+                                       in variant.op_totals.items()}, len(variant.runs),
+            ws.role_io(section.delay[label]), variant.roles_of_ops(), facts)
         per_run, missing = variant.delay_max()
         longest = ws.longest(per_run)
         if longest:
             section.delay_max[label] = longest
+        dropped = sorted(kind for kind, entry in delaymax.merge_runs(per_run).items()
+                         if entry["impossible"])
+        if dropped:
+            section.warnings.append(
+                f"{label}: taskstats accounted more {', '.join(dropped)} delay to some tasks "
+                "than they lived, or a longest wait longer than the run: those tasks' "
+                "maxima are not shown (a kernel accounting fault, not a measurement)")
         if missing:
             section.skipped.append(ws.Skipped(label, "delay maximum", missing))
         section.stacks[label] = ws.stacks(variant.folded(), variant.trace_dstate())
@@ -82,10 +96,11 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
         section.counters[label] = [] if missing_in else ws.counter_rows(
             base_deltas, cand_deltas, base.seconds, variant.seconds, base.op_count,
             variant.op_count, COUNTERS.unit)
-        section.explanations += ws.explanations(
+        section.explanations += whyline.explanations(
             label, tail_changes.get(label, {}), section.slow_ops[label], section.delay[label],
             variant.roles_of_ops(), section.delay_max.get(label, {}),
-            section.delay_max.get(baseline_label, {}))
+            section.delay_max.get(baseline_label, {}), facts, section.device[label],
+            section.delay.get(baseline_label, []), section.facts.get(baseline_label))
     return section
 
 
@@ -104,6 +119,10 @@ class _VariantData:
         self._cache: dict[str, list[tuple[Run, dict[str, np.ndarray]]]] = {}
         self._breakdowns: dict[int, _Breakdown] = {}
         self.op_totals = self._op_totals()
+
+    def facts(self) -> mech.Facts:
+        """What the runs recorded about their conditions (analysis/mechanism.py)."""
+        return variant_facts(self.runs, self.counter_deltas())
 
     def used(self, monitor: str) -> bool:
         return any((r.meta.monitors or {}).get(monitor, {}).get("status") == "ok"
@@ -164,13 +183,11 @@ class _VariantData:
         out = []
         for run, columns in self._tables("delay"):
             roles = _worker_roles(run)
-            pid_role = {p: roles.get(w, f"worker {w}")
-                        for w, p in _worker_pids(run, "delay").items()}
-            latency: dict[str, int] = {}
-            for worker, total in _latency_by_worker(run).items():
-                role = roles.get(worker, f"worker {worker}")
-                latency[role] = latency.get(role, 0) + total
-            out.append(ws.RunDelays(columns, pid_role, latency))
+            worker_of_pid = {p: w for w, p in _worker_pids(run, "delay").items()}
+            pid_role = {p: roles.get(w, f"worker {w}") for p, w in worker_of_pid.items()}
+            started = (run.meta.workload_summary or {}).get("workers_started_ns")
+            out.append(ws.RunDelays(columns, pid_role, busy_at_rows(run, columns, worker_of_pid),
+                                    int(started) if started is not None else None))
         return out
 
     def delay_max(self) -> tuple[list[dict[str, dict[str, Any]]], str | None]:
@@ -191,6 +208,24 @@ class _VariantData:
                 reasons.append(summary.get("max_unavailable")
                                or "recorded by a stallbench without per-kind maxima")
         return per_run, (reasons[0] if reasons and not per_run else None)
+
+    def ops_by_role(self) -> dict[str, int]:
+        """Ops recorded per worker role (all of them, as the delays cover the whole run)."""
+        result: dict[str, int] = {}
+        for run in self.runs:
+            roles = _worker_roles(run)
+            try:
+                ops = run.summary().ops
+            except RunDataError:
+                continue
+            for op, data in ops.items():
+                if op.endswith(RESPONSE_SUFFIX):
+                    continue
+                for worker, n in zip(data.workers.tolist(), data.worker_count.tolist(),
+                                     strict=True):
+                    role = roles.get(worker, f"worker {worker}")
+                    result[role] = result.get(role, 0) + int(n)
+        return result
 
     def roles_of_ops(self) -> dict[str, list[str]]:
         """Which worker roles record each op (from the summaries' worker columns)."""
@@ -348,18 +383,3 @@ def _worker_pids(run: Run, monitor: str) -> dict[int, int]:
 def _worker_roles(run: Run) -> dict[int, str]:
     roles = (run.meta.workload_summary or {}).get("worker_roles") or {}
     return {int(k): str(v) for k, v in roles.items()}
-
-
-def _latency_by_worker(run: Run) -> dict[int, int]:
-    totals: dict[int, int] = {}
-    try:
-        summary = run.summary()
-    except RunDataError:
-        return totals
-    for name, data in summary.ops.items():
-        if name.endswith(RESPONSE_SUFFIX):
-            continue
-        for worker, total in zip(data.workers.tolist(), data.worker_sum.tolist(), strict=True):
-            if total:
-                totals[worker] = totals.get(worker, 0) + int(total)
-    return totals

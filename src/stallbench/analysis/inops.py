@@ -1,0 +1,94 @@
+"""Delays attributed to the ops, not to the tasks' lifetimes.
+
+The delay monitor samples each task's cumulative delays about once a second. A worker's delays
+between two samples happened inside its ops or between them (a paced writer's run-queue wait
+after each wake-up from its pacing sleep is not op time). Between two samples a worker spent
+`busy` ns in ops and `wall - busy` outside them, so of a delay `d` accrued in that step at
+least `d - (wall - busy)` was inside the ops, and never more than `busy`: the lower bound is what
+is attributed, so a kind's share of the op time is at most 100% by construction. A wait is
+counted in the step in which it ends (the kernel adds it then); one longer than the step is
+taken as at most the step's length, and run-queue and block I/O waits (never at the same time)
+together as at most the step's op time. Pure: numpy in, dicts out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+DISJOINT = ("cpu", "blkio")     # delay kinds a task cannot be in at the same time
+
+
+def op_time_before(start: np.ndarray, latency: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """For ops of one worker (never overlapping: a worker does one op at a time), the op time
+    spent before each edge (ns). Additive over disjoint sets of ops, so batches may be summed."""
+    start = np.asarray(start, dtype=np.int64)
+    latency = np.asarray(latency, dtype=np.int64)
+    edges = np.asarray(edges, dtype=np.int64)
+    if start.size == 0:
+        return np.zeros(edges.size, np.float64)
+    if start.size > 1 and np.any(np.diff(start) < 0):
+        order = np.argsort(start, kind="stable")
+        start, latency = start[order], latency[order]
+    end = start + latency
+    done = np.r_[0.0, np.cumsum(latency, dtype=np.float64)]
+    # ops that ended by the edge, then the one in progress at it (at most one)
+    finished = np.searchsorted(end, edges, side="right")
+    result = done[finished]
+    running = finished < start.size
+    partial = np.zeros(edges.size, np.float64)
+    index = np.minimum(finished, start.size - 1)
+    partial[running] = np.clip(edges[running] - start[index[running]], 0,
+                               latency[index[running]])
+    return result + partial
+
+
+def delays_in_ops(t_ns: np.ndarray, busy_ns: np.ndarray, born: bool,
+                  delays: Mapping[str, np.ndarray], first_wall_from: int | None
+                  ) -> tuple[dict[str, int], int, dict[str, int]]:
+    """One task's rows in time order -> ({kind: delay ns inside its ops, lower bound}, op time
+    over the steps counted, {kind: all delay ns accrued in those steps}).
+
+    `busy_ns[i]` is the task's op time before `t_ns[i]`; `first_wall_from` the time the task's
+    first step starts from (its workers' start) when it was born in the run, else the first
+    row only sets the baseline."""
+    t = np.asarray(t_ns, dtype=np.float64)
+    busy = np.asarray(busy_ns, dtype=np.float64)
+    if t.size == 0:
+        return {}, 0, {}
+    if born:
+        t_prev = np.r_[float(first_wall_from if first_wall_from is not None else t[0]), t[:-1]]
+        busy_prev = np.r_[0.0, busy[:-1]]
+    else:
+        t_prev, busy_prev = t[:-1], busy[:-1]
+        t, busy = t[1:], busy[1:]
+    wall = np.maximum(t - t_prev, 0.0)
+    step_busy = np.clip(busy - busy_prev, 0.0, wall)
+    idle = wall - step_busy
+    since_start = np.maximum(t, 0.0)
+    lows: dict[str, np.ndarray] = {}
+    accrued: dict[str, int] = {}
+    for kind, column in delays.items():
+        values = np.asarray(column, dtype=np.float64)
+        if np.isnan(values).all():
+            continue
+        values = np.where(np.isnan(values), 0.0, values)
+        if born:
+            previous = np.r_[0.0, values[:-1]]
+        else:
+            previous, values = values[:-1], values[1:]
+        step = values - previous
+        # the whole-uptime step of a wait in flight when accounting was switched on, dropped
+        step = np.where((step >= 0) & (step <= since_start * 1.05 + 1e6), step, 0.0)
+        lows[kind] = np.clip(np.minimum(step, wall) - idle, 0.0, step_busy)
+        accrued[kind] = int(step.sum())
+    # a task is either runnable (waiting for a CPU) or asleep (in block I/O), never both: where
+    # waits that began in earlier steps make the two exceed the step's op time, scale them
+    disjoint = [k for k in DISJOINT if k in lows]
+    if len(disjoint) > 1:
+        together = sum(lows[k] for k in disjoint)
+        scale = np.where(together > step_busy, step_busy / np.maximum(together, 1.0), 1.0)
+        for k in disjoint:
+            lows[k] = lows[k] * scale
+    return {k: int(v.sum()) for k, v in lows.items()}, int(step_busy.sum()), accrued

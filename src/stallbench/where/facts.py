@@ -1,0 +1,97 @@
+"""What a variant's runs recorded about their own conditions, loaded for the where section:
+the mechanism facts (run.json: memory limit and whether it was hit, I/O throttle, sysctls,
+system memory, machine load; the counters) and each delay row's op time so far (ops.parquet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..analysis import inops
+from ..analysis import mechanism as mech
+from ..errors import RunDataError
+from ..store import Run
+
+DATA_SIZE_PARAMS = ("file_size", "data_size")
+
+
+def variant_facts(runs: list[Run], counter_deltas: list[dict[str, int]]) -> mech.Facts:
+    facts = mech.Facts()
+    if not runs:
+        return facts
+    meta = runs[0].meta
+    env = meta.environment or {}
+    facts.memory_limit = (env.get("memory") or {}).get("limit")
+    memories = [(r.meta.environment or {}).get("memory") or {} for r in runs]
+    peaks = [m["peak"] for m in memories if m.get("peak")]
+    facts.memory_peak = max(peaks) if peaks else None
+    hits = [int(value) for m in memories
+            if (value := m.get("failcnt", (m.get("events") or {}).get("max"))) is not None]
+    facts.memory_hits = sum(hits) if hits else None
+    sizes = [v for k, v in (meta.params or {}).items()
+             if k in DATA_SIZE_PARAMS and isinstance(v, int)]
+    facts.data_bytes = max(sizes) if sizes else None
+    facts.io_limits = io_limits((env.get("io") or {}).get("files") or {})
+    facts.sysctls = {k: str(v.get("new")) for k, v in (env.get("sysctls") or {}).items()
+                     if isinstance(v, Mapping)}
+    facts.system_memory = (env.get("system_memory") or {}).get("requested")
+    loads = [r.meta.machine_load for r in runs if r.meta.machine_load]
+    if loads:
+        facts.cpus = float(loads[0].get("cpus") or 0)
+        facts.others_cpus = float(np.mean([float(x.get("others_cpus") or 0) for x in loads]))
+        facts.own_cpus = float(np.mean([float(x.get("own_cpus") or 0) for x in loads]))
+    facts.monitors = sorted({name for r in runs for name, info in (r.meta.monitors or {}).items()
+                             if info.get("status") == "ok"})
+    if counter_deltas:
+        names = {n for d in counter_deltas for n in d}
+        facts.counters = {n: float(np.mean([d.get(n, 0) for d in counter_deltas]))
+                          for n in names}
+    return facts
+
+
+def io_limits(files: Mapping[str, Any]) -> dict[str, str]:
+    """{"riops": "1000", ...} from the I/O cgroup files a run wrote (v1 throttle or v2 io.max)."""
+    out: dict[str, str] = {}
+    for name, info in files.items():
+        written = str((info or {}).get("written") or "")
+        if name == "io.max":
+            for part in written.split()[1:]:
+                key, _, value = part.partition("=")
+                if value and value != "max":
+                    out[key] = value
+        elif name.startswith("blkio.throttle."):
+            kind = name.removeprefix("blkio.throttle.").removesuffix("_device")
+            if kind in mech.IO_LIMIT_NAMES and len(written.split()) > 1:
+                out[mech.IO_LIMIT_NAMES[kind]] = written.split()[-1]
+    return out
+
+
+def busy_at_rows(run: Run, columns: Mapping[str, np.ndarray], worker_of_pid: Mapping[int, int]
+                 ) -> np.ndarray:
+    """Each delay row's op time so far of its task (a worker's main thread, which does the
+    ops), streamed from ops.parquet; NaN on other tasks' rows."""
+    tid, pid = np.asarray(columns["tid"]), np.asarray(columns["pid"])
+    t_ns = np.asarray(columns["t_ns"], dtype=np.int64)
+    busy = np.full(tid.size, np.nan)
+    rows_of = {w: np.flatnonzero((tid == p) & (pid == p)) for p, w in worker_of_pid.items()}
+    rows_of = {w: rows for w, rows in rows_of.items() if rows.size}
+    if not rows_of:
+        return busy
+    sums = {w: np.zeros(rows.size) for w, rows in rows_of.items()}
+    try:
+        for table in run.iter_ops(["worker", "start_ns", "latency_ns"]):
+            worker = table.column("worker").to_numpy()
+            start = table.column("start_ns").to_numpy()
+            latency = table.column("latency_ns").to_numpy()
+            for w, rows in rows_of.items():
+                mine = worker == w
+                if mine.any():
+                    sums[w] += inops.op_time_before(start[mine], latency[mine], t_ns[rows])
+    except RunDataError:
+        return busy
+    for w, rows in rows_of.items():
+        busy[rows] = sums[w]
+    return busy
