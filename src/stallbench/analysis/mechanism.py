@@ -127,7 +127,8 @@ def mechanism(kind: str, op: str, direction: str, facts: Facts,
         others = facts.others_cpus
         before = baseline.others_cpus if baseline is not None else None
         if not blocking and contention(facts, baseline) and others is not None:
-            return (f"CPU contention: processes outside the run kept {others:.1f} of "
+            return (f"CPU contention: processes outside the run (kernel threads included) kept "
+                    f"{others:.1f} of "
                     f"{facts.cpus or 0:.0f} CPUs busy"
                     + (f", {before:.1f} in the baseline" if before is not None else ""))
         if others is not None and others >= BUSY_OTHERS:
