@@ -221,6 +221,9 @@ def open_state(plan: Plan, given: Settings, resume: bool) -> tuple[State, Settin
             raise UsageError(f"{path} holds a bisect already: go on with --resume, or remove "
                              "the file to start again")
         settings = given.filled(plan)
+        for metric in settings.metrics or []:
+            parse_metric(metric)                      # bad input before any state is kept
+        parse_percent(settings.bound_text or DEFAULT_BOUND, "--max-regression")
         Path(plan.results).mkdir(parents=True, exist_ok=True)
         state = State(path, {
             "kind": STATE_KIND, "version": STATE_VERSION, "plan": str(plan.source or ""),
