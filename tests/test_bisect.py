@@ -168,6 +168,7 @@ def test_a_real_bisect_finds_the_first_bad_variant_in_log2_steps(tmp_path):
         # the comparison of the first bad one with its predecessor, as compare prints it
         assert "stallbench compare" in out.stdout and "baseline  r3" in out.stdout
         assert "candidate r4" in out.stdout
+        assert "r4 differs from r3 in: record_size 4096 -> 65536" in out.stdout
     else:
         assert _saturated(state), ("undecided steps on a machine that was not saturated",
                                    out.stdout)

@@ -32,6 +32,7 @@ from .jsonfile import write_json_atomic
 from .plan import Plan
 from .runmeta import Status
 from .store import Resolved, complete_runs
+from .workloads import get_workload
 
 STATE_FILE = "bisect.json"
 STATE_KIND = "stallbench-bisect"
@@ -109,6 +110,22 @@ class Search:
         return Answer(FOUND if hi == lo + 1 else RANGE, lo, hi, skipped)
 
 
+def differences(plan: Plan, before: str, after: str) -> list[tuple[str, Any, Any]]:
+    """(setting, before, after) for each variant setting and workload option in which two of
+    the plan's variants differ: what changed at the first bad one."""
+    by_name = {v.name: v for v in plan.variants}
+    a, b = by_name[before], by_name[after]
+    found = [(f.name, getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
+             if f.name not in ("name", "workload_options")
+             and getattr(a, f.name) != getattr(b, f.name)]
+    parse = get_workload(plan.workload).parse_options     # defaults filled in, values parsed
+    options_a = vars(parse({**plan.workload_options, **a.workload_options}))
+    options_b = vars(parse({**plan.workload_options, **b.workload_options}))
+    found += [(key, options_a[key], options_b.get(key)) for key in options_a
+              if options_a[key] != options_b.get(key)]
+    return found
+
+
 # -- the measured steps ---------------------------------------------------------------------
 
 @dataclass
@@ -175,6 +192,7 @@ class Result:
     state_path: Path
     settings: Settings
     comparison: Comparison | None = None
+    changed: list[tuple[str, Any, Any]] = field(default_factory=list)   # at the first bad one
 
 
 class State:
@@ -378,8 +396,10 @@ def run_bisect(plan: Plan, given: Settings, resume: bool,
                             "candidates": [names[i] for i in answer.candidates],
                             "skipped": [names[i] for i in answer.skipped]}
     state.save()
+    changed = differences(plan, names[answer.first_bad - 1], names[answer.first_bad]) \
+        if answer.kind == FOUND and answer.first_bad is not None else []
     return Result(answer, names, state.steps, state.path, settings,
-                  final_comparison(state, answer, metrics, bool(settings.knee)))
+                  final_comparison(state, answer, metrics, bool(settings.knee)), changed)
 
 
 def _judge_first(state: State, step: Step, metrics: list[Metric], bound: float,

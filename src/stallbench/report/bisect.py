@@ -38,8 +38,16 @@ def answer_lines(result: Result) -> str:
         lines.append(f"first bad: between {names[answer.last_good + 1]} and "
                      f"{names[answer.first_bad]}")
     elif answer.kind == FOUND:
+        if result.changed:
+            lines.append(f"{names[answer.first_bad]} differs from {names[answer.first_bad - 1]} "
+                         "in: " + ", ".join(f"{key} {_value(a)} -> {_value(b)}"
+                                            for key, a, b in result.changed))
         lines.append(f"first bad: {names[answer.first_bad]}")
     return "".join(line + "\n" for line in lines)
+
+
+def _value(value: object) -> str:
+    return "(none)" if value is None else str(value)
 
 
 def no_answer(answer: Answer, names: list[str], settings_text: str) -> str:
