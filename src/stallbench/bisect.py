@@ -29,7 +29,7 @@ from .comparison import CompareOptions, Comparison, build_comparison, parse_perc
 from .errors import UsageError
 from .gate import GateResult, Metric, gate, gate_exit_code, metric_percents, parse_metric
 from .jsonfile import write_json_atomic
-from .plan import Plan
+from .plan import Plan, VariantSettings
 from .runmeta import Status
 from .store import Resolved, complete_runs
 from .workloads import get_workload
@@ -326,8 +326,6 @@ def run_bisect(plan: Plan, given: Settings, resume: bool,
                on_step: Callable[[Step, list[str]], None],
                log: Callable[[str], None], progress: bool = False) -> Result:
     """Measure the steps until the answer is known; every round and verdict is journaled."""
-    from .runner import round_order, run_plan
-
     if plan.hosts or any(v.hosts for v in plan.variants):
         raise UsageError("bisect runs on this machine: remove the plan's hosts")
     names = [v.name for v in plan.variants]
@@ -358,28 +356,20 @@ def run_bisect(plan: Plan, given: Settings, resume: bool,
         code, results, counts, reason = 125, None, {}, None
         measured = step.rounds > 0
         if measured:
-            code, results, counts, reason = _judge_first(state, step, metrics, bound, fresh)
+            code, results, counts, reason = _judge_step(state, step, metrics, bound, fresh)
         while not measured or (code == 125 and step.rounds < (settings.max_rounds or 1)):
-            pair_variants = [by_name[baseline], by_name[candidate]]
-            order = round_order(pair_variants, state.data["rounds"], rng, log)
-            outcomes = run_plan(dataclasses.replace(plan, variants=order, iterations=1,
-                                                    until_decided=None),
-                                progress=progress, log=log)
-            for outcome in outcomes:
-                if outcome.status == Status.COMPLETE:
-                    state.runs_of(outcome.variant).append(str(outcome.path))
-            if any(o.status == Status.INTERRUPTED for o in outcomes):
-                step.seconds = seconds + time.monotonic() - started
-                steps[-1] = asdict(step)
-                state.save()
-                return Result(None, names, state.steps, state.path, settings)
-            state.data["rounds"] += 1
-            step.rounds += 1
-            measured = True
+            interrupted = _run_round(plan, state, [by_name[baseline], by_name[candidate]],
+                                     rng, log, progress)
+            if not interrupted:
+                state.data["rounds"] += 1
+                step.rounds += 1
             step.seconds = seconds + time.monotonic() - started
             steps[-1] = asdict(step)
             state.save()
-            code, results, counts, reason = _judge_first(state, step, metrics, bound, fresh)
+            if interrupted:
+                return Result(None, names, state.steps, state.path, settings)
+            measured = True
+            code, results, counts, reason = _judge_step(state, step, metrics, bound, fresh)
         step.exit_code, step.outcome = code, OUTCOME_OF_EXIT[code]
         step.runs = counts
         step.metrics = _verdicts(results, reason)
@@ -402,7 +392,22 @@ def run_bisect(plan: Plan, given: Settings, resume: bool,
                   final_comparison(state, answer, metrics, bool(settings.knee)), changed)
 
 
-def _judge_first(state: State, step: Step, metrics: list[Metric], bound: float,
+def _run_round(plan: Plan, state: State, pair: list[VariantSettings], rng: random.Random,
+               log: Callable[[str], None], progress: bool) -> bool:
+    """One run of each of the two, in the runner's round order; the complete ones join the
+    state's runs. True when a run was interrupted (Ctrl-C, SIGTERM)."""
+    from .runner import round_order, run_plan
+
+    order = round_order(pair, state.data["rounds"], rng, log)
+    outcomes = run_plan(dataclasses.replace(plan, variants=order, iterations=1,
+                                            until_decided=None), progress=progress, log=log)
+    for outcome in outcomes:
+        if outcome.status == Status.COMPLETE:
+            state.runs_of(outcome.variant).append(str(outcome.path))
+    return any(o.status == Status.INTERRUPTED for o in outcomes)
+
+
+def _judge_step(state: State, step: Step, metrics: list[Metric], bound: float,
                  fresh: bool) -> tuple[int, list[GateResult] | None, dict[str, int], str | None]:
     """judge(); a metric not in the runs is bad input: a bisect that decided nothing yet
     leaves no state behind, so that it can be started again with the metric corrected."""
