@@ -262,6 +262,38 @@ def test_kill_9_mid_bisect_then_resume_finishes_with_the_same_answer(tmp_path):
     assert not [p for p in state_dir.rglob("*") if p.is_file()], list(state_dir.rglob("*"))
 
 
+def test_ctrl_c_keeps_the_complete_runs_and_says_how_to_go_on(tmp_path):
+    results, state_dir = tmp_path / "r", tmp_path / "s"
+    plan = _plan(tmp_path, 3, 1)
+    state_dir.mkdir()
+    proc = subprocess.Popen(stallbench_cmd("bisect", "--plan", str(plan), "--results",
+                                           str(results), "--no-progress", *DECIDE),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "STALLBENCH_STATE_DIR": str(state_dir)})
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if len(list(results.glob("r*/randread/*/run.json"))) >= 2 and _running(results):
+                break                               # inside the round's second run
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert err.strip().splitlines()[-1] == (f"stallbench: bisect interrupted; go on with: "
+                                            f"stallbench bisect --plan {plan} --resume "
+                                            f"--results {results}")
+    state = _state(results)
+    interrupted = [p for p in results.glob("r*/randread/*")
+                   if json.loads((p / "run.json").read_text())["status"] == "interrupted"]
+    assert len(interrupted) == 1, list(results.glob("r*/randread/*"))
+    kept = [p for paths in state["runs"].values() for p in paths]
+    assert str(interrupted[0]) not in kept and len(kept) == 1, state["runs"]
+    assert state["rounds"] == 0 and state["steps"][0]["outcome"] is None
+
+
 def test_an_undecidable_step_gives_a_range_never_a_wrong_variant(tmp_path):
     # r0 and r1 are the same (cached): within a 0.5% bound check cannot decide them, so r1 is
     # a skip; r2 and r3 (O_DIRECT, x30) are decided bad. The first bad one is r2, but with r1
