@@ -360,3 +360,21 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
                      "holds a bisect already")
     _one_line_exit_2(_bisect(plan, results, "--resume", state_dir=state_dir),
                      "not a stallbench bisect state")
+
+
+def test_a_last_variant_that_is_not_bad_leaves_nothing_to_bisect(tmp_path):
+    # two cached variants: within the 500% bound of each other
+    results = tmp_path / "r"
+    out = _bisect(_plan(tmp_path, 2, 2), results, *DECIDE, "--max-rounds", "2",
+                  state_dir=tmp_path / "s")
+    state = _state(results)
+    assert len(state["steps"]) == 1 and state["steps"][0]["candidate"] == "r1"
+    assert "first bad:" not in out.stdout
+    if out.returncode == 125:
+        assert "stallbench: cannot decide: whether r1 regressed against r0" in out.stderr
+        _saturated_so_no_exact_answer(state, out)
+        return
+    assert out.returncode == 1, (out.returncode, out.stdout, out.stderr)
+    assert state["answer"]["kind"] == "not bad" and state["steps"][0]["outcome"] == "good"
+    assert out.stderr.strip().splitlines()[-1] == (
+        "stallbench: r1 did not regress against r0 beyond 500%: no first bad variant")

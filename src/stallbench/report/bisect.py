@@ -55,5 +55,5 @@ def no_answer(answer: Answer, names: list[str], settings_text: str) -> str:
     if answer.kind == NOT_BAD:
         return (f"{names[-1]} did not regress against {names[0]} beyond {settings_text}: "
                 "no first bad variant")
-    return (f"cannot decide whether {names[-1]} regressed against {names[0]} (see the step "
-            "above): no first bad variant")
+    return (f"whether {names[-1]} regressed against {names[0]} (see the step above): no "
+            "first bad variant")
