@@ -167,11 +167,11 @@ def _bisect(plan: Path, results: Path, *extra: str, timeout: float = 240, state_
                           env={"STALLBENCH_STATE_DIR": str(state_dir)})
 
 
-DECIDE = ("--metric", "read:p50", "--max-regression", "500%", "--max-rounds", "3")
+DECIDE = ("--metric", "read:p50", "--max-regression", "500%", "--max-rounds", "2")
 
 
 def test_a_real_bisect_finds_the_first_bad_variant_in_log2_steps(tmp_path):
-    n, k = 7, 4
+    n, k = 6, 3
     results = tmp_path / "r"
     out = _bisect(_plan(tmp_path, n, k), results, *DECIDE, state_dir=tmp_path / "s")
     state = _state(results)
@@ -179,9 +179,9 @@ def test_a_real_bisect_finds_the_first_bad_variant_in_log2_steps(tmp_path):
     if kind == "found":
         assert len(state["steps"]) <= math.ceil(math.log2(n)) + 2, state["steps"]
         # the comparison of the first bad one with its predecessor, as compare prints it
-        assert "stallbench compare" in out.stdout and "baseline  r3" in out.stdout
-        assert "candidate r4" in out.stdout
-        assert "r4 differs from r3 in: direct False -> True" in out.stdout
+        assert "stallbench compare" in out.stdout and "baseline  r2" in out.stdout
+        assert "candidate r3" in out.stdout
+        assert "r3 differs from r2 in: direct False -> True" in out.stdout
     else:
         _saturated_so_no_exact_answer(state, out)
     # each decided step printed its line as it went
@@ -207,7 +207,7 @@ def _running(results: Path) -> list[Path]:
 
 
 def test_kill_9_mid_bisect_then_resume_finishes_with_the_same_answer(tmp_path):
-    n, k = 7, 2
+    n, k = 6, 2
     results, state_dir = tmp_path / "r", tmp_path / "s"
     plan = _plan(tmp_path, n, k)
     state_dir.mkdir()
@@ -216,11 +216,11 @@ def test_kill_9_mid_bisect_then_resume_finishes_with_the_same_answer(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "STALLBENCH_STATE_DIR": str(state_dir)})
     try:
-        # after two rounds (a quiet machine has decided a step or two; a busy one is still
-        # deciding the first), inside the next run: kill -9
+        # inside a run of the second round (a quiet machine has decided the first step; a
+        # busy one is still deciding it): kill -9
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
-            if (results / "bisect.json").exists() and _state(results)["rounds"] >= 2 \
+            if (results / "bisect.json").exists() and _state(results)["rounds"] >= 1 \
                     and _running(results):
                 break
             time.sleep(0.02)
@@ -238,7 +238,7 @@ def test_kill_9_mid_bisect_then_resume_finishes_with_the_same_answer(tmp_path):
         time.sleep(0.02)
     before = _state(results)
     known = {p for paths in before["runs"].values() for p in paths}
-    assert len(known) >= 4, before
+    assert len(known) >= 2, before
     killed = [p for p in results.glob("r*/randread/*") if str(p) not in known]
     # the run killed mid-way is on disk, never in the state (only complete runs are)
     assert killed and killed == _running(results), (killed, known)
@@ -365,8 +365,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
 def test_a_last_variant_that_is_not_bad_leaves_nothing_to_bisect(tmp_path):
     # two cached variants: within the 500% bound of each other
     results = tmp_path / "r"
-    out = _bisect(_plan(tmp_path, 2, 2), results, *DECIDE, "--max-rounds", "2",
-                  state_dir=tmp_path / "s")
+    out = _bisect(_plan(tmp_path, 2, 2), results, *DECIDE, state_dir=tmp_path / "s")
     state = _state(results)
     assert len(state["steps"]) == 1 and state["steps"][0]["candidate"] == "r1"
     assert "first bad:" not in out.stdout
