@@ -7,8 +7,8 @@ from .common import format_percent
 
 
 def step_line(step: Step) -> str:
-    """'step 2: 4K-1 vs 64K-3: bad (check exit 1) after 1 round(s), 1+1 runs, 4.2 s:
-    read:p50 +310% [+290%, +330%] regression (grew beyond the bound)'."""
+    """'step 1: r0 vs r6: bad (check exit 1) after 1 round(s), 1+1 runs, 2.9 s: read:p50
+    +4211% [+2402%, +7329%] regression (grew beyond the bound)'."""
     runs = "+".join(str(step.runs.get(name, 0)) for name in (step.baseline, step.candidate))
     verdicts = []
     for v in step.metrics:
