@@ -377,3 +377,23 @@ def test_a_last_variant_that_is_not_bad_leaves_nothing_to_bisect(tmp_path):
     assert state["answer"]["kind"] == "not bad" and state["steps"][0]["outcome"] == "good"
     assert out.stderr.strip().splitlines()[-1] == (
         "stallbench: r1 did not regress against r0 beyond 500%: no first bad variant")
+
+
+def test_resume_refuses_a_changed_plan_or_other_settings(tmp_path):
+    from stallbench.bisect import Settings, open_state
+    from stallbench.plan import load_plan
+
+    results, state_dir = tmp_path / "r", tmp_path / "s"
+    path = _plan(tmp_path, 3, 1)
+    plan = load_plan(path)
+    plan.results = results
+    state, settings = open_state(plan, Settings(["read:p50"], "500%"), resume=False)
+    assert (settings.metrics, settings.bound_text, settings.knee) == (["read:p50"], "500%", False)
+    assert settings.max_rounds == 10 and _state(results)["steps"] == []
+    _one_line_exit_2(_bisect(path, results, "--resume", "--metric", "read:p99",
+                             state_dir=state_dir), "begun with --metric read:p50")
+    _one_line_exit_2(_bisect(path, results, "--resume", "--knee", state_dir=state_dir),
+                     "begun with no --knee")
+    path.write_text(path.read_text().replace('duration = "1s"', 'duration = "2s"'))
+    _one_line_exit_2(_bisect(path, results, "--resume", state_dir=state_dir),
+                     "the plan changed since the bisect")
