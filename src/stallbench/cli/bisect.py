@@ -67,9 +67,12 @@ def run(args: argparse.Namespace) -> int:
     def on_step(step, names) -> None:
         print(bisect_report.step_line(step), end="", flush=True)
 
-    result = run_bisect(plan, given, args.resume, on_step, verbosity.info,
-                        progress=not args.no_progress)
-    if result.answer is None:
+    try:
+        result = run_bisect(plan, given, args.resume, on_step, verbosity.info,
+                            progress=not args.no_progress)
+    except KeyboardInterrupt:           # between runs: the state holds every round so far
+        result = None
+    if result is None or result.answer is None:
         print(f"stallbench: bisect interrupted; go on with: stallbench bisect --plan "
               f"{args.plan} --resume" + (f" --results {args.results}" if args.results else ""),
               file=sys.stderr)
