@@ -206,15 +206,19 @@ def _running(results: Path) -> list[Path]:
     return found
 
 
+def _start_bisect(plan: Path, results: Path, state_dir: Path) -> subprocess.Popen:
+    state_dir.mkdir()
+    return subprocess.Popen(stallbench_cmd("bisect", "--plan", str(plan), "--results",
+                                           str(results), "--no-progress", *DECIDE),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "STALLBENCH_STATE_DIR": str(state_dir)})
+
+
 def test_kill_9_mid_bisect_then_resume_finishes_with_the_same_answer(tmp_path):
     n, k = 6, 2
     results, state_dir = tmp_path / "r", tmp_path / "s"
     plan = _plan(tmp_path, n, k)
-    state_dir.mkdir()
-    proc = subprocess.Popen(stallbench_cmd("bisect", "--plan", str(plan), "--results",
-                                           str(results), "--no-progress", *DECIDE),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "STALLBENCH_STATE_DIR": str(state_dir)})
+    proc = _start_bisect(plan, results, state_dir)
     try:
         # inside a run of the second round (a quiet machine has decided the first step; a
         # busy one is still deciding it): kill -9
@@ -265,11 +269,7 @@ def test_kill_9_mid_bisect_then_resume_finishes_with_the_same_answer(tmp_path):
 def test_ctrl_c_keeps_the_complete_runs_and_says_how_to_go_on(tmp_path):
     results, state_dir = tmp_path / "r", tmp_path / "s"
     plan = _plan(tmp_path, 3, 1)
-    state_dir.mkdir()
-    proc = subprocess.Popen(stallbench_cmd("bisect", "--plan", str(plan), "--results",
-                                           str(results), "--no-progress", *DECIDE),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "STALLBENCH_STATE_DIR": str(state_dir)})
+    proc = _start_bisect(plan, results, state_dir)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and proc.poll() is None:
