@@ -404,6 +404,20 @@ def load_run(path: str | os.PathLike) -> Run:
     return Run(path=path, meta=read_meta(path / RUN_FILE))
 
 
+def complete_runs(paths: Iterable[str | os.PathLike]) -> list[Run]:
+    """The complete runs among these run directories (damaged or unfinished ones left out):
+    what --iterations auto and bisect compare after each round."""
+    runs = []
+    for path in paths:
+        try:
+            run = load_run(path)
+        except RunDataError:
+            continue
+        if run.status == Status.COMPLETE:
+            runs.append(run)
+    return runs
+
+
 def iter_run_dirs(path: Path) -> Iterator[Path]:
     """Run directories at or below `path` (a run, a workload or a variant directory)."""
     path = Path(path)

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .comparison import CompareOptions, build_comparison
-from .errors import RunDataError, UsageError
+from .errors import UsageError
 from .gate import Metric, metric_change, metric_percents, parse_metric
-from .runmeta import Status
-from .store import Resolved, load_run
+from .store import Resolved, complete_runs
 
 DECIDED = ("better", "worse", "same")
 DEFAULT_MAX_ITERATIONS = 10
@@ -49,14 +48,7 @@ def decide(paths_by_variant: dict[str, list[Path]], metrics: list[Metric],
     of every candidate has a verdict in DECIDED."""
     resolved = []
     for name, paths in paths_by_variant.items():
-        runs = []
-        for path in paths:
-            try:
-                run = load_run(path)
-            except RunDataError:
-                continue
-            if run.status == Status.COMPLETE:
-                runs.append(run)
+        runs = complete_runs(paths)
         if not runs:
             return Decision(False, rounds, {f"{name}": "no complete run"})
         resolved.append(Resolved(name, runs, []))

@@ -20,6 +20,7 @@ COMMANDS = {
     "run": ("run", "run a workload under one variant, or a plan"),
     "compare": ("compare", "compare variants: percentiles with intervals, shift, stalls"),
     "check": ("check", "exit 0/1/125: did a metric regress beyond a bound?"),
+    "bisect": ("bisect", "the first bad one of a plan's ordered variants, in ~log2(n) steps"),
     "calibrate": ("calibrate", "A/A runs of a plan's baseline: this host's noise profile"),
     "import": ("importcmd",
                "import a foreign log (mmtests-pgioperf, strace, fio, pgbench) as a run"),

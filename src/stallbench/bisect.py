@@ -1,0 +1,439 @@
+"""`stallbench bisect`: the first bad variant of a plan's ordered variants, in about log2(n)
+measured steps, each step deciding as `stallbench check` decides (gate.py) with rounds added
+until decided; or, with `knee`, the first variant whose change against the FIRST crosses the
+bound (the memory limit below which read p99 doubles).
+
+Two parts: `Search`, the pure decision logic (which pair to compare next, what the outcomes
+so far say; no I/O), and `run_bisect`, which measures the steps with the runner and journals
+every run and every verdict in RESULTS/bisect.json (atomic JSON), so that an interrupted bisect
+(Ctrl-C, kill -9) goes on from there with `resume`.
+
+A step that cannot decide (check's 125) is a skip, as in `git bisect`: that variant is never
+judged again, and when only skipped variants remain between the last good and the first bad
+one the answer is that range, never a guess.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .comparison import CompareOptions, Comparison, build_comparison, parse_percent
+from .errors import UsageError
+from .gate import GateResult, Metric, gate, gate_exit_code, metric_percents, parse_metric
+from .jsonfile import write_json_atomic
+from .plan import Plan, VariantSettings
+from .runmeta import Status
+from .store import Resolved, complete_runs
+from .workloads import get_workload
+
+STATE_FILE = "bisect.json"
+STATE_KIND = "stallbench-bisect"
+STATE_VERSION = 1
+GOOD, BAD, SKIP = "good", "bad", "skip"
+OUTCOME_OF_EXIT = {0: GOOD, 1: BAD, 125: SKIP}     # check's exit codes, as git bisect reads them
+DEFAULT_BOUND = "10%"
+
+# Answer.kind
+FOUND, RANGE, NOT_BAD, UNDECIDED = "found", "range", "not bad", "undecided"
+
+
+# -- the search: pure decision logic --------------------------------------------------------
+
+@dataclass
+class Answer:
+    kind: str                    # FOUND | RANGE | NOT_BAD (the last is not bad) | UNDECIDED
+    last_good: int               # index of the last variant known good (0: the first)
+    first_bad: int | None        # index of the first variant known bad
+    skipped: list[int] = field(default_factory=list)   # undecided ones between the two
+
+    @property
+    def candidates(self) -> list[int]:
+        """The variants that may be the first bad one."""
+        if self.first_bad is None:
+            return []
+        return list(range(self.last_good + 1, self.first_bad + 1))
+
+
+class Search:
+    """Bisection over variants 0..n-1: 0 is good by definition, n-1 is judged first (it must be
+    bad), then the untested variant nearest the middle of (last good, first bad). `knee`: every
+    step compares with variant 0; otherwise with the last good one."""
+
+    def __init__(self, n: int, knee: bool = False):
+        if n < 2:
+            raise UsageError(f"bisect needs 2 or more ordered variants (the plan has {n})")
+        self.n = n
+        self.knee = knee
+        self.outcomes: dict[int, str] = {}    # candidate index -> GOOD | BAD | SKIP
+
+    def record(self, candidate: int, outcome: str) -> None:
+        if outcome not in (GOOD, BAD, SKIP):
+            raise ValueError(f"outcome {outcome!r}")
+        self.outcomes[candidate] = outcome
+
+    def _bounds(self) -> tuple[int, int]:
+        hi = min((i for i, o in self.outcomes.items() if o == BAD), default=self.n - 1)
+        lo = max((i for i, o in self.outcomes.items() if o == GOOD and i < hi), default=0)
+        return lo, hi
+
+    def next_step(self) -> tuple[int, int] | None:
+        """(baseline, candidate) of the next step, or None when the answer is known."""
+        last = self.outcomes.get(self.n - 1)
+        if last is None:
+            return (0, self.n - 1)
+        if last != BAD:
+            return None
+        lo, hi = self._bounds()
+        open_ = [i for i in range(lo + 1, hi) if i not in self.outcomes]
+        if not open_:
+            return None
+        middle = (lo + hi) / 2
+        candidate = min(open_, key=lambda i: (abs(i - middle), i))
+        return (0 if self.knee else lo, candidate)
+
+    def answer(self) -> Answer:
+        last = self.outcomes.get(self.n - 1)
+        if last == GOOD:
+            return Answer(NOT_BAD, self.n - 1, None)
+        if last == SKIP:
+            return Answer(UNDECIDED, 0, None)
+        lo, hi = self._bounds()
+        skipped = [i for i in range(lo + 1, hi) if self.outcomes.get(i) == SKIP]
+        return Answer(FOUND if hi == lo + 1 else RANGE, lo, hi, skipped)
+
+
+def differences(plan: Plan, before: str, after: str) -> list[tuple[str, Any, Any]]:
+    """(setting, before, after) for each variant setting and workload option in which two of
+    the plan's variants differ: what changed at the first bad one."""
+    by_name = {v.name: v for v in plan.variants}
+    a, b = by_name[before], by_name[after]
+    found = [(f.name, getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
+             if f.name not in ("name", "workload_options")
+             and getattr(a, f.name) != getattr(b, f.name)]
+    parse = get_workload(plan.workload).parse_options     # defaults filled in, values parsed
+    options_a = vars(parse({**plan.workload_options, **a.workload_options}))
+    options_b = vars(parse({**plan.workload_options, **b.workload_options}))
+    found += [(key, options_a[key], options_b.get(key)) for key in options_a
+              if options_a[key] != options_b.get(key)]
+    return found
+
+
+# -- the measured steps ---------------------------------------------------------------------
+
+@dataclass
+class MetricVerdict:
+    metric: str          # op:stat
+    outcome: str         # gate's: ok | regression | undecided
+    reason: str
+    bound: float
+    change: float | None = None
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass
+class Step:
+    number: int
+    baseline: str
+    candidate: str
+    outcome: str | None = None          # GOOD | BAD | SKIP; None while it is measured
+    exit_code: int | None = None        # as `check` would exit
+    rounds: int = 0                     # rounds this step added
+    runs: dict[str, int] = field(default_factory=dict)   # runs per side behind the verdict
+    seconds: float = 0.0                # time this step took (over resumes)
+    metrics: list[MetricVerdict] = field(default_factory=list)
+
+
+@dataclass
+class Settings:
+    """What decides the steps; fields left None take the plan's (metrics, max_iterations) or
+    the defaults, and on resume the stored ones."""
+
+    metrics: list[str] | None = None
+    bound_text: str | None = None     # --max-regression, e.g. "10%"
+    knee: bool | None = None
+    max_rounds: int | None = None
+
+    def filled(self, plan: Plan) -> Settings:
+        from .untildecided import DEFAULT_MAX_ITERATIONS
+
+        metrics = self.metrics or plan.until_decided
+        if not metrics:
+            raise UsageError("bisect needs --metric OP:STAT (or metrics = [...] in the plan)")
+        rounds = self.max_rounds or (plan.iterations if plan.until_decided
+                                     else DEFAULT_MAX_ITERATIONS)
+        return Settings(list(metrics), self.bound_text or DEFAULT_BOUND, bool(self.knee),
+                        rounds)
+
+    def describe(self, key: str) -> str:
+        """The flag that gives this setting, e.g. '--max-regression 10%'."""
+        value = getattr(self, key)
+        if key == "metrics":
+            return " ".join(f"--metric {m}" for m in value or [])
+        if key == "knee":
+            return "--knee" if value else "no --knee"
+        flag = {"bound_text": "--max-regression", "max_rounds": "--max-rounds"}[key]
+        return f"{flag} {value}"
+
+
+@dataclass
+class Result:
+    answer: Answer | None           # None: interrupted
+    names: list[str]
+    steps: list[Step]
+    state_path: Path
+    settings: Settings
+    comparison: Comparison | None = None
+    changed: list[tuple[str, Any, Any]] = field(default_factory=list)   # at the first bad one
+
+
+class State:
+    """RESULTS/bisect.json: the plan's fingerprint, the settings, every run this bisect measured
+    (complete ones only) and every step with its verdicts. Written atomically after each run
+    round and each verdict."""
+
+    def __init__(self, path: Path, data: dict[str, Any]):
+        self.path = path
+        self.data = data
+
+    @property
+    def steps(self) -> list[Step]:
+        return [_step_from(s) for s in self.data["steps"]]
+
+    def runs_of(self, name: str) -> list[str]:
+        return self.data["runs"].setdefault(name, [])
+
+    def save(self) -> None:
+        write_json_atomic(self.path, self.data)
+
+
+def state_path(plan: Plan) -> Path:
+    return Path(plan.results) / STATE_FILE
+
+
+def plan_fingerprint(plan: Plan) -> str:
+    """What the runs of a bisect depend on: a resumed bisect refuses a changed plan."""
+    text = json.dumps({"workload": plan.workload, "options": plan.workload_options,
+                       "duration_s": plan.duration_s, "warmup_s": plan.warmup_s,
+                       "monitors": plan.monitors,
+                       "variants": [dataclasses.asdict(v) for v in plan.variants]},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def open_state(plan: Plan, given: Settings, resume: bool) -> tuple[State, Settings]:
+    """The journal of this bisect: a new one, or (resume) the one in RESULTS, whose settings
+    stand (a setting given again must be the same)."""
+    path = state_path(plan)
+    names = [v.name for v in plan.variants]
+    if not resume:
+        if path.exists():
+            raise UsageError(f"{path} holds a bisect already: go on with --resume, or remove "
+                             "the file to start again")
+        settings = given.filled(plan)
+        for metric in settings.metrics or []:
+            parse_metric(metric)                      # bad input before any state is kept
+        parse_percent(settings.bound_text or DEFAULT_BOUND, "--max-regression")
+        Path(plan.results).mkdir(parents=True, exist_ok=True)
+        state = State(path, {
+            "kind": STATE_KIND, "version": STATE_VERSION, "plan": str(plan.source or ""),
+            "fingerprint": plan_fingerprint(plan), "variants": names,
+            "mode": "knee" if settings.knee else "bisect", "metrics": settings.metrics,
+            "max_regression": settings.bound_text, "max_rounds": settings.max_rounds,
+            "rounds": 0, "runs": {}, "steps": [], "answer": None})
+        state.save()
+        return state, settings
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"--resume: no bisect state in {path} (start one without "
+                         "--resume)") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--resume: cannot read {path} ({exc})") from None
+    if not isinstance(data, dict) or data.get("kind") != STATE_KIND \
+            or data.get("version") != STATE_VERSION:
+        raise UsageError(f"--resume: {path} is not a stallbench bisect state of version "
+                         f"{STATE_VERSION}")
+    if data.get("variants") != names or data.get("fingerprint") != plan_fingerprint(plan):
+        raise UsageError(f"--resume: the plan changed since the bisect in {path} began "
+                         "(variants, options or durations): remove the file to start again")
+    stored = Settings(list(data["metrics"]), data["max_regression"], data["mode"] == "knee",
+                      int(data["max_rounds"]))
+    for key in ("metrics", "bound_text", "knee", "max_rounds"):
+        value = getattr(given, key)
+        if value not in (None, []) and value != getattr(stored, key):
+            raise UsageError(f"--resume: this bisect was begun with {stored.describe(key)}: "
+                             "give the same or leave it out")
+    return State(path, data), stored
+
+
+def _step_from(data: dict[str, Any]) -> Step:
+    step = Step(**{k: v for k, v in data.items() if k != "metrics"})
+    step.metrics = [MetricVerdict(**m) for m in data.get("metrics", [])]
+    return step
+
+
+def search_of(state: State, knee: bool) -> Search:
+    """The search replayed from the decided steps (the state keeps only the steps)."""
+    names = state.data["variants"]
+    search = Search(len(names), knee)
+    for step in state.steps:
+        if step.outcome is not None:
+            search.record(names.index(step.candidate), step.outcome)
+    return search
+
+
+def judge(state: State, baseline: str, candidate: str, metrics: list[Metric], bound: float
+          ) -> tuple[int, list[GateResult] | None, dict[str, int], str | None]:
+    """check's decision on this bisect's complete runs of the two: (exit code, the gate's
+    results, runs per side, why there is no comparison)."""
+    sides = [Resolved(name, complete_runs(state.runs_of(name)), [])
+             for name in (baseline, candidate)]
+    counts = {side.label: len(side.runs) for side in sides}
+    missing = [side.label for side in sides if not side.runs]
+    if missing:
+        return 125, None, counts, f"no complete run of {', '.join(missing)}"
+    comparison = build_comparison(sides[0], sides[1:], CompareOptions(
+        explain=False, percentiles=metric_percents(metrics),
+        metrics=tuple((m.op, m.stat) for m in metrics)))
+    results = gate(comparison, metrics, bound)
+    return gate_exit_code(results), results, counts, None
+
+
+def _verdicts(results: list[GateResult] | None, reason: str | None) -> list[MetricVerdict]:
+    if results is None:
+        return [MetricVerdict("-", "undecided", reason or "no comparison", 0.0)]
+    verdicts = []
+    for r in results:
+        verdict = MetricVerdict(f"{r.metric.op}:{r.metric.stat}", r.outcome, r.reason, r.bound)
+        if r.change is not None:
+            verdict.change = r.change.change
+            if r.change.interval_shown:
+                verdict.low, verdict.high = r.change.low, r.change.high
+        verdicts.append(verdict)
+    return verdicts
+
+
+def run_bisect(plan: Plan, given: Settings, resume: bool,
+               on_step: Callable[[Step, list[str]], None],
+               log: Callable[[str], None], progress: bool = False) -> Result:
+    """Measure the steps until the answer is known; every round and verdict is journaled."""
+    if plan.hosts or any(v.hosts for v in plan.variants):
+        raise UsageError("bisect runs on this machine: remove the plan's hosts")
+    names = [v.name for v in plan.variants]
+    Search(len(names))                                   # 2 or more variants
+    state, settings = open_state(plan, given, resume)
+    metrics = [parse_metric(m) for m in settings.metrics]
+    bound = parse_percent(settings.bound_text or DEFAULT_BOUND, "--max-regression")
+    by_name = {v.name: v for v in plan.variants}
+    rng = random.Random()
+    search = search_of(state, bool(settings.knee))
+    for step in state.steps:
+        if step.outcome is not None:
+            on_step(step, names)
+    fresh = not resume
+    while (pair := search.next_step()) is not None:
+        baseline, candidate = names[pair[0]], names[pair[1]]
+        steps = state.data["steps"]
+        if steps and steps[-1]["outcome"] is None:
+            step = _step_from(steps[-1])                  # resumed in the middle of a step
+            if (step.baseline, step.candidate) != (baseline, candidate):
+                raise UsageError(f"{state.path}: the unfinished step does not follow from the "
+                                 "decided ones; remove the file to start again")
+        else:
+            step = Step(len(steps) + 1, baseline, candidate)
+            steps.append(asdict(step))
+        started = time.monotonic()
+        seconds = step.seconds
+        code, results, counts, reason = 125, None, {}, None
+        measured = step.rounds > 0
+        if measured:
+            code, results, counts, reason = _judge_step(state, step, metrics, bound, fresh)
+        while not measured or (code == 125 and step.rounds < (settings.max_rounds or 1)):
+            interrupted = _run_round(plan, state, [by_name[baseline], by_name[candidate]],
+                                     rng, log, progress)
+            if not interrupted:
+                state.data["rounds"] += 1
+                step.rounds += 1
+            step.seconds = seconds + time.monotonic() - started
+            steps[-1] = asdict(step)
+            state.save()
+            if interrupted:
+                return Result(None, names, state.steps, state.path, settings)
+            measured = True
+            code, results, counts, reason = _judge_step(state, step, metrics, bound, fresh)
+        step.exit_code, step.outcome = code, OUTCOME_OF_EXIT[code]
+        step.runs = counts
+        step.metrics = _verdicts(results, reason)
+        step.seconds = seconds + time.monotonic() - started
+        steps[-1] = asdict(step)
+        state.save()
+        search.record(names.index(candidate), step.outcome)
+        on_step(step, names)
+    answer = search.answer()
+    state.data["answer"] = {"kind": answer.kind,
+                            "last_good": names[answer.last_good],
+                            "first_bad": names[answer.first_bad]
+                            if answer.first_bad is not None else None,
+                            "candidates": [names[i] for i in answer.candidates],
+                            "skipped": [names[i] for i in answer.skipped]}
+    state.save()
+    changed = differences(plan, names[answer.first_bad - 1], names[answer.first_bad]) \
+        if answer.kind == FOUND and answer.first_bad is not None else []
+    return Result(answer, names, state.steps, state.path, settings,
+                  final_comparison(state, answer, metrics, bool(settings.knee)), changed)
+
+
+def _run_round(plan: Plan, state: State, pair: list[VariantSettings], rng: random.Random,
+               log: Callable[[str], None], progress: bool) -> bool:
+    """One run of each of the two, in the runner's round order; the complete ones join the
+    state's runs. True when a run was interrupted (Ctrl-C, SIGTERM)."""
+    from .runner import round_order, run_plan
+
+    order = round_order(pair, state.data["rounds"], rng, log)
+    outcomes = run_plan(dataclasses.replace(plan, variants=order, iterations=1,
+                                            until_decided=None), progress=progress, log=log)
+    for outcome in outcomes:
+        if outcome.status == Status.COMPLETE:
+            state.runs_of(outcome.variant).append(str(outcome.path))
+    return any(o.status == Status.INTERRUPTED for o in outcomes)
+
+
+def _judge_step(state: State, step: Step, metrics: list[Metric], bound: float,
+                 fresh: bool) -> tuple[int, list[GateResult] | None, dict[str, int], str | None]:
+    """judge(); a metric not in the runs is bad input: a bisect that decided nothing yet
+    leaves no state behind, so that it can be started again with the metric corrected."""
+    try:
+        return judge(state, step.baseline, step.candidate, metrics, bound)
+    except UsageError:
+        if fresh and not any(s["outcome"] for s in state.data["steps"]):
+            state.path.unlink(missing_ok=True)
+        raise
+
+
+def final_comparison(state: State, answer: Answer, metrics: list[Metric], knee: bool
+                     ) -> Comparison | None:
+    """The first bad one against its predecessor (a range: its ends; knee: the first variant
+    against the predecessor and the knee), on this bisect's runs, as `compare` shows it."""
+    names = state.data["variants"]
+    if answer.first_bad is None:
+        if answer.kind != NOT_BAD:
+            return None
+        labels = [names[0], names[-1]]
+    else:
+        labels = [names[answer.last_good], names[answer.first_bad]]
+        if knee and answer.last_good != 0:
+            labels.insert(0, names[0])
+    sides = [Resolved(name, complete_runs(state.runs_of(name)), []) for name in labels]
+    if any(not side.runs for side in sides):
+        return None
+    return build_comparison(sides[0], sides[1:],
+                            CompareOptions(percentiles=metric_percents(metrics)))

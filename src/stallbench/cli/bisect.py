@@ -1,0 +1,90 @@
+"""stallbench bisect --plan PLAN --metric OP:STAT [--resume] — the first bad one of a plan's
+ordered variants (or, with --knee, the first whose change against the first crosses the
+bound)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import verbosity
+from ..analysis.quantiles import row_stats
+from ..errors import UndecidedError, UsageError
+from .common import add_results_argument
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "bisect",
+        description="The plan's variants in order: the first is good, the last is checked bad "
+                    "(as `stallbench check` decides, rounds of the two added until decided), "
+                    "then the first bad one is found in about log2(n) measured steps, each "
+                    "comparing a variant with the last good one (--knee: with the first). A "
+                    "step that cannot decide is a skip: the answer becomes a range. Every run "
+                    "and verdict is kept in RESULTS/bisect.json; --resume goes on from there. "
+                    "Ends with `first bad: NAME` or `first bad: between A and B` (exit 0); "
+                    "exit 1 when the last variant is not bad, 125 when that cannot be decided.")
+    parser.add_argument("--plan", type=Path, required=True, metavar="PLAN",
+                        help="a TOML plan whose variants are in order (2 or more)")
+    parser.add_argument("--metric", action="append", metavar="OP:STAT",
+                        help="e.g. read:p99 (repeatable; default: the plan's metrics); STAT: "
+                             + " ".join(s.key for s in row_stats())
+                             + " or any percentile, e.g. p99.99")
+    parser.add_argument("--max-regression", metavar="PCT",
+                        help="largest tolerated change of a step, e.g. 10%% (default 10%%; "
+                             "with --knee: 100%% is a doubling)")
+    parser.add_argument("--knee", action="store_true", default=None,
+                        help="compare every step with the first variant: the first one whose "
+                             "change crosses the bound (e.g. the memory limit below which "
+                             "read p99 doubles)")
+    parser.add_argument("--max-rounds", type=int, metavar="N",
+                        help="rounds of the two variants a step may add before it is a skip "
+                             "(default: the plan's max_iterations, else 10)")
+    parser.add_argument("--resume", action="store_true",
+                        help="go on with the bisect journaled in RESULTS/bisect.json")
+    add_results_argument(parser)
+    parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..bisect import NOT_BAD, Settings, run_bisect
+    from ..plan import load_plan
+    from ..report import bisect as bisect_report
+    from ..report import render
+    from ..workloads import get_workload
+
+    if args.max_rounds is not None and not 1 <= args.max_rounds <= 10_000:
+        raise UsageError("--max-rounds must be between 1 and 10000")
+    plan = load_plan(args.plan)
+    if args.results:
+        plan.results = args.results
+    get_workload(plan.workload).from_options(plan.workload_options)
+    given = Settings(metrics=args.metric, bound_text=args.max_regression, knee=args.knee,
+                     max_rounds=args.max_rounds)
+
+    def on_step(step, names) -> None:
+        print(bisect_report.step_line(step), end="", flush=True)
+
+    try:
+        result = run_bisect(plan, given, args.resume, on_step, verbosity.info,
+                            progress=not args.no_progress)
+    except KeyboardInterrupt:           # between runs: the state holds every round so far
+        result = None
+    if result is None or result.answer is None:
+        print(f"stallbench: bisect interrupted; go on with: stallbench bisect --plan "
+              f"{args.plan} --resume" + (f" --results {args.results}" if args.results else ""),
+              file=sys.stderr)
+        return 130
+    if result.comparison is not None:
+        print(render(result.comparison, "text"), end="")
+    print(bisect_report.answer_lines(result), end="")
+    if result.answer.first_bad is None:
+        line = bisect_report.no_answer(result.answer, result.names,
+                                       result.settings.bound_text or "")
+        if result.answer.kind == NOT_BAD:
+            print(f"stallbench: {line}", file=sys.stderr)
+            return 1
+        raise UndecidedError(line)
+    return 0
