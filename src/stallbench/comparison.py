@@ -362,9 +362,7 @@ def _changes(base: _OpSide, cand: _OpSide, probabilities: list[float],
         change = iv.two_level_change(iv.ratio_change(c_values[j], b_values[j]),
                                      [r[j] for r in b_runs], [r[j] for r in c_runs],
                                      prior(stat_of.get(p), p))
-        wide = iv.too_wide(change)
-        triples.append((change.change, None if wide else change.low,
-                        None if wide else change.high))
+        triples.append((change.change, change.low, change.high))   # the plot clips wide ones
         if p in stat_of:
             changes[stat_of[p]] = change
     return changes, _curve(probabilities, triples, bs.samples, cs.samples)
