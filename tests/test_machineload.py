@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import run_stallbench
+from conftest import requires_root, run_stallbench
 from stallbench import machineload
 from stallbench.analysis.interference import OutsideLoad, busier_side, outside_load, saturated
 
@@ -161,3 +161,37 @@ def test_a_large_change_next_to_a_cpu_hog_still_stands(tmp_path):
     # the interval: well above 0 (with one hog, others' share 0.5-0.6 of the CPUs, the bound
     # allows x10-x16, and O_DIRECT is ~25x here)
     assert p50["verdict"] == "worse" and p50["low"] > 0.3, p50
+
+
+def _kernel_threads_on_cpu_s() -> float:
+    """The oracle: kthreadd's and its children's time on a CPU from /proc/PID/schedstat (the
+    scheduler's nanoseconds, not the tick-sampled utime + stime machineload reads)."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            ppid = int(stat[stat.rfind(")") + 2:].split()[1])
+            if entry.name == "2" or ppid == 2:
+                total += int((entry / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9
+
+
+@requires_root
+def test_the_kernels_own_threads_are_counted_apart(tmp_path):
+    # journal commits and writeback of many small synced writes run in jbd2 and kworkers
+    path = tmp_path / "synced"
+    start, before = machineload.snapshot(), _kernel_threads_on_cpu_s()
+    deadline = time.monotonic() + 2.0
+    with open(path, "wb") as f:
+        while time.monotonic() < deadline:
+            f.write(b"x" * 4096)
+            os.fsync(f.fileno())
+    end, after = machineload.snapshot(), _kernel_threads_on_cpu_s()
+    load = machineload.between(start, end)
+    expected = (after - before) / load["interval_s"]
+    assert 0.0 <= load["kernel_cpus"] <= load["others_cpus"]
+    assert abs(load["kernel_cpus"] - expected) <= 0.03 + 0.5 * expected, (load, expected)

@@ -7,7 +7,10 @@ USER_HZ ticks (proc(5)); user includes guest time. Busy is user + nice + system 
 steal is time the hypervisor ran something else on this VM's CPUs. The run's own CPU time is
 this process (its threads: workers, recorder, monitors), its reaped children (RUSAGE_CHILDREN)
 and every live descendant's utime + stime + cutime + cstime from /proc/PID/stat (a PostgreSQL
-server and its backends, a fio still running); what is left of busy is everyone else's.
+server and its backends, a fio still running); what is left of busy is everyone else's. Of
+that, the kernel's own threads (kthreadd, pid 2, and its children: kworkers, jbd2, flush, kswapd)
+are counted apart as `kernel_cpus`: they often work for the run itself (writeback of its dirty
+pages, its journal commits), so they are not another process competing for the CPUs.
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ class Snapshot:
     steal_s: float
     own_s: float
     cpus: int
+    kernel_s: float = 0.0
+
+
+KTHREADD = 2
 
 
 def _proc_stat_cpu() -> tuple[float, float] | None:
@@ -45,8 +52,9 @@ def _proc_stat_cpu() -> tuple[float, float] | None:
     return (user + nice + system + irq + softirq) / _TICK, steal / _TICK
 
 
-def _descendants_cpu_s(root: int) -> float:
-    """utime + stime + cutime + cstime of every live descendant of `root`."""
+def _descendants_cpu_s(root: int) -> tuple[float, float]:
+    """utime + stime + cutime + cstime of every live descendant of `root`, and utime + stime
+    of the kernel's threads (KTHREADD's children)."""
     parent: dict[int, int] = {}
     cpu: dict[int, float] = {}
     for entry in Path("/proc").iterdir():
@@ -68,7 +76,8 @@ def _descendants_cpu_s(root: int) -> float:
         pid = stack.pop()
         total += cpu.get(pid, 0.0)
         stack.extend(children.get(pid, []))
-    return total
+    kernel = sum(cpu.get(pid, 0.0) for pid in [KTHREADD, *children.get(KTHREADD, [])])
+    return total, kernel
 
 
 def snapshot() -> Snapshot | None:
@@ -80,9 +89,9 @@ def snapshot() -> Snapshot | None:
     for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
         usage = resource.getrusage(who)
         own += usage.ru_utime + usage.ru_stime
-    own += _descendants_cpu_s(os.getpid())
-    return Snapshot(time.monotonic(), machine[0], machine[1], own,
-                    os.sysconf("SC_NPROCESSORS_ONLN"))
+    descendants, kernel = _descendants_cpu_s(os.getpid())
+    return Snapshot(time.monotonic(), machine[0], machine[1], own + descendants,
+                    os.sysconf("SC_NPROCESSORS_ONLN"), kernel)
 
 
 def between(start: Snapshot | None, end: Snapshot | None) -> dict[str, Any] | None:
@@ -93,7 +102,9 @@ def between(start: Snapshot | None, end: Snapshot | None) -> dict[str, Any] | No
     seconds = end.monotonic - start.monotonic
     busy = (end.busy_s - start.busy_s) / seconds
     own = (end.own_s - start.own_s) / seconds
+    others = max(0.0, busy - own)
+    kernel = min(others, max(0.0, (end.kernel_s - start.kernel_s) / seconds))
     return {"interval_s": round(seconds, 3), "cpus": end.cpus,
             "busy_cpus": round(busy, 3), "own_cpus": round(own, 3),
-            "others_cpus": round(max(0.0, busy - own), 3),
+            "others_cpus": round(others, 3), "kernel_cpus": round(kernel, 3),
             "steal_cpus": round(max(0.0, (end.steal_s - start.steal_s) / seconds), 3)}

@@ -127,14 +127,14 @@ def mechanism(kind: str, op: str, direction: str, facts: Facts,
         others = facts.others_cpus
         before = baseline.others_cpus if baseline is not None else None
         if not blocking and contention(facts, baseline) and others is not None:
-            return (f"CPU contention: processes outside the run (kernel threads included) kept "
+            return (f"CPU contention: processes outside the run (not the kernel's threads) kept "
                     f"{others:.1f} of "
                     f"{facts.cpus or 0:.0f} CPUs busy"
                     + (f", {before:.1f} in the baseline" if before is not None else ""))
         if others is not None and others >= BUSY_OTHERS:
             after = "after waking from those waits, " if blocking else ""
-            return (f"{after}on CPUs that processes outside the run (kernel threads "
-                    f"included) kept busy: {others:.1f} of {facts.cpus or 0:.0f}"
+            return (f"{after}on CPUs that processes outside the run (not the kernel's threads) "
+                    f"kept busy: {others:.1f} of {facts.cpus or 0:.0f}"
                     + (f", {before:.1f} in the baseline" if before is not None else ""))
         own = f" ({facts.own_cpus:.1f} of {facts.cpus or 0:.0f} CPUs)" \
             if facts.own_cpus is not None else ""

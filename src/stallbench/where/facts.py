@@ -41,7 +41,9 @@ def variant_facts(runs: list[Run], counter_deltas: list[dict[str, int]]) -> mech
     loads = [r.meta.machine_load for r in runs if r.meta.machine_load]
     if loads:
         facts.cpus = float(loads[0].get("cpus") or 0)
-        facts.others_cpus = float(np.mean([float(x.get("others_cpus") or 0) for x in loads]))
+        # processes outside the run: not the kernel's threads, which often did its writeback
+        facts.others_cpus = float(np.mean([float(x.get("others_cpus") or 0)
+                                           - float(x.get("kernel_cpus") or 0) for x in loads]))
         facts.own_cpus = float(np.mean([float(x.get("own_cpus") or 0) for x in loads]))
     facts.monitors = sorted({name for r in runs for name, info in (r.meta.monitors or {}).items()
                              if info.get("status") == "ok"})
