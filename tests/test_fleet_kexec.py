@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from fleet_support import STALLBENCH, needs_fleet
+from fleet_support import STALLBENCH, _free_port, _keygen, needs_fleet
 from test_vm_support import guest_kernels, requires_vm
 
 pytestmark = [needs_fleet, requires_vm, pytest.mark.slow,
@@ -50,15 +49,8 @@ StrictModes no
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((ADDRESS, 0))
-        return s.getsockname()[1]
-
-
-def _keygen(path: Path) -> str:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)],
-                   check=True, capture_output=True)
+def _keypair(path: Path) -> str:
+    _keygen(path)
     return path.with_suffix(".pub").read_text()
 
 
@@ -74,11 +66,11 @@ def guest_host(tmp_path):
     cache = cache_dir()
     exchange = tmp_path / "exchange"
     exchange.mkdir()
-    host_pub = _keygen(exchange / "host_key").split()
-    (exchange / "authorized_keys").write_text(_keygen(tmp_path / "client"))
+    host_pub = _keypair(exchange / "host_key").split()
+    (exchange / "authorized_keys").write_text(_keypair(tmp_path / "client"))
     (exchange / "sshd_config").write_text(SSHD)
     (exchange / "job.sh").write_text(JOB)
-    port = _free_port()
+    port = _free_port(ADDRESS)
     known = tmp_path / "known_hosts"
     known.write_text(f"[{ADDRESS}]:{port} {host_pub[0]} {host_pub[1]}\n")
     with Journal() as journal:
