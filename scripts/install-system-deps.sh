@@ -19,6 +19,8 @@ declare -A need=(
   [rsync]=rsync
   [zsh]=zsh
   [groff]=groff-base
+  [man]=man-db
+  [/usr/sbin/kexec]=kexec-tools
 )
 # Two guest kernels for the kernel-variant tests (tests/test_vm_*.py), kept between runs.
 fetch_test_kernels() {
@@ -55,6 +57,8 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 echo "installing: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+# kexec-tools is for tests/test_fleet_kexec.py's guest only: never let it take over reboots here
+echo "kexec-tools kexec-tools/load_kexec boolean false" | debconf-set-selections
 apt-get update -qq
 apt_updated=1
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

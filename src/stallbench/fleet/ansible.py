@@ -24,8 +24,10 @@ from ..errors import UsageError
 INSTALL_HINT = "pip install 'stallbench[fleet]' (Ansible, with the ansible.posix collection)"
 
 # SSH with no ControlPersist: an idle master connection would sit on the measured host for the
-# whole run, and linger on the controller after it.
-SSH_ARGS = "-o ControlMaster=no -o ControlPath=none"
+# whole run, and linger on the controller after it. Keep-alives: a host that kexecs (or loses
+# power) never closes its connections, and Ansible's reboot waited on the dead one for ever.
+SSH_ARGS = "-o ControlMaster=no -o ControlPath=none -o ServerAliveInterval=10 " \
+    "-o ServerAliveCountMax=3"
 
 
 def find_tool(name: str) -> str:

@@ -44,11 +44,13 @@ from .subplan import Segment, check_plan_size, segments
 
 NO_SPACE_RE = re.compile(r"no space left on device|ENOSPC|disk quota exceeded", re.I)
 PROBE_NO_PYTHON = 4     # the probe's exit status when no Python runs Ansible's modules
+PROBE_LINES = 5
 # $1-$4: boot id file, results directory, plan path and text; $5: Ansible's INTERPRETER_PYTHON
 # for the host (a path, or auto...: discovery), $6: its INTERPRETER_PYTHON_FALLBACK list (the
 # candidates discovery takes the first of that `command -v` finds); then the stallbench command.
-# Prints stallbench's version, the boot id, uname -r, the Python to use, and when that is not
-# the discovered one, a line naming the discovered one and why it does not run.
+# Prints PROBE_LINES lines, the last of its output (a host's login shell may print before it):
+# stallbench's version, the boot id, uname -r, a note (when the Python to use is not the one
+# discovery found: which one that was and why it does not run; else empty), the Python to use.
 PROBE_SCRIPT = r"""b="$1"; r="$2"; p="$3"; t="$4"; w="$5"; fb="$6"; shift 6
 "$@" --version && cat "$b" && uname -r && mkdir -p -m 0700 "$r" &&
 { command -v rsync >/dev/null || { echo "rsync is not installed" >&2; exit 3; }; } &&
@@ -67,17 +69,17 @@ auto*)
     for c in $fb; do
         f=$(command -v "$c" 2>/dev/null) && case "$f" in /*) d=$f; break;; esac
     done
-    runs "$d" && { echo "$d"; exit 0; }
+    runs "$d" && { echo; echo "$d"; exit 0; }
     dw=$why
     if [ "$d" != /usr/bin/python3 ] && runs /usr/bin/python3; then
-        echo /usr/bin/python3; echo "$d, which does not run ($dw)"; exit 0
+        echo "$d, which does not run ($dw)"; echo /usr/bin/python3; exit 0
     fi
     also=""
     [ "$d" = /usr/bin/python3 ] || also=", nor does /usr/bin/python3 ($why)"
     echo "python: interpreter discovery found $d, which does not run ($dw)$also" >&2
     exit @NO_PYTHON@;;
 *)
-    runs "$w" && { echo "$w"; exit 0; }
+    runs "$w" && { echo; echo "$w"; exit 0; }
     echo "python: ansible_python_interpreter $w does not run ($why)" >&2
     exit @NO_PYTHON@;;
 esac""".replace("@NO_PYTHON@", str(PROBE_NO_PYTHON))
@@ -121,7 +123,7 @@ class _Stopped(Exception):
 
 
 # the Python of a host's modules: the probe's choice, from this playbook's probe or an earlier
-_PYTHON_PROBED = {"ansible_python_interpreter": "{{ probe.stdout_lines[3] }}"}
+_PYTHON_PROBED = {"ansible_python_interpreter": "{{ probe.stdout_lines[-1] | trim }}"}
 _PYTHON_KNOWN = {"ansible_python_interpreter": "{{ sb_python }}"}
 
 
@@ -212,21 +214,22 @@ class FleetRun:
                          "sb_python_fallback": "{{ query('ansible.builtin.config', "
                                                "'INTERPRETER_PYTHON_FALLBACK') | first "
                                                "| join(' ') }}"},
-                "failed_when": "probe.rc != 0 or probe.stdout_lines[0] != sb_version or "
+                "failed_when": f"probe.rc != 0 or probe.stdout_lines | length < {PROBE_LINES} "
+                               f"or probe.stdout_lines[-{PROBE_LINES}] | trim != sb_version or "
                                "(sb_release | default('') != '' and "
-                               "probe.stdout_lines[2] | trim != sb_release)"}
+                               f"probe.stdout_lines[{2 - PROBE_LINES}] | trim != sb_release)"}
 
     def _probed(self, cfg: HostConfig, report: HostReport, result) -> None:
         """Keep the Python the probe chose for this host's later playbooks; say once when it
         is not the one Ansible's discovery found."""
-        lines = [line.strip() for line in result.task("probe").get("stdout_lines") or []]
-        if len(lines) < 4 or not lines[3]:
+        lines = _probe_lines(result)
+        if len(lines) < PROBE_LINES or not lines[4]:
             return
-        self._python[cfg.name] = lines[3]
-        if len(lines) > 4 and lines[4] and cfg.name not in self._python_noted:
+        self._python[cfg.name] = lines[4]
+        if lines[3] and cfg.name not in self._python_noted:
             self._python_noted.add(cfg.name)
             report.events.append(
-                f"Ansible's interpreter discovery found {lines[4]}: using {lines[3]} "
+                f"Ansible's interpreter discovery found {lines[3]}: using {lines[4]} "
                 f"(set ansible_python_interpreter for {cfg.name} in the inventory to choose)")
 
     def _python_vars(self, cfg: HostConfig) -> dict[str, Any]:
@@ -234,22 +237,22 @@ class FleetRun:
 
     def _probe_failed(self, report: HostReport, result, first: bool) -> None:
         probe = result.task("probe")
-        lines = probe.get("stdout_lines") or []
+        version = next((line for line in _probe_lines(result) if line.startswith("stallbench ")),
+                       None)
         if result.state == "unreachable":
             report.fail(f"unreachable at start: {result.message}" if first
                         else f"lost before a start: {result.message}")
         elif NO_SPACE_RE.search(result.message):
             report.fail(f"disk full at start: {result.message}")
-        elif lines and lines[0].startswith("stallbench ") and lines[0] != self._version:
-            report.fail(f"runs {lines[0]}, this controller {self._version}: install the same "
+        elif version is not None and version != self._version:
+            report.fail(f"runs {version}, this controller {self._version}: install the same "
                         "version on every host (`stallbench deploy --hosts INVENTORY`)")
         elif probe.get("rc") == PROBE_NO_PYTHON:
             detail = result.message.split("python: ", 1)[-1]
             report.fail(f"no Python for Ansible's modules on {report.host}: {detail}; set "
                         f"ansible_python_interpreter for {report.host} in the inventory to a "
                         "Python 3.8 or newer that runs there (e.g. /usr/bin/python3)")
-        elif probe and probe.get("rc") not in (0, None) and not (
-                lines and lines[0].startswith("stallbench ")):
+        elif probe and probe.get("rc") not in (0, None) and version is None:
             report.fail(f"stallbench is not usable there ({result.message}); install this "
                         "controller's with `stallbench deploy --hosts INVENTORY`, or set the "
                         "host variable `stallbench` to its command")
@@ -313,8 +316,8 @@ class FleetRun:
             if not outcome or outcome.get("failed") or outcome.get("unreachable"):
                 report.fail(f"reboot ({what}) failed at {name}: {result.message}")
                 return True
-        lines = [line.strip() for line in result.task("probe").get("stdout_lines") or []]
-        if len(lines) >= 3 and lines[0] == self._version:
+        lines = _probe_lines(result)
+        if len(lines) == PROBE_LINES and lines[0] == self._version:
             if lines[1] in report.boot_ids:
                 report.fail(f"reboot ({what}): the boot id did not change")
                 return True
@@ -356,8 +359,8 @@ class FleetRun:
                 report.fail(f"{kind}: {started.message}")
             return False
         self._probed(cfg, report, started)
-        probe = started.task("probe").get("stdout_lines") or ["", "", ""]
-        boot_id, report.release = probe[1].strip(), probe[2].strip()
+        probe = _probe_lines(started)
+        boot_id, report.release = probe[1], probe[2]
         if boot_id not in report.boot_ids:
             report.boot_ids.append(boot_id)
         job = started.task("start").get("ansible_job_id")
@@ -389,7 +392,7 @@ class FleetRun:
         rc = job_result.get("rc")
         output = f"{job_result.get('stdout', '')}\n{job_result.get('stderr', '')}"
         fatal = False
-        now_boot = (status.task("boot now").get("stdout_lines") or [""])[0].strip()
+        now_boot = (status.task("boot now").get("stdout_lines") or [""])[-1].strip()
         if now_boot and now_boot != boot_id:
             report.fail(f"segment {segment.number}: the host rebooted during the run "
                         f"(boot id {boot_id} -> {now_boot})")
@@ -490,7 +493,7 @@ class FleetRun:
                     return None, lost
                 time.sleep(min(10.0, max(1.0, cfg.reconnect_timeout_s / 10)))
                 continue
-            now = (result.task("boot now").get("stdout_lines") or [""])[0].strip()
+            now = (result.task("boot now").get("stdout_lines") or [""])[-1].strip()
             if result.task("status").get("finished") or (honour_stop and self.stop.is_set()) \
                     or (now and now != boot_id):
                 return result, lost
@@ -510,6 +513,13 @@ class FleetRun:
                   ' ; exit 0')
         self.runner.run(cfg.name, "stop", [
             {"name": "stop", "raw": shlex.join(["sh", "-c", script, pidfile, plan_path])}])
+
+
+def _probe_lines(result) -> list[str]:
+    """The probe's own lines: its last PROBE_LINES (what a host's login shell printed first,
+    such as pyenv's "cannot rehash" on a read-only home, is not the probe's)."""
+    lines = [line.strip() for line in result.task("probe").get("stdout_lines") or []]
+    return lines[-PROBE_LINES:]
 
 
 def _last_line(pattern: re.Pattern[str], text: str) -> str:

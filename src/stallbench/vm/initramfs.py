@@ -170,10 +170,11 @@ sleep 10
 
 
 def build_initramfs(kernel: Kernel, filesystems: list[str], cache: Path,
-                    journal: Journal | None = None) -> Path:
+                    journal: Journal | None = None, extra_modules: tuple[str, ...] = ()) -> Path:
     """An uncompressed newc cpio (the kernel unpacks it itself), cached per kernel and set of
-    modules."""
-    wanted = list(BASE_MODULES) + sorted({FS_MODULES[fs] for fs in filesystems})
+    modules (`extra_modules`: more, e.g. virtio_net for a guest with a network device)."""
+    wanted = list(BASE_MODULES) + sorted({FS_MODULES[fs] for fs in filesystems}) \
+        + list(extra_modules)
     busybox = find_busybox()
     modules_id = ""
     if kernel.modules is not None:
