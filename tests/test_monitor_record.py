@@ -77,6 +77,13 @@ def test_run_json_delay_totals_agree_with_the_report(tmp_path: Path, delayacct_o
             kernel = sum(r[f"{kind}_ns"] or 0 for r in last.values())
             report_total = sum(role["delays"][kind]["total_ns"]
                                for role in report["where"]["delay"][variant])
+            # a task cannot wait longer than it lived; where the kernel says it did (seen on
+            # 6.18 with task_delayacct switched by another run meanwhile: 7137 s in a 2 s run)
+            # its figure is not the oracle, and the totals stay within the tasks' lives
+            lived = sum(r["t_ns"] for r in last.values())
+            if any((r[f"{kind}_ns"] or 0) > r["t_ns"] * 1.05 + 1e6 for r in last.values()):
+                assert totals[kind] == report_total <= lived * 1.05, (variant, kind)
+                continue
             assert totals[kind] == report_total == kernel, (variant, kind)
         assert totals["cpu"] > 0 and totals["blkio"] > 0
 
