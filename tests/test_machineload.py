@@ -194,4 +194,7 @@ def test_the_kernels_own_threads_are_counted_apart(tmp_path):
     load = machineload.between(start, end)
     expected = (after - before) / load["interval_s"]
     assert 0.0 <= load["kernel_cpus"] <= load["others_cpus"]
-    assert abs(load["kernel_cpus"] - expected) <= 0.03 + 0.5 * expected, (load, expected)
+    # a part of others' share: the threads' time as the scheduler counted it, at most what the
+    # CPUs' busy time left beside the run's own (tick accounting puts some of it elsewhere)
+    wanted = min(expected, load["others_cpus"])
+    assert abs(load["kernel_cpus"] - wanted) <= 0.03 + 0.5 * wanted, (load, expected)
