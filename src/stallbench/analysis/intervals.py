@@ -301,9 +301,6 @@ class Prior:
     within: float = 0.0   # a profile's mean within-run variance (its τ is beyond it)
     floor: bool = False   # the run-to-run sd is at least sd, whatever the runs show
 
-    def scaled(self, factor: float) -> Prior:
-        return Prior(self.sd * factor, self.dof, self.source, self.within, self.floor)
-
 
 ASSUMED, PROFILE = "assumed", "profile"
 
@@ -514,9 +511,8 @@ def verdict(change: Change, higher_is_better: bool, noise: float,
     same: the whole interval lies within +-noise; unclear: otherwise; n/a: no interval."""
     if change.change is None or change.low is None or change.high is None:
         return "n/a"
-    excludes_zero = change.low > 0 or change.high < 0
     significant = change.p_adjusted is None or change.p_adjusted < alpha
-    if excludes_zero and significant and abs(change.change) > noise:
+    if excludes_zero(change) and significant and abs(change.change) > noise:
         larger = change.change > 0
         return "better" if larger == higher_is_better else "worse"
     if -noise <= change.low and change.high <= noise:
