@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from test_report_html import browser, needs_chromium
 
+from stallbench.analysis import histogram as hist
 from stallbench.store import resolve_runs
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (memory cgroup, tracefs)")
@@ -623,19 +624,25 @@ def test_shift_plot_axis_follows_the_changes_and_marks_clipped_intervals(pair, f
         return ops["latency_ns"][ops["start_ns"] >= run.meta.warmup_s * 1e9]
 
     base_lat = after_warmup(roomy)
-    changes, highs = [], []
+    # numpy's bracket of each change: the neighbouring order statistics of both sides (the
+    # histogram interpolates between them), widened by the histogram's documented bucket error
+    error = hist.QUANTILE_RELATIVE_ERROR
+    lows, ups, highs = [], [], []
     for label, run in (("tight", tight), ("full", full)):
         curve = op.shift_curve[label]
         lat = after_warmup(run)
         for p, high in zip(curve.probabilities, curve.high, strict=True):
-            changes.append((np.quantile(lat, p) / np.quantile(base_lat, p) - 1) * 100)
+            lo_c, hi_c = (np.quantile(lat, p, method=m) for m in ("lower", "higher"))
+            lo_b, hi_b = (np.quantile(base_lat, p, method=m) for m in ("lower", "higher"))
+            lows.append((lo_c * (1 - error) / (hi_b * (1 + error)) - 1) * 100)
+            ups.append((hi_c * (1 + error) / (lo_b * (1 - error)) - 1) * 100)
             highs.append(np.nan if high is None else high * 100)
     bottom, top = ax.get_ylim()
-    span = max(max(changes + [0]) - min(changes + [0]), 10.0)
-    # every change numpy finds is on the axis (within the histogram's error), and the axis
-    # reaches no further than a quarter of their span beyond them
-    assert bottom <= min(changes + [0]) and max(c * 1.01 + 1 for c in changes) <= top
-    assert top <= max(changes) * 1.01 + span / 4 + 1
+    # every change is on the axis, and the axis reaches no further than a quarter of the
+    # changes' span (at most) beyond them
+    assert bottom <= min(ups + [0]) and max(lows) <= top
+    span = max(max(ups + [0]) - min(lows + [0]), plots.SHIFT_MIN_SPAN)
+    assert top <= max(ups) + span / 4, (top, max(ups), span)
     beyond = np.nanmax(highs)
     assert beyond > top, "an interval must reach beyond the axis for this test to mean something"
     markers = [line for line in ax.get_lines()
