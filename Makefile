@@ -20,7 +20,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed deps
 	$(VENV)/bin/ruff check src tests benchmarks
-	$(PY) -m pytest -q -p no:cacheprovider
+	PY=$(PY) scripts/run-tests.sh
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests benchmarks

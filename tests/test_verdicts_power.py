@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from conftest import requires_root, run_stallbench
+from conftest import requires_root, run_stallbench, skip_when_saturated
 
 PLAN = """
 workload = "randread"
@@ -52,14 +52,6 @@ def plan_results(tmp_path_factory):
     return results
 
 
-def _quiet(results) -> None:
-    for run_json in results.glob("*/randread/*/run.json"):
-        load = json.loads(run_json.read_text())["machine_load"]
-        if load["others_cpus"] > 0.5 * load["cpus"]:
-            pytest.skip(f"other processes took {load['others_cpus']:.2f} of {load['cpus']} CPUs "
-                        "during the runs: a saturated machine, where verdicts are withheld")
-
-
 def _json(results, *variants):
     out = run_stallbench("compare", *variants, "--results", str(results), "--format", "json",
                          check=True)
@@ -68,7 +60,7 @@ def _json(results, *variants):
 
 @requires_root
 def test_a_moderate_real_change_is_found_with_three_runs_and_its_twin_is_not(plan_results):
-    _quiet(plan_results)
+    skip_when_saturated(plan_results)
     report = _json(plan_results, "base", "twin", "changed")
     read = report["ops"]["read"]["variants"]
     changed, twin = read["changed"]["change"], read["twin"]["change"]
