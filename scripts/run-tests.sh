@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The suite `make test` runs, in two phases:
-#   1. the QEMU guest tests and the fleet tests side by side: they wait on guest boots and on
-#      Ansible over loopback sshd, time nothing and judge no latency;
+#   1. the QEMU guest tests (with the PostgreSQL ones) beside the fleet tests: they wait on
+#      guest boots, servers and Ansible over loopback sshd, and judge no latency (pgbench's
+#      are checked against pgbench's own log of the same run);
 #   2. everything else alone, so the tests that judge verdicts, latencies and the machine's
 #      load see a machine no other test is using.
 # Extra arguments go to every pytest (e.g. -x). Exit status: non-zero when any phase failed.
@@ -11,7 +12,7 @@ PY=${PY:-.venv/bin/python}
 args=(-q -p no:cacheprovider "$@")
 logs=$(mktemp -d /tmp/stallbench-tests.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
-side_by_side=("tests/test_vm_*.py" "tests/test_fleet*.py")
+side_by_side=("tests/test_vm_*.py tests/test_workload_pgbench*.py" "tests/test_fleet*.py")
 
 status=0
 pids=()
@@ -30,7 +31,9 @@ for index in "${!pids[@]}"; do
 done
 
 ignore=()
-for glob in "${side_by_side[@]}"; do ignore+=(--ignore-glob="$glob"); done
+for globs in "${side_by_side[@]}"; do
+    for glob in $globs; do ignore+=(--ignore-glob="$glob"); done
+done
 echo "== the rest, alone"
 "$PY" -m pytest "${args[@]}" "${ignore[@]}" tests || status=1
 exit $status
