@@ -10,6 +10,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,fleet]'
+	$(PY) -m stallbench.workloads.native
 	touch $@
 
 deps:

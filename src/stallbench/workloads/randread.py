@@ -40,29 +40,43 @@ DATA_FILE = "randread.data"
 
 
 def read_loop(wctx: WorkerContext, path: str, record_size: int, file_size: int, direct: bool,
-              seed: int) -> dict[str, Any]:
-    """The hot loop. Per op: one preadv into a reused buffer, two clock reads, two stores into
-    preallocated arrays, one comparison. Offsets come in batches of the buffer's capacity, so
-    the buffer cannot overflow within a batch and needs no per-op check."""
+              seed: int, native: bool = True) -> dict[str, Any]:
+    """The hot loop. Per op: one read into a reused buffer, two clock reads, two stores into
+    preallocated arrays, one comparison; in C (native/readloop.c) where it could be built, else
+    in Python. Offsets come in batches of the buffer's capacity, so the buffer cannot overflow
+    within a batch and needs no per-op check."""
     import numpy as np
 
     flags = os.O_RDONLY | (os.O_DIRECT if direct else 0)
     fd = os.open(path, flags)
-    buffers = [mmap.mmap(-1, record_size)]          # page aligned, as O_DIRECT needs
+    buffer = mmap.mmap(-1, record_size)             # page aligned, as O_DIRECT needs
     rng = np.random.default_rng([seed, wctx.index])
     blocks = file_size // record_size
-    batch = wctx.recorder.capacity
+    loop = _c_loop if native else _python_loop
+    done = [0]
+    try:
+        loop(wctx, fd, buffer, record_size, lambda: rng.integers(0, blocks, wctx.recorder.capacity)
+             * record_size, done)
+    except OSError as exc:
+        exc.counted = {"read": done[0]}
+        raise
+    finally:
+        os.close(fd)
+    return {"counted": {"read": done[0]}}
+
+
+def _python_loop(wctx: WorkerContext, fd: int, buffer: mmap.mmap, record_size: int,
+                 draw_offsets, done: list[int]) -> None:
+    buffers = [buffer]
     preadv = os.preadv
     now = time.monotonic_ns
     starts, ends = wctx.recorder.starts, wctx.recorder.ends
-    count = 0
     j = 0
     next_tick = now()
     finished = False
     try:
         while not finished:
-            offsets = (rng.integers(0, blocks, batch) * record_size).tolist()
-            for offset in offsets:
+            for offset in draw_offsets().tolist():
                 t0 = now()
                 preadv(fd, buffers, offset)
                 t1 = now()
@@ -70,22 +84,56 @@ def read_loop(wctx: WorkerContext, path: str, record_size: int, file_size: int, 
                 ends[j] = t1
                 j += 1
                 if t1 >= next_tick:
-                    count += j
+                    done[0] += j
                     finished, next_tick = wctx.tick(j, now())
                     j = 0
                     if finished:
                         break
-            count += j
+            done[0] += j
             wctx.recorder.flush(j)
             j = 0
-    except OSError as exc:
-        count += j
+    except OSError:
+        done[0] += j
         wctx.recorder.flush(j)
-        exc.counted = {"read": count}
         raise
-    finally:
-        os.close(fd)
-    return {"counted": {"read": count}}
+
+
+def _c_loop(wctx: WorkerContext, fd: int, buffer: mmap.mmap, record_size: int, draw_offsets,
+            done: list[int]) -> None:
+    """The same loop with the ops in C: it returns at each tick and at the batch's end."""
+    import ctypes
+
+    from .native import read_ops
+
+    read, _ = read_ops()
+    starts, ends = wctx.recorder.starts, wctx.recorder.ends
+    starts_at, ends_at = starts.buffer_info()[0], ends.buffer_info()[0]
+    address = ctypes.addressof(ctypes.c_char.from_buffer(buffer))
+    error = ctypes.c_int(0)
+    next_tick = time.monotonic_ns()
+    finished = False
+    j = 0
+    try:
+        while not finished:
+            offsets = draw_offsets()
+            at, j = offsets.ctypes.data, 0
+            while j < offsets.size and not finished:
+                n = read(fd, address, record_size, at + 8 * j, offsets.size - j,
+                         starts_at + 8 * j, ends_at + 8 * j, next_tick, ctypes.byref(error))
+                j += n
+                if error.value:
+                    raise OSError(error.value, os.strerror(error.value))
+                if j and ends[j - 1] >= next_tick:
+                    done[0] += j
+                    finished, next_tick = wctx.tick(j, time.monotonic_ns())
+                    offsets = offsets[j:]
+                    at, j = offsets.ctypes.data, 0
+            done[0] += j
+            wctx.recorder.flush(j)
+    except OSError:
+        done[0] += j
+        wctx.recorder.flush(j)
+        raise
 
 
 class RandRead(Workload):
@@ -130,8 +178,14 @@ class RandRead(Workload):
         from .workers import WorkerSpec, run_workers
 
         opts = self.options
+        from .native import PYTHON_LOOP_NOTE, read_ops
+
+        native, why = read_ops()
+        if native is None:
+            ctx.notes.append(PYTHON_LOOP_NOTE.format(why=why))
         args = {"path": str(ctx.workdir / DATA_FILE), "record_size": opts.record_size,
-                "file_size": opts.file_size, "direct": opts.direct, "seed": opts.seed}
+                "file_size": opts.file_size, "direct": opts.direct, "seed": opts.seed,
+                "native": native is not None}
         specs = [WorkerSpec("reader", ["read"], "sl", read_loop, args)
                  for _ in range(opts.threads)]
         return run_workers(ctx, specs, progress, list(self.ops))
