@@ -2,9 +2,10 @@
 
     .venv/bin/python benchmarks/recorder.py [--rounds 5] [--seconds 5] [--write BENCHMARKS.md]
 
-Each round runs fio (psync, invalidate=0, one job, 4 KiB random reads) and `stallbench run
-randread --threads 1` for the same time on the same file, alternating so drift hits both. Then it
-breaks down where stallbench's per-op time goes, by timing the same loop with parts removed.
+Each round runs fio (psync, invalidate=0, one job, 4 KiB random reads), `stallbench run
+randread --threads 1` with its C op loop and with its Python loop (STALLBENCH_NO_C_LOOP=1) for
+the same time on the same file, alternating so drift hits all three. Then it breaks down where
+the Python loop's per-op time goes, by timing the same loop with parts removed.
 """
 
 from __future__ import annotations
@@ -37,13 +38,17 @@ def run_fio(path: Path, seconds: float) -> tuple[float, float]:
     return read["iops"], read["clat_ns"]["percentile"]["50.000000"]
 
 
-def run_stallbench(workdir: Path, results: Path, seconds: float) -> tuple[float, float]:
+def run_stallbench(workdir: Path, results: Path, seconds: float, python_loop: bool = False
+                   ) -> tuple[float, float]:
+    from stallbench.workloads.native import NO_C_LOOP
+
     subprocess.run(
         [sys.executable, "-m", "stallbench", "run", "randread", "--threads", "1",
          "--file-size", str(FILE_SIZE), "--record-size", str(RECORD), "--dir", str(workdir),
          "--results", str(results), "--variant", "bench", "--duration", str(seconds),
          "--monitors", "none", "--no-drop-caches", "--no-progress"],
-        capture_output=True, text=True, check=True)
+        capture_output=True, text=True, check=True,
+        env={**os.environ, NO_C_LOOP: "1" if python_loop else "0"})
     run_dir = max((results / "bench" / "randread").iterdir(), key=lambda p: int(p.name))
     run = stallbench.load_run(run_dir)
     latency = run.op_arrays()["read"].latency_ns
@@ -125,35 +130,43 @@ def main() -> int:
             fio_iops, fio_p50 = run_fio(path, args.seconds)
             warm_page_cache(path)
             sb_iops, sb_p50 = run_stallbench(workdir, results, args.seconds)
-            rows.append((round_no, fio_iops, sb_iops, fio_p50, sb_p50))
+            warm_page_cache(path)
+            py_iops, py_p50 = run_stallbench(workdir, results, args.seconds, python_loop=True)
+            rows.append((round_no, fio_iops, sb_iops, fio_p50, sb_p50, py_iops, py_p50))
             print(f"round {round_no}: fio {fio_iops:,.0f} ops/s p50 {fio_p50:.0f} ns; "
-                  f"stallbench {sb_iops:,.0f} ops/s p50 {sb_p50:.0f} ns; "
-                  f"ratio {sb_iops / fio_iops:.2f}", flush=True)
+                  f"stallbench C {sb_iops:,.0f} ops/s p50 {sb_p50:.0f} ns; "
+                  f"Python {py_iops:,.0f} ops/s p50 {py_p50:.0f} ns", flush=True)
         breakdown = per_op_breakdown(path)
     ratios = [r[2] / r[1] for r in rows]
     p50_gaps = [r[4] - r[3] for r in rows]
+    py_ratios = [r[5] / r[1] for r in rows]
+    py_gaps = [r[6] - r[3] for r in rows]
     lines = [
         "## recorder",
         "",
         f"Command: `.venv/bin/python benchmarks/recorder.py --rounds {args.rounds} "
         f"--seconds {args.seconds:g}` ({time.strftime('%Y-%m-%d')}, kernel {os.uname().release},"
         f" {os.cpu_count()} CPUs). 4 KiB random reads of a page-cached {FILE_SIZE >> 20} MiB "
-        "file, one thread; fio 'psync, invalidate=0' vs `stallbench run randread --threads 1`, "
-        "alternating in one run.",
+        "file, one thread; fio 'psync, invalidate=0' vs `stallbench run randread --threads 1` "
+        "with its C op loop (workloads/native/readloop.c) and with its Python loop "
+        "(STALLBENCH_NO_C_LOOP=1, the fallback without a C compiler), alternating in one run.",
         "",
-        "| round | fio ops/s | stallbench ops/s | ratio | fio clat p50 | stallbench p50 | gap |",
-        "|---|---|---|---|---|---|---|",
+        "| round | fio ops/s | C loop ops/s | ratio | Python loop ops/s | ratio | fio clat p50 "
+        "| C loop p50 | gap | Python loop p50 | gap |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for round_no, fio_iops, sb_iops, fio_p50, sb_p50 in rows:
+    for round_no, fio_iops, sb_iops, fio_p50, sb_p50, py_iops, py_p50 in rows:
         lines.append(f"| {round_no} | {fio_iops:,.0f} | {sb_iops:,.0f} | "
-                     f"{sb_iops / fio_iops:.2f} | {fio_p50:.0f} ns | {sb_p50:.0f} ns | "
-                     f"{sb_p50 - fio_p50:+.0f} ns |")
+                     f"{sb_iops / fio_iops:.2f} | {py_iops:,.0f} | {py_iops / fio_iops:.2f} | "
+                     f"{fio_p50:.0f} ns | {sb_p50:.0f} ns | {sb_p50 - fio_p50:+.0f} ns | "
+                     f"{py_p50:.0f} ns | {py_p50 - fio_p50:+.0f} ns |")
     lines += [
         "",
-        f"Median ratio {np.median(ratios):.2f} (target >= 0.75); median p50 gap "
-        f"{np.median(p50_gaps):+.0f} ns (target within 1000 ns).",
+        f"C loop: median ratio {np.median(ratios):.2f} (target >= 0.95), median p50 gap "
+        f"{np.median(p50_gaps):+.0f} ns (target <= +100 ns). Python loop: median ratio "
+        f"{np.median(py_ratios):.2f}, median p50 gap {np.median(py_gaps):+.0f} ns.",
         "",
-        "Where stallbench's per-op time goes (the same loop, parts added one at a time, "
+        "Where the Python loop's per-op time goes (the same loop, parts added one at a time, "
         "1 million ops each, fastest of 5 interleaved repeats):",
         "",
         "| loop | ns per op |",
