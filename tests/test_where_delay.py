@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stallbench.analysis.inops import delays_in_ops, op_time_before
+from stallbench.analysis.inops import delays_in_ops, op_time_before, sleep_time_before
 from stallbench.analysis.monitors import delay_explanation
 from stallbench.analysis.montables import task_delays
 
@@ -37,6 +37,29 @@ def test_delays_outside_the_ops_are_not_attributed_to_them():
     busy = np.array([0.99, 1.98, 2.97]) * S
     inside, op_time, _ = delays_in_ops(t_ns, busy, True, {"blkio": busy / 1.1}, 0)
     assert abs(inside["blkio"] - 3 * 0.89 * S) < 1e3 and inside["blkio"] <= op_time
+
+
+def test_a_paced_worker_s_sleeps_are_read_from_its_planned_starts():
+    # a write planned at 0 (0-10), the next planned at 100 but started at 105 (woken late),
+    # then an fsync with no planned start right after it (115-135): asleep from 10 to 100 only
+    start, latency = np.array([0, 105, 115]), np.array([10, 10, 20])
+    intended = np.array([0, 100, -1])
+    assert sleep_time_before(start, latency, intended, np.array([5, 50, 100, 200])).tolist() \
+        == [0, 40, 90, 90]
+    # the worker's previous op (an earlier batch) ended at -30: it slept from there until 0
+    assert sleep_time_before(start, latency, intended, np.array([200]), -30).tolist() == [120]
+
+
+def test_waits_in_a_paced_worker_s_ops_are_its_ops_once_its_sleeps_are_known():
+    # per 1 s step: 0.1 s in ops, 0.85 s asleep until the next planned start, 0.1 s of block I/O
+    # (its fsyncs): at most 0.05 s can be outside both, so at least 0.05 s is in the ops
+    t_ns = np.array([1, 2, 3]) * S
+    busy, asleep = np.array([0.1, 0.2, 0.3]) * S, np.array([0.85, 1.7, 2.55]) * S
+    blkio = np.array([0.1, 0.2, 0.3]) * S
+    inside, _, _ = delays_in_ops(t_ns, busy, True, {"blkio": blkio}, 0, asleep)
+    assert abs(inside["blkio"] - 3 * 0.05 * S) < 1e3
+    # without the sleeps nothing must have been inside the ops
+    assert delays_in_ops(t_ns, busy, True, {"blkio": blkio}, 0)[0] == {"blkio": 0}
 
 
 def test_op_time_before_edges_counts_the_op_in_progress():

@@ -8,7 +8,15 @@ least `d - (wall - busy)` was inside the ops, and never more than `busy`: the lo
 is attributed, so a kind's share of the op time is at most 100% by construction. A wait is
 counted in the step in which it ends (the kernel adds it then); one longer than the step is
 taken as at most the step's length, and run-queue and block I/O waits (never at the same time)
-together as at most the step's op time. Pure: numpy in, dicts out.
+together as at most the step's op time.
+
+A paced worker sleeps until each op's planned start: a plain sleep (clock_nanosleep), in which no
+block I/O or run-queue wait can accrue. Between its ops a worker otherwise only keeps its records
+in memory (the spool channel, record.py), so the time outside the ops in which a wait can have
+fallen is `wall - busy - asleep`: the pacing sleeps are read back from ops.parquet (each op's
+planned start against the end of the worker's previous op), and a paced worker's block I/O
+waits inside its fsyncs are then its ops' own, while its run-queue waits after each wake-up
+(between the planned start and the op's start) still are not. Pure: numpy in, dicts out.
 """
 
 from __future__ import annotations
@@ -44,28 +52,52 @@ def op_time_before(start: np.ndarray, latency: np.ndarray, edges: np.ndarray) ->
     return result + partial
 
 
+def sleep_time_before(start: np.ndarray, latency: np.ndarray, intended: np.ndarray,
+                      edges: np.ndarray, previous_end: int | None = None) -> np.ndarray:
+    """For ops of one worker, the pacing sleep before each edge (ns): before each op whose
+    planned start (`intended`, -1 where none) is after the end of the worker's previous op, the
+    worker slept from that end until the planned start (at most until the op started).
+    `previous_end` is the end of the worker's op before these (an earlier batch)."""
+    start = np.asarray(start, dtype=np.int64)
+    latency = np.asarray(latency, dtype=np.int64)
+    intended = np.asarray(intended, dtype=np.int64)
+    if start.size == 0:
+        return np.zeros(np.asarray(edges).size, np.float64)
+    order = np.argsort(start, kind="stable")
+    start, latency, intended = start[order], latency[order], intended[order]
+    ends = start + latency
+    before = np.r_[previous_end if previous_end is not None else start[0], ends[:-1]]
+    asleep_from = np.minimum(before, start)
+    length = np.clip(np.minimum(intended, start) - asleep_from, 0, None)
+    length[intended < 0] = 0
+    return op_time_before(asleep_from, length, edges)
+
+
 def delays_in_ops(t_ns: np.ndarray, busy_ns: np.ndarray, born: bool,
-                  delays: Mapping[str, np.ndarray], first_wall_from: int | None
+                  delays: Mapping[str, np.ndarray], first_wall_from: int | None,
+                  asleep_ns: np.ndarray | None = None
                   ) -> tuple[dict[str, int], int, dict[str, int]]:
     """One task's rows in time order -> ({kind: delay ns inside its ops, lower bound}, op time
     over the steps counted, {kind: all delay ns accrued in those steps}).
 
-    `busy_ns[i]` is the task's op time before `t_ns[i]`; `first_wall_from` the time the task's
-    first step starts from (its workers' start) when it was born in the run, else the first
-    row only sets the baseline."""
+    `busy_ns[i]` is the task's op time before `t_ns[i]`, `asleep_ns[i]` its pacing sleep before
+    it (None: not paced); `first_wall_from` the time the task's first step starts from (its
+    workers' start) when it was born in the run, else the first row only sets the baseline."""
     t = np.asarray(t_ns, dtype=np.float64)
     busy = np.asarray(busy_ns, dtype=np.float64)
+    asleep = np.zeros(t.size) if asleep_ns is None else np.asarray(asleep_ns, dtype=np.float64)
     if t.size == 0:
         return {}, 0, {}
     if born:
         t_prev = np.r_[float(first_wall_from if first_wall_from is not None else t[0]), t[:-1]]
-        busy_prev = np.r_[0.0, busy[:-1]]
+        busy_prev, asleep_prev = np.r_[0.0, busy[:-1]], np.r_[0.0, asleep[:-1]]
     else:
-        t_prev, busy_prev = t[:-1], busy[:-1]
-        t, busy = t[1:], busy[1:]
+        t_prev, busy_prev, asleep_prev = t[:-1], busy[:-1], asleep[:-1]
+        t, busy, asleep = t[1:], busy[1:], asleep[1:]
     wall = np.maximum(t - t_prev, 0.0)
     step_busy = np.clip(busy - busy_prev, 0.0, wall)
-    idle = wall - step_busy
+    step_asleep = np.clip(asleep - asleep_prev, 0.0, wall - step_busy)
+    idle = wall - step_busy - step_asleep
     since_start = np.maximum(t, 0.0)
     lows: dict[str, np.ndarray] = {}
     accrued: dict[str, int] = {}

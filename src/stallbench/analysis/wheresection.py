@@ -232,6 +232,7 @@ class RunDelays:
     role_of_pid: Mapping[int, str]
     busy_ns: np.ndarray
     started_ns: int | None = None
+    asleep_ns: np.ndarray | None = None    # each row's pacing sleep so far (paced workers)
 
 
 def role_delays(runs: Sequence[RunDelays], ops_by_role: Mapping[str, int] | None = None
@@ -259,7 +260,8 @@ def role_delays(runs: Sequence[RunDelays], ops_by_role: Mapping[str, int] | None
             kinds = {k: np.asarray(columns[f"{k}_ns"], dtype=np.float64)[rows]
                      for k in am.DELAY_KINDS if f"{k}_ns" in columns}
             got, busy_total, all_of = inops.delays_in_ops(
-                t_ns[rows], busy[rows], bool(born[rows[0]]), kinds, run.started_ns)
+                t_ns[rows], busy[rows], bool(born[rows[0]]), kinds, run.started_ns,
+                None if run.asleep_ns is None else np.asarray(run.asleep_ns)[rows])
             busy_by_role[role] = busy_by_role.get(role, 0) + busy_total
             io = io_by_role.setdefault(role, {})
             for name, value in _io_deltas(columns, rows, bool(born[rows[0]])).items():

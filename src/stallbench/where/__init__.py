@@ -186,8 +186,9 @@ class _VariantData:
             worker_of_pid = {p: w for w, p in _worker_pids(run, "delay").items()}
             pid_role = {p: roles.get(w, f"worker {w}") for p, w in worker_of_pid.items()}
             started = (run.meta.workload_summary or {}).get("workers_started_ns")
-            out.append(ws.RunDelays(columns, pid_role, busy_at_rows(run, columns, worker_of_pid),
-                                    int(started) if started is not None else None))
+            busy, asleep = busy_at_rows(run, columns, worker_of_pid)
+            out.append(ws.RunDelays(columns, pid_role, busy,
+                                    int(started) if started is not None else None, asleep))
         return out
 
     def delay_max(self) -> tuple[list[dict[str, dict[str, Any]]], str | None]:

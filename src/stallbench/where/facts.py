@@ -72,28 +72,44 @@ def io_limits(files: Mapping[str, Any]) -> dict[str, str]:
 
 
 def busy_at_rows(run: Run, columns: Mapping[str, np.ndarray], worker_of_pid: Mapping[int, int]
-                 ) -> np.ndarray:
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Each delay row's op time so far of its task (a worker's main thread, which does the
-    ops), streamed from ops.parquet; NaN on other tasks' rows."""
+    ops), and its pacing sleep so far (None when no op of the run has a planned start),
+    streamed from ops.parquet; NaN on other tasks' rows (analysis/inops.py)."""
     tid, pid = np.asarray(columns["tid"]), np.asarray(columns["pid"])
     t_ns = np.asarray(columns["t_ns"], dtype=np.int64)
     busy = np.full(tid.size, np.nan)
     rows_of = {w: np.flatnonzero((tid == p) & (pid == p)) for p, w in worker_of_pid.items()}
     rows_of = {w: rows for w, rows in rows_of.items() if rows.size}
     if not rows_of:
-        return busy
+        return busy, None
     sums = {w: np.zeros(rows.size) for w, rows in rows_of.items()}
+    sleeps = {w: np.zeros(rows.size) for w, rows in rows_of.items()}
+    last_end: dict[int, int] = {}
+    paced = False
     try:
-        for table in run.iter_ops(["worker", "start_ns", "latency_ns"]):
+        for table in run.iter_ops(["worker", "start_ns", "latency_ns", "intended_ns"]):
             worker = table.column("worker").to_numpy()
             start = table.column("start_ns").to_numpy()
             latency = table.column("latency_ns").to_numpy()
+            intended = table.column("intended_ns").to_numpy() \
+                if "intended_ns" in table.column_names else None
             for w, rows in rows_of.items():
                 mine = worker == w
-                if mine.any():
-                    sums[w] += inops.op_time_before(start[mine], latency[mine], t_ns[rows])
+                if not mine.any():
+                    continue
+                sums[w] += inops.op_time_before(start[mine], latency[mine], t_ns[rows])
+                if intended is not None and (intended[mine] >= 0).any():
+                    paced = True
+                    sleeps[w] += inops.sleep_time_before(start[mine], latency[mine],
+                                                         intended[mine], t_ns[rows],
+                                                         last_end.get(w))
+                last_end[w] = int((start[mine] + latency[mine]).max())
     except RunDataError:
-        return busy
+        return busy, None
+    asleep = np.full(tid.size, np.nan) if paced else None
     for w, rows in rows_of.items():
         busy[rows] = sums[w]
-    return busy
+        if asleep is not None:
+            asleep[rows] = sleeps[w]
+    return busy, asleep
