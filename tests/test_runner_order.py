@@ -9,7 +9,6 @@ from collections import Counter
 from pathlib import Path
 
 from conftest import run_stallbench
-
 from stallbench.plan import VariantSettings
 from stallbench.runner import round_order
 
@@ -36,7 +35,7 @@ def test_later_rounds_are_permutations_in_every_order_the_first_keeps_the_plan_s
 
 def test_the_runs_follow_the_logged_round_order(tmp_path: Path):
     plan = tmp_path / "plan.toml"
-    plan.write_text(f'workload = "randread"\nduration = "0.3s"\nwarmup = "0"\niterations = 3\n'
+    plan.write_text('workload = "randread"\nduration = "0.3s"\nwarmup = "0"\niterations = 3\n'
                     'monitors = []\n[options]\nfile_size = "1M"\n'
                     + "".join(f'[[variants]]\nname = "{name}"\ndir = "{tmp_path}"\n'
                               'drop_caches = false\n' for name in "ab"))

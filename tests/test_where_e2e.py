@@ -79,7 +79,7 @@ def test_explain_section_for_the_pair(randread_pair) -> None:
                                                    for r in runs]), 99))
 
     change = p99(cand) / p99(base) - 1
-    section = explain(base, {"tight": cand}, "cached", {"tight": {"read": change}})
+    section = explain(base, {"tight": cand}, "cached", {"tight": {"read": ("p99", change)}})
     json.dumps(section)  # JSON-able
     typed = WhereSection.from_json(section)     # the typed section reads its JSON back whole
     assert typed.to_json() == section and isinstance(typed.counters["tight"][0], CounterRow)

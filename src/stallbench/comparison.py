@@ -855,10 +855,15 @@ def _notes(comparison: Comparison) -> list[str]:
 
 def _where(comparison: Comparison, variants: list[_VariantRuns]) -> WhereSection | None:
     from . import where
+    from .analysis.monitors import growth
+
+    def change(op: OpComparison, label: str, stat: str) -> float | None:
+        found = op.changes[label].get(stat)
+        return found.change if found else None
+
     tail_changes = {
-        label: {op.op: (tail.change if (tail := op.changes[label].get("p99")) else None)
-                for op in comparison.ops
-                if op.kind == "service"}
+        label: {op.op: growth(change(op, label, "p99"), change(op, label, "mean"))
+                for op in comparison.ops if op.kind == "service"}
         for label in comparison.candidates
     }
     try:

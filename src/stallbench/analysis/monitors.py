@@ -250,11 +250,22 @@ def slow_threshold(median_ns: float | None, factor: float = 10.0) -> int | None:
 # the one-line explanation
 
 MIN_SHARE = 0.10     # a cause must explain at least this much of the slow ops' time to be named
-MIN_GROWTH = 0.10    # only ops whose tail grew by more than this are explained
+MIN_GROWTH = 0.10    # only ops whose tail (else mean) grew by more than this are explained
+
+
+def growth(p99_change: float | None, mean_change: float | None) -> tuple[str, float | None]:
+    """The statistic an op's explanation leads with: its p99 when that grew by more than
+    MIN_GROWTH, else its mean when that did (a few long ops, e.g. preempted by CPU hogs, add to
+    the op time the delays are shares of without moving the p99), else the p99."""
+    if p99_change is not None and p99_change > MIN_GROWTH:
+        return "p99", p99_change
+    if mean_change is not None and mean_change > MIN_GROWTH:
+        return "mean", mean_change
+    return "p99", p99_change
 
 
 def explanation(op: str, p99_change: float | None, breakdown: Mapping[str, int] | None,
-                source: str = "trace", max_causes: int = 2) -> str | None:
+                source: str = "trace", max_causes: int = 2, stat: str = "p99") -> str | None:
     """'read p99 +310%: 62% of slow reads' time was in memcg reclaim, 30% waiting on page lock'
     or None when the tail did not grow or the monitors point nowhere."""
     if p99_change is None or p99_change <= MIN_GROWTH or not breakdown:
@@ -273,7 +284,7 @@ def explanation(op: str, p99_change: float | None, breakdown: Mapping[str, int] 
         parts.append(f"{share:.0%} of slow {op}s' time was {text}" if i == 0
                      else f"{share:.0%} {text}")
     estimate = " (from stack samples)" if source == "stacks" else ""
-    return f"{op} p99 {p99_change:+.0%}: " + ", ".join(parts) + estimate
+    return f"{op} {stat} {p99_change:+.0%}: " + ", ".join(parts) + estimate
 
 
 DELAY_WORDS = {"blkio": "in block I/O waits", "freepages": "in direct reclaim (freepages)",
@@ -296,7 +307,7 @@ def delay_causes(role_delays: Mapping[str, Mapping[str, Any]], cpu_first: bool =
 def delay_explanation(op: str, p99_change: float | None, role: str,
                       role_delays: Mapping[str, Mapping[str, Any]], max_causes: int = 2,
                       mechanism: Mapping[str, str] | None = None,
-                      cpu_first: bool = True) -> str | None:
+                      cpu_first: bool = True, stat: str = "p99") -> str | None:
     """From delay accounting alone (no trace or stack samples): 'read p99 +310%: at least 86%
     of the reader workers' op time was in block I/O waits (...mechanism...), 12% waiting for a
     CPU'. Shares are of the op time, counting only the delays that must have been inside the
@@ -313,7 +324,7 @@ def delay_explanation(op: str, p99_change: float | None, role: str,
         words = DELAY_WORDS[kind] + (f" ({mechanism[kind]})" if kind in mechanism else "")
         parts.append(f"at least {share:.0%} of the {role} workers' op time was {words}" if i == 0
                      else f"{share:.0%} {words}")
-    return f"{op} p99 {p99_change:+.0%}: delay accounting: " + ", ".join(parts)
+    return f"{op} {stat} {p99_change:+.0%}: delay accounting: " + ", ".join(parts)
 
 
 def _cause_words(cause: str) -> str:

@@ -14,7 +14,7 @@ from .mechanism import Facts, mechanism, op_direction, throttle_words
 from .wheresection import DeviceVerdict, Explanation, LongestDelay, RoleDelays, SlowOps
 
 
-def explanations(label: str, tail_changes: Mapping[str, float | None],
+def explanations(label: str, tail_changes: Mapping[str, tuple[str, float | None]],
                  slow: Mapping[str, SlowOps], delays: Sequence[RoleDelays],
                  roles_of_op: Mapping[str, Sequence[str]],
                  longest_here: Mapping[str, LongestDelay],
@@ -31,7 +31,7 @@ def explanations(label: str, tail_changes: Mapping[str, float | None],
     out = []
     facts = facts or Facts()
     rows = {row.role: row for row in delays}
-    for op, change in sorted(tail_changes.items()):
+    for op, (stat, change) in sorted(tail_changes.items()):
         roles = roles_of_op.get(op, [])
         role = rows.get(roles[0]) if len(roles) == 1 else None
         direction = op_direction(op, role.io if role else {})
@@ -44,11 +44,12 @@ def explanations(label: str, tail_changes: Mapping[str, float | None],
             words = {kind: text for kind, _ in am.delay_causes(shares, cpu_first)
                      if (text := mechanism(kind, op, direction, facts, base_facts, blocking))}
             line = am.delay_explanation(op, change, role.role, shares, mechanism=words,
-                                        cpu_first=cpu_first)
+                                        cpu_first=cpu_first, stat=stat)
             if line:
                 out.append(Explanation(label, op, line))
         if op in slow:
-            line = am.explanation(op, change, slow[op].breakdown_ns, slow[op].source)
+            line = am.explanation(op, change, slow[op].breakdown_ns, slow[op].source,
+                                  stat=stat)
             if line:
                 throttle = throttle_words(facts, "read" if direction == "read" else "write")
                 if throttle and _device_bound(slow[op]):

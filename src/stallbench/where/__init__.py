@@ -31,18 +31,20 @@ SKIPPED_STATUSES = ("skipped", "failed")
 
 
 def explain(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]],
-            baseline_label: str, tail_changes: dict[str, dict[str, float | None]]) -> dict:
+            baseline_label: str, tail_changes: dict[str, dict[str, tuple[str, float | None]]]
+            ) -> dict:
     """The "where did the time go" section as JSON (see `build`)."""
     return build(baseline_runs, candidate_runs_by_label, baseline_label, tail_changes).to_json()
 
 
 def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]],
-          baseline_label: str, tail_changes: dict[str, dict[str, float | None]]
+          baseline_label: str, tail_changes: dict[str, dict[str, tuple[str, float | None]]]
           ) -> ws.WhereSection:
     """The "where did the time go" section.
 
-    `tail_changes[label][op]` is the relative change of the op's p99 against the baseline
-    (0.31 = +31%) as the comparison computed it; ops whose tail grew get a one-line explanation.
+    `tail_changes[label][op]` is (statistic, relative change against the baseline: 0.31 =
+    +31%) as the comparison computed it, the statistic from analysis/monitors.py `growth`; ops
+    whose tail or mean grew get a one-line explanation.
     """
     variants: dict[str, list[Run]] = {baseline_label: baseline_runs, **candidate_runs_by_label}
     data = {label: _VariantData(runs) for label, runs in variants.items()}
