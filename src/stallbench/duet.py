@@ -42,8 +42,9 @@ def available_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def check_plan(plan: Plan, cpus: list[int] | None = None) -> None:
-    """Refuse, with the reason in one line, a duet that could not be honest."""
+def check_plan(plan: Plan, cpus: list[int] | None = None, hosts: object = None) -> None:
+    """Refuse, with the reason in one line, a duet that could not be honest (`hosts`: the
+    command line's --hosts)."""
     cpus = available_cpus() if cpus is None else cpus
     variants = plan.variants
     if len(variants) < 2:
@@ -53,7 +54,7 @@ def check_plan(plan: Plan, cpus: list[int] | None = None) -> None:
         raise UsageError(f"--duet: {len(variants)} variants need {len(variants)} CPUs, one "
                          f"each, and this process may use {len(cpus)}; give at most "
                          f"{len(cpus)} variants (or run without --duet)")
-    if plan.hosts is not None or any(v.hosts for v in variants):
+    if hosts or plan.hosts is not None or any(v.hosts for v in variants):
         raise UsageError("--duet runs on this machine: a plan with hosts (a fleet) runs each "
                          "variant on its own host; drop --duet or the hosts")
     for v in variants:

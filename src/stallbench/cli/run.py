@@ -107,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, "duet", None):
             plan.duet = True
         _until_decided(args, plan)
+        if plan.duet:
+            from ..duet import check_plan
+            check_plan(plan, hosts=args.hosts)
         if args.hosts or plan.hosts or any(v.hosts for v in plan.variants):
             from .fleet import run_fleet_plan
             return run_fleet_plan(plan, args.hosts)
