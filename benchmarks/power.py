@@ -17,12 +17,13 @@
    Scaled copies: latencies of real baseline runs multiplied by a known factor, against other
    real baseline runs (true change exactly the factor).
 
-With --duet (`stallbench run --plan --duet`, two CPUs hold two variants): each round is two
-duets in a random order, the A/A duet (a, twin: the baseline twice) and the change duet (b,
-changed), each one `stallbench run --plan` process; the changes that are per process only
+With --duet (`stallbench run --plan --duet`, two CPUs hold two variants): ROUNDS rounds of the
+A/A duet (a, twin: the baseline twice), then ROUNDS of the change duet (b, changed), one
+`stallbench run --plan` process each; the changes that are per process only
 (recsize, threads, direct-bs, memcg; a sysctl is system-wide, refused). Evaluated the same way,
-pair by pair: real = b vs changed of the same rounds, A/A = a vs twin, scaled = a vs twin
-with the twin's latencies scaled (the partner of each scaled run is its real A/A twin).
+pair by pair, on windows of consecutive rounds (as a user's plan would run them, CPU 0
+alternating): real = b vs changed, A/A = a vs twin, scaled = a vs twin with the twin's
+latencies scaled (the partner of each scaled run is its real A/A twin).
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ def _toml_value(value: object) -> str:
 
 
 def duet_plan(workload: str, options: dict, names: tuple[str, str], keys: list[dict],
-              seconds: float) -> str:
-    lines = [f'workload = "{workload}"', f'duration = "{seconds:g}s"', "iterations = 1",
+              seconds: float, rounds: int) -> str:
+    lines = [f'workload = "{workload}"', f'duration = "{seconds:g}s"', f"iterations = {rounds}",
              'monitors = "none"', "duet = true", "", "[workload_options]"]
     lines += [f"{k} = {_toml_value(v)}" for k, v in options.items()]
     for name, variant in zip(names, keys, strict=True):
@@ -90,27 +91,21 @@ def duet_plan(workload: str, options: dict, names: tuple[str, str], keys: list[d
 
 
 def record_duet(data: Path, sets: list[str], rounds: int, seconds: float, seed: int) -> None:
-    rng = random.Random(seed)
+    """Per set: ROUNDS duet rounds of the A/A duet in one `stallbench run --plan` (its CPU
+    sets alternate by round), then ROUNDS of the change duet. No comparison crosses the two
+    (each pairs runs of one duet), so they need no interleaving; within each, the rounds
+    alternate CPU 0 between the sides, as a user's plan with iterations does."""
     for name in sets:
         workload, options, base, changed = DUET_CHANGES[name]
         results = data / name
         results.mkdir(parents=True, exist_ok=True)
-        plans = {}
         for names, keys in ((DUET_VARIANTS[0], [base, base]), (DUET_VARIANTS[1], [base, changed])):
-            plans[names] = results / f"duet-{names[0]}-{names[1]}.toml"
-            plans[names].write_text(duet_plan(workload, options, names, keys, seconds))
-        have = min(len(list((results / v).glob("*/*/run.json"))) if (results / v).exists()
-                   else 0 for pair in DUET_VARIANTS for v in pair)
-        for i in range(have, rounds):
-            order = list(DUET_VARIANTS)
-            rng.shuffle(order)
+            plan = results / f"duet-{names[0]}-{names[1]}.toml"
+            plan.write_text(duet_plan(workload, options, names, keys, seconds, rounds))
             started = time.time()
-            for names in order:
-                stallbench("run", "--plan", str(plans[names]), "--results", str(results),
-                           "--no-progress")
-            shown = " then ".join("+".join(n) for n in order)
-            print(f"  {name} duet round {i + 1}/{rounds} ({shown}, "
-                  f"{time.time() - started:.0f} s)", flush=True)
+            stallbench("run", "--plan", str(plan), "--results", str(results), "--no-progress")
+            print(f"  {name} {'+'.join(names)}: {rounds} duet rounds "
+                  f"({time.time() - started:.0f} s)", flush=True)
 
 
 def stallbench(*args: str) -> None:

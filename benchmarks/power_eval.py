@@ -248,6 +248,11 @@ def _aa_cell(pairs: list[tuple[list[Run], list[Run]]], metrics: list[Metric],
     return cell
 
 
+def windows(n: int, k: int) -> list[tuple[int, ...]]:
+    """Every run of k consecutive rounds: what a plan with iterations = k would have run."""
+    return [tuple(range(i, i + k)) for i in range(n - k + 1)]
+
+
 def evaluate_duet_set(path: Path, rng: np.random.Generator) -> dict:
     from stallbench.analysis import paired
 
@@ -264,7 +269,7 @@ def evaluate_duet_set(path: Path, rng: np.random.Generator) -> dict:
                              for (op, stat), c in op_changes(everything, ops).items()}
     real: dict = {}
     for k in (1, 3):
-        for trial in trials_of(list(range(n_change)), k, rng):
+        for trial in windows(n_change, k):
             comparison = compare([runs["b"][r] for r in trial], [runs["changed"][r] for r in trial])
             for key, change in op_changes(comparison, ops).items():
                 if truth.get(key) is not None:
@@ -273,7 +278,7 @@ def evaluate_duet_set(path: Path, rng: np.random.Generator) -> dict:
     metrics = [Metric(*m.rsplit(":", 1)) for m in CHECK[workload]]
     aa: dict = {}
     for k in (1, 2, 3):
-        trials = trials_of(list(range(n_aa)), k, rng)
+        trials = windows(n_aa, k)
         pairs = [([runs["a"][r] for r in t], [runs["twin"][r] for r in t]) for t in trials]
         aa[f"k={k}"] = _aa_cell(pairs, metrics)
         if k == 3:
@@ -287,7 +292,7 @@ def evaluate_duet_set(path: Path, rng: np.random.Generator) -> dict:
     scratch = path / "scaled"
     for k, cases in ((3, (("whole", 0.10, "p50"), ("tail", 0.25, "p99"))),
                      (2, (("whole", 0.10, "p50"), ("tail", 0.25, "p99")))):
-        for trial in trials_of(list(range(n_aa)), k, rng):
+        for trial in windows(n_aa, k):
             base = [runs["a"][r] for r in trial]
             for mode, delta, stat in cases:
                 cand = [scaled_copy(runs["twin"][r], scratch, delta, mode) for r in trial]

@@ -112,11 +112,14 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
         log(f"duet: each round runs {', '.join(v.name for v in plan.variants)} at the same "
             "time, each pinned to its own CPUs")
     order_rng = random.Random()
+    # a duet's CPU sets rotate by round from a random start, so that over rounds and over
+    # invocations no variant keeps CPU 0 (which takes more of the interrupts)
+    cpu_offset = order_rng.randrange(len(plan.variants)) if plan.duet else 0
     with _Interrupt() as interrupt:
         for iteration in range(plan.iterations):
             if plan.duet:
                 done = run_duet_round(plan, iteration, workload_cls, monitor_names, interrupt,
-                                      log)
+                                      log, cpu_offset)
                 outcomes.extend(done)
                 if any(o.status == Status.INTERRUPTED for o in done) or interrupt.signalled:
                     return outcomes
@@ -157,13 +160,13 @@ def round_order(variants: list[VariantSettings], iteration: int, rng: random.Ran
 
 def run_duet_round(plan: Plan, iteration: int, workload_cls: type[Workload],
                    monitor_names: list[str], interrupt: _Interrupt,
-                   log: Callable[[str], None]) -> list[RunOutcome]:
+                   log: Callable[[str], None], cpu_offset: int = 0) -> list[RunOutcome]:
     """One duet round (duet.py): every variant at the same time, each in a thread of this
     process that pins itself and its workers to the variant's CPUs; signals reach the main
     thread, which waits here, stops the timed phases (interrupt) or the barriers, and lets
     every side unwind its own journal."""
     variants = plan.variants
-    cpus = duet.assign_cpus(len(variants), iteration, duet.available_cpus())
+    cpus = duet.assign_cpus(len(variants), iteration + cpu_offset, duet.available_cpus())
     drops = variants[0].drop_caches
 
     def drop() -> str | None:
