@@ -14,6 +14,11 @@ the settings that are per process (memory limits, cgroup I/O knobs, workload opt
 filesystem on its own loop device) can be compared in a duet. System-wide ones cannot:
 `check_plan` refuses them with the reason.
 
+A run's machine_load counts the whole duet as its own (both sides are this process's tree):
+`others` is the rest of the machine, which both sides of a round shared, so the comparison
+applies no MACHINE BUSIER rule between duet pairs (a saturated machine still gets the
+sequential model and its floor, analysis/paired.py).
+
 Round protocol (runner.run_duet_round): every side sets up its environment and prepares its
 files; at the first barrier the page cache is dropped once for the round (it is machine-wide);
 then every side starts its clock and monitors, and at the second barrier all release their
