@@ -1,7 +1,8 @@
 """Duet rounds (`stallbench run --duet`, duet.py, analysis/paired.py) on real runs.
 
-- A moderate real change (8 KiB instead of 4 KiB page-cached reads, +38% at p50 in
-  BENCHMARKS.md) is found with 3 duets, and an A/A twin is not called. On a 2-CPU machine a
+- A moderate real change (16 KiB instead of 4 KiB page-cached reads, about twice the time per
+  read; 8 KiB, +33% at p50 in a duet, is found in only 60% of 3-duet windows, BENCHMARKS.md
+  "Duet") is found with 3 duets, and an A/A twin is not called. On a 2-CPU machine a
   duet holds two variants, so the twin is a second duet plan of the same configuration.
 - The pairing in run.json agrees with the kernel's view: the workers' Cpus_allowed_list, read
   from /proc while the plan runs, is the run's recorded CPU set, partners ran on the others,
@@ -51,7 +52,7 @@ name = "{b}"
 drop_caches = false
 {changed}
 """
-CHANGED = '[variants.workload_options]\nrecord_size = "8K"'
+CHANGED = '[variants.workload_options]\nrecord_size = "16K"'
 
 
 def _allowed_cpus(pid: int) -> str | None:
