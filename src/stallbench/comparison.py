@@ -605,7 +605,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     profile, profile_problem = _noise_profile(options, variants, loads)
     duets = {label: _duet_pairs(base, v, saturated[label])
              for label, v in zip(cand_labels, variants[1:], strict=True)}
-    pairs_of = {label: d.pop("pairs_used") for label, d in duets.items()}
+    pairs_of = {label: d.pop("pairs_used", None) for label, d in duets.items()}
     for label in cand_labels:   # a duet's sides shared the machine's other work, by design
         if pairs_of[label]:
             busier[label] = 0
