@@ -146,7 +146,7 @@ def test_duets_find_a_moderate_change_and_not_the_twin(duets):
     _paired_or_skip(changed, "big")
     assert changed["duet"]["big"]["pairs"] == 3
     read = changed["ops"]["read"]["variants"]["big"]["change"]
-    assert read["p50"]["verdict"] == "worse", read["p50"]
+    assert read["p50_ns"]["verdict"] == "worse", read["p50_ns"]
     aa = _compare(results, "a2", "twin")
     _paired_or_skip(aa, "twin")
     called = {stat: c["verdict"] for stat, c in aa["ops"]["read"]["variants"]["twin"]
@@ -221,7 +221,7 @@ def test_the_paired_interval_is_a_t_interval_on_the_pairs_raw_latencies(duets):
         found = [computed]
         if comparison["duet"]["big"]["interval"] == "paired":
             found.append(SimpleNamespace(
-                **comparison["ops"]["read"]["variants"]["big"]["change"][stat]))
+                **comparison["ops"]["read"]["variants"]["big"]["change"][f"{stat}_ns"]))
         if stat == "mean":
             bound = 1e-6     # exact: the summaries' sums and counts are the ops'
         else:

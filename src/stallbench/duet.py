@@ -19,6 +19,12 @@ A run's machine_load counts the whole duet as its own (both sides are this proce
 applies no MACHINE BUSIER rule between duet pairs (a saturated machine still gets the
 sequential model and its floor, analysis/paired.py).
 
+Each side's data files: a variant without fs or dir gets the default directory of its CPU
+slot (results/.work/<workload>/duet-<slot>), which rotates with the CPUs. A file kept by one
+variant for all rounds carries its own layout (page cache folios, blocks) into every pair, a
+fixed difference that pairs cannot cancel (an A/A duet of cached randreads once called the
+twin's rate 5.4% worse in all three pairs); moving with the slot, it alternates like CPU 0.
+
 Round protocol (runner.run_duet_round): every side sets up its environment and prepares its
 files; at the first barrier the page cache is dropped once for the round (it is machine-wide);
 then every side starts its clock and monitors, and at the second barrier all release their
@@ -96,6 +102,11 @@ def check_plan(plan: Plan, cpus: list[int] | None = None, hosts: object = None) 
             dirs[key] = v.name
 
 
+def slots(count: int, round_index: int) -> list[int]:
+    """The CPU group index of each variant in round `round_index` (see assign_cpus)."""
+    return [(i + round_index) % count for i in range(count)]
+
+
 def assign_cpus(count: int, round_index: int, cpus: list[int]) -> list[list[int]]:
     """CPU sets for `count` variants in round `round_index` (0-based): the CPUs split into
     `count` contiguous groups (the last takes what is left over), rotated by the round, so
@@ -105,7 +116,7 @@ def assign_cpus(count: int, round_index: int, cpus: list[int]) -> list[list[int]
     size = len(cpus) // count
     groups = [cpus[i * size:(i + 1) * size] for i in range(count)]
     groups[-1] = cpus[(count - 1) * size:]
-    return [groups[(i + round_index) % count] for i in range(count)]
+    return [groups[slot] for slot in slots(count, round_index)]
 
 
 def pinned(cpus: list[int], setup: Callable[[], None]) -> Callable[[], None]:
@@ -124,8 +135,11 @@ class DuetRound:
     """What the sides of one round share: the two barriers and who is who."""
 
     def __init__(self, round_number: int, variants: list[VariantSettings],
-                 cpus: list[list[int]], drop: Callable[[], str | None] | None):
+                 cpus: list[list[int]], drop: Callable[[], str | None] | None,
+                 slots: list[int] | None = None):
         self.number = round_number
+        # the CPU slot of each variant this round: its default directory goes with the slot
+        self.slots = {v.name: (slots[i] if slots else i) for i, v in enumerate(variants)}
         self.id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}-{round_number}"
         self.cpus = {v.name: list(c) for v, c in zip(variants, cpus, strict=True)}
         self.drop_note: str | None = None
@@ -138,6 +152,12 @@ class DuetRound:
     def _on_prepared(self) -> None:
         if self._drop is not None:
             self.drop_note = self._drop()     # once for the round: the page cache is shared
+
+    def slot_dir(self, variant: str) -> str:
+        """The default work directory's name for `variant` this round: the slot's, not the
+        variant's, so that a data file's own layout (its page cache folios, its blocks) moves
+        between the variants with the CPUs instead of staying with one variant all along."""
+        return f"duet-{self.slots[variant]}"
 
     def register(self, variant: str, path: Path) -> None:
         with self._lock:

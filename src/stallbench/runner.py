@@ -172,7 +172,8 @@ def run_duet_round(plan: Plan, iteration: int, workload_cls: type[Workload],
     def drop() -> str | None:
         return env.drop_caches(log)
 
-    round_ = duet.DuetRound(iteration + 1, variants, cpus, drop if drops else None)
+    round_ = duet.DuetRound(iteration + 1, variants, cpus, drop if drops else None,
+                            duet.slots(len(variants), iteration + cpu_offset))
     log(f"duet round {iteration + 1}/{plan.iterations}: " + ", ".join(
         f"{v.name} on CPU {','.join(map(str, c))}" for v, c in zip(variants, cpus, strict=True)))
     results: dict[str, RunOutcome | BaseException] = {}
@@ -239,7 +240,8 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
     with Journal() as journal:
         try:
             with env.environment(variant, journal, workload, plan.results,
-                                 own_dir=in_duet is not None) as state:
+                                 own_dir=in_duet[0].slot_dir(variant.name) if in_duet
+                                 else None) as state:
                 writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
                 unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
                 before_run = None

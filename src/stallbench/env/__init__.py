@@ -46,10 +46,10 @@ class TerminatedBySignal(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def environment(settings: VariantSettings, journal: Journal, workload: Workload,
-                results: Path, own_dir: bool = False) -> Iterator[EnvState]:
+                results: Path, own_dir: str | None = None) -> Iterator[EnvState]:
     """Set up one variant for one run and undo it on exit (also on exceptions/KeyboardInterrupt).
-    `own_dir`: the default directory is the variant's own (results/.work/<workload>/<variant>),
-    for runs of several variants at the same time (duet.py).
+    `own_dir`: the default directory is results/.work/<workload>/<own_dir>, for runs of several
+    variants at the same time (duet.py: one per CPU slot of the round).
 
     Order: all checks (nothing changed before they pass) -> system memory reservation -> memory
     cgroup -> workload.resolve(memory available) -> loop filesystem, --dir or a default directory
@@ -86,7 +86,7 @@ def environment(settings: VariantSettings, journal: Journal, workload: Workload,
         metadata["space_needed"] = needed
         default_dir = results / ".work" / workload.name
         if own_dir:
-            default_dir = default_dir / settings.name
+            default_dir = default_dir / own_dir
         _check_default_size(settings, workload, needed, memory_available, results, default_dir)
 
         if settings.fs is not None:
