@@ -192,6 +192,9 @@ def run_duet_round(plan: Plan, iteration: int, workload_cls: type[Workload],
 
     threads = [threading.Thread(target=side, args=(v, c), name=f"duet-{v.name}")
                for v, c in zip(variants, cpus, strict=True)]
+    # started in a random order: whatever the first thread of a round gets first (the GIL
+    # after each barrier, its environment set up before the other's) falls on every variant
+    random.shuffle(threads)
     for thread in threads:
         thread.start()
     interrupted = False
