@@ -187,7 +187,7 @@ def _scaled_copy(run: store.Run, target: Path, delta: float, mode: str) -> store
     writer = store.RunWriter(target, f"{run.variant}-{mode}{delta:g}", run.workload,
                              run.meta.params)
     for key in ("ops_declared", "duration_s", "duration_planned_s", "warmup_s", "rusage",
-                "machine_load"):
+                "machine_load", "duet"):
         setattr(writer.meta, key, getattr(run.meta, key))
     writer.meta.samples = writer.write_ops([table])
     writer.finalize(Status.COMPLETE)

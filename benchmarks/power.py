@@ -2,6 +2,8 @@
 
     .venv/bin/python benchmarks/power.py record   [--data DIR] [--rounds 8] [--seconds 5]
     .venv/bin/python benchmarks/power.py evaluate [--data DIR] [--sets ...] [--json FILE]
+    .venv/bin/python benchmarks/power.py record   --duet [--data /var/tmp/stallbench-duet] ...
+    .venv/bin/python benchmarks/power.py evaluate --duet [--data /var/tmp/stallbench-duet] ...
 
 1. record: for each change, ROUNDS interleaved rounds of three variants — the baseline, its
    A/A twin (the same configuration under another name) and the changed configuration — each
@@ -14,6 +16,14 @@
    baseline (A/A: rows called, comparisons with any call, `check` exit 1).
    Scaled copies: latencies of real baseline runs multiplied by a known factor, against other
    real baseline runs (true change exactly the factor).
+
+With --duet (`stallbench run --plan --duet`, two CPUs hold two variants): ROUNDS rounds of the
+A/A duet (a, twin: the baseline twice), then ROUNDS of the change duet (b, changed), one
+`stallbench run --plan` process each; the changes that are per process only
+(recsize, threads, direct-bs, memcg; a sysctl is system-wide, refused). Evaluated the same way,
+pair by pair, on windows of consecutive rounds (as a user's plan would run them, CPU 0
+alternating): real = b vs changed, A/A = a vs twin, scaled = a vs twin with the twin's
+latencies scaled (the partner of each scaled run is its real A/A twin).
 """
 
 from __future__ import annotations
@@ -42,6 +52,60 @@ CHANGES = {
               ["pgioperf", "--readers", "2", "--data-size", "384M", "--memory", "112M"]),
 }
 VARIANTS = ("base", "twin", "changed")
+
+# duet sets: (workload, [workload_options], baseline variant keys, changed variant keys)
+DUET_CHANGES = {
+    "recsize": ("randread", {"file_size": "256M"}, {"drop_caches": False},
+                {"drop_caches": False, "workload_options": {"record_size": "8K"}}),
+    "threads": ("randread", {"file_size": "256M"}, {"drop_caches": False},
+                {"drop_caches": False, "workload_options": {"threads": 2}}),
+    "direct-bs": ("randread", {"file_size": "256M", "direct": True}, {},
+                  {"workload_options": {"record_size": "16K"}}),
+    "memcg": ("pgioperf", {"readers": 2, "data_size": "384M"}, {"memory": "160M"},
+              {"memory": "112M"}),
+}
+DUET_VARIANTS = (("a", "twin"), ("b", "changed"))
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(str(value))
+
+
+def duet_plan(workload: str, options: dict, names: tuple[str, str], keys: list[dict],
+              seconds: float, rounds: int) -> str:
+    lines = [f'workload = "{workload}"', f'duration = "{seconds:g}s"', f"iterations = {rounds}",
+             'monitors = "none"', "duet = true", "", "[workload_options]"]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in options.items()]
+    for name, variant in zip(names, keys, strict=True):
+        lines += ["", "[[variants]]", f'name = "{name}"']
+        lines += [f"{k} = {_toml_value(v)}" for k, v in variant.items()
+                  if k != "workload_options"]
+        if variant.get("workload_options"):
+            lines.append("[variants.workload_options]")
+            lines += [f"{k} = {_toml_value(v)}" for k, v in variant["workload_options"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def record_duet(data: Path, sets: list[str], rounds: int, seconds: float, seed: int) -> None:
+    """Per set: ROUNDS duet rounds of the A/A duet in one `stallbench run --plan` (its CPU
+    sets alternate by round), then ROUNDS of the change duet. No comparison crosses the two
+    (each pairs runs of one duet), so they need no interleaving; within each, the rounds
+    alternate CPU 0 between the sides, as a user's plan with iterations does."""
+    for name in sets:
+        workload, options, base, changed = DUET_CHANGES[name]
+        results = data / name
+        results.mkdir(parents=True, exist_ok=True)
+        for names, keys in ((DUET_VARIANTS[0], [base, base]), (DUET_VARIANTS[1], [base, changed])):
+            plan = results / f"duet-{names[0]}-{names[1]}.toml"
+            plan.write_text(duet_plan(workload, options, names, keys, seconds, rounds))
+            started = time.time()
+            stallbench("run", "--plan", str(plan), "--results", str(results), "--no-progress")
+            print(f"  {name} {'+'.join(names)}: {rounds} duet rounds "
+                  f"({time.time() - started:.0f} s)", flush=True)
 
 
 def stallbench(*args: str) -> None:
@@ -83,15 +147,23 @@ def main() -> int:
     parser.add_argument("--sets", default=",".join(CHANGES))
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--duet", action="store_true",
+                        help="duet rounds (stallbench run --duet), data in "
+                             "/var/tmp/stallbench-duet by default")
     args = parser.parse_args()
+    if args.duet and args.data == Path("/var/tmp/stallbench-power"):
+        args.data = Path("/var/tmp/stallbench-duet")
+    if args.duet and args.sets == ",".join(CHANGES):
+        args.sets = ",".join(DUET_CHANGES)
     sets = [s for s in args.sets.split(",") if s]
     if args.command == "record":
         if os.geteuid() != 0:
             raise SystemExit("power.py record: run as root (memory cgroups, sysctls)")
-        record(args.data, sets, args.rounds, args.seconds, args.seed)
+        (record_duet if args.duet else record)(args.data, sets, args.rounds, args.seconds,
+                                                args.seed)
         return 0
-    from power_eval import evaluate  # noqa: PLC0415 (numpy and the comparison, only here)
-    result = evaluate(args.data, sets)
+    from power_eval import evaluate, evaluate_duet  # noqa: PLC0415 (numpy, the comparison)
+    result = (evaluate_duet if args.duet else evaluate)(args.data, sets)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
     return 0

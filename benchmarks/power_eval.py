@@ -195,3 +195,129 @@ def print_set(name: str, r: dict) -> None:
 
 if __name__ == "__main__":
     print(json.dumps(evaluate(Path(sys.argv[1]), sys.argv[2].split(",")), indent=1))
+
+
+# -- duets (power.py --duet): rounds of an A/A duet (a, twin) and a change duet (b, changed) ----
+
+def load_duet_set(path: Path) -> dict[str, list[Run]]:
+    """The runs of each variant in round order, each list paired by duet id with its partner's:
+    out["twin"][i] ran with out["a"][i], out["changed"][i] with out["b"][i]."""
+    runs: dict[str, dict[str, Run]] = {}
+    for variant in ("a", "twin", "b", "changed"):
+        runs[variant] = {}
+        for run_dir in path.glob(f"{variant}/*/*"):
+            if (run_dir / "run.json").exists():
+                run = load_run(run_dir)
+                if run.complete and run.meta.duet:
+                    runs[variant][run.meta.duet["id"]] = run
+    out: dict[str, list[Run]] = {}
+    for first, second in (("a", "twin"), ("b", "changed")):
+        ids = sorted(set(runs[first]) & set(runs[second]),
+                     key=lambda i: runs[first][i].meta.start_utc)
+        out[first] = [runs[first][i] for i in ids]
+        out[second] = [runs[second][i] for i in ids]
+    return out
+
+
+def _aa_cell(pairs: list[tuple[list[Run], list[Run]]], metrics: list[Metric],
+             stats_of_rows=None) -> dict:
+    cell = {"comparisons": 0, "rows": 0, "called": 0, "any_call": 0, "check_exit_1": 0,
+            "check_exit_0": 0, "covered": 0, "by_stat": {}}
+    for base, twin in pairs:
+        comparison = compare(base, twin)
+        cell["comparisons"] += 1
+        called = False
+        for op in comparison.ops:
+            for stat, change in op.changes["B"].items():
+                if change.low is None and change.verdict not in ("better", "worse"):
+                    continue
+                cell["rows"] += 1
+                inside = change.low is not None and change.low <= 0 <= change.high
+                cell["covered"] += inside
+                per = cell["by_stat"].setdefault(stat, [0, 0])
+                per[0] += inside
+                per[1] += 1
+                if change.verdict in ("better", "worse"):
+                    cell["called"] += 1
+                    called = True
+        cell["any_call"] += called
+        gated = compare(base, twin, None, tuple((m.op, m.stat) for m in metrics))
+        code = gate_exit_code(gate(gated, metrics, 0.10))
+        cell["check_exit_1"] += code == 1
+        cell["check_exit_0"] += code == 0
+    return cell
+
+
+def windows(n: int, k: int) -> list[tuple[int, ...]]:
+    """Every run of k consecutive rounds: what a plan with iterations = k would have run."""
+    return [tuple(range(i, i + k)) for i in range(n - k + 1)]
+
+
+def evaluate_duet_set(path: Path, rng: np.random.Generator) -> dict:
+    from stallbench.analysis import paired
+
+    runs = load_duet_set(path)
+    n_aa, n_change = len(runs["a"]), len(runs["b"])
+    workload = (runs["a"] or runs["b"])[0].workload
+    ops = OPS[workload]
+    out: dict = {"rounds": {"aa": n_aa, "change": n_change}}
+    # true size: the paired estimate over every change duet (the difference under shared load)
+    everything = compare(runs["b"], runs["changed"])
+    truth = {key: c.change for key, c in op_changes(everything, ops).items()}
+    out["truth"] = {f"{op}:{stat}": v for (op, stat), v in truth.items()}
+    out["truth_interval"] = {f"{op}:{stat}": (c.low, c.high)
+                             for (op, stat), c in op_changes(everything, ops).items()}
+    real: dict = {}
+    for k in (1, 3):
+        for trial in windows(n_change, k):
+            comparison = compare([runs["b"][r] for r in trial], [runs["changed"][r] for r in trial])
+            for key, change in op_changes(comparison, ops).items():
+                if truth.get(key) is not None:
+                    tally(real, (key[0], key[1], k), change, truth[key])
+    out["real"] = {f"{op}:{stat} k={k}": cell for (op, stat, k), cell in real.items()}
+    metrics = [Metric(*m.rsplit(":", 1)) for m in CHECK[workload]]
+    aa: dict = {}
+    for k in (1, 2, 3):
+        trials = windows(n_aa, k)
+        pairs = [([runs["a"][r] for r in t], [runs["twin"][r] for r in t]) for t in trials]
+        aa[f"k={k}"] = _aa_cell(pairs, metrics)
+        if k == 3:
+            paired.TAIL_FLOOR = False
+            try:
+                aa["k=3 no tail floor"] = _aa_cell(pairs, metrics)
+            finally:
+                paired.TAIL_FLOOR = True
+    out["aa"] = aa
+    scaled: dict = {}
+    scratch = path / "scaled"
+    for k, cases in ((3, (("whole", 0.10, "p50"), ("tail", 0.25, "p99"))),
+                     (2, (("whole", 0.10, "p50"), ("tail", 0.25, "p99")))):
+        for trial in windows(n_aa, k):
+            base = [runs["a"][r] for r in trial]
+            for mode, delta, stat in cases:
+                cand = [scaled_copy(runs["twin"][r], scratch, delta, mode) for r in trial]
+                comparison = compare(base, cand)
+                for op_name in ops:
+                    found = next((o for o in comparison.ops if o.op == op_name), None)
+                    if found is not None:
+                        tally(scaled, (op_name, f"{stat} +{delta:.0%}", k),
+                              found.changes["B"][stat], delta)
+    out["scaled"] = {f"{op}:{what} k={k}": cell for (op, what, k), cell in scaled.items()}
+    out["methods"] = sorted(set(everything.method.values()))
+    return out
+
+
+def evaluate_duet(data: Path, sets: list[str]) -> dict:
+    rng = np.random.default_rng(11)
+    result = {}
+    for name in sets:
+        if not (data / name).exists():
+            continue
+        result[name] = evaluate_duet_set(data / name, rng)
+        r = result[name]
+        print_set(name, {**r, "rounds": f"{r['rounds']['aa']} A/A + {r['rounds']['change']} "
+                                        "change duets"})
+        for key, cell in r["aa"].items():
+            print(f"  A/A    {key:<18} coverage by statistic: " + ", ".join(
+                f"{stat} {a}/{b}" for stat, (a, b) in cell["by_stat"].items()))
+    return result

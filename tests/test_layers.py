@@ -137,7 +137,7 @@ def test_no_import_circles_between_modules():
 FLOORS = {
     6: ["cli", "clidocs", "demo", "__main__", "vm.guest"],
     5: ["report", "exporters"],
-    4: ["runner", "untildecided", "bisect", "fleet", "comparison", "stallsummary", "gate",
+    4: ["runner", "duet", "untildecided", "bisect", "fleet", "comparison", "stallsummary", "gate",
         "showsummary", "where", "views", "vm.host", "plan", "calibration"],
     3: ["env", "workloads", "monitors", "importers", "vm"],
     2: ["store", "summaryfile", "record", "metadata", "journal", "recovery", "context",

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from .analysis import bands as bands_mod
 from .analysis import histogram as hist
-from .analysis import interference, stationarity
+from .analysis import interference, paired, stationarity
 from .analysis import intervals as iv
 from .analysis import summary as sm
 from .analysis.environment import environment_diff  # fidelity
@@ -163,6 +163,7 @@ class Comparison:
     views: Any = None  # views.Views: heatmaps and blocked-time profiles for the pictures
     noise_profile: str | None = None    # the profile behind the priors, described
     profile_problem: str | None = None  # why a profile of this shape was not used
+    duet: dict[str, dict[str, Any]] = field(default_factory=dict)  # candidate -> its pairing
 
     @property
     def labels(self) -> list[str]:
@@ -333,9 +334,12 @@ def _prior(options: CompareOptions, op: str, stat: str | None, probability: floa
 
 def _changes(base: _OpSide, cand: _OpSide, probabilities: list[float],
              options: CompareOptions, kind: str = "service", saturated_sd: float = 0.0,
-             op: str = "") -> tuple[dict[str, iv.Change], ShiftCurve]:
-    """Every statistic's change with its two-level interval (analysis/intervals.py);
-    `saturated_sd` floors the run-to-run sd (a saturated machine, analysis/interference.py)."""
+             op: str = "", pairs: list[tuple[int, int]] | None = None
+             ) -> tuple[dict[str, iv.Change], ShiftCurve]:
+    """Every statistic's change with its two-level interval (analysis/intervals.py), or its
+    paired one where `pairs` (2+ duet rounds, see _duet_pairs) pair the runs
+    (analysis/paired.py); `saturated_sd` floors the run-to-run sd (a saturated machine,
+    analysis/interference.py)."""
     changes: dict[str, iv.Change] = {}
     bs, cs = base.stats, cand.stats
     data_dof = len(base.ops) + len(cand.ops) - 2
@@ -343,12 +347,20 @@ def _changes(base: _OpSide, cand: _OpSide, probabilities: list[float],
     def prior(stat: str | None, probability: float | None = None) -> iv.Prior:
         return _prior(options, op, stat, probability, kind, saturated_sd, data_dof)
 
-    changes["rate"] = iv.two_level_change(iv.ratio_change(cs.rate, bs.rate),
-                                          base.rate_statistics(), cand.rate_statistics(),
-                                          prior("rate"))
-    changes["mean"] = iv.two_level_change(iv.ratio_change(cs.values["mean"], bs.values["mean"]),
-                                          base.mean_statistics(), cand.mean_statistics(),
-                                          prior("mean"))
+    def interval(estimate: float | None, b: list[iv.RunStatistic],
+                 c: list[iv.RunStatistic], stat: str | None,
+                 probability: float | None = None) -> iv.Change:
+        if pairs is None:
+            return iv.two_level_change(estimate, b, c, prior(stat, probability))
+        floor = iv.prior_sd(stat, probability, options.run_to_run_sd) \
+            if probability is not None and probability > iv.TAIL_PROBABILITY \
+            and paired.TAIL_FLOOR else None
+        return paired.paired_change([b[i] for i, _ in pairs], [c[j] for _, j in pairs], floor)
+
+    changes["rate"] = interval(iv.ratio_change(cs.rate, bs.rate), base.rate_statistics(),
+                               cand.rate_statistics(), "rate")
+    changes["mean"] = interval(iv.ratio_change(cs.values["mean"], bs.values["mean"]),
+                               base.mean_statistics(), cand.mean_statistics(), "mean")
     for stat in ("min", "max"):
         changes[stat] = iv.Change(iv.ratio_change(cs.values[stat], bs.values[stat]),
                                   note="no interval")
@@ -359,9 +371,8 @@ def _changes(base: _OpSide, cand: _OpSide, probabilities: list[float],
     stat_of = {s.probability: s.key for s in percentiles(options.percentiles)}
     triples = []
     for j, p in enumerate(probabilities):
-        change = iv.two_level_change(iv.ratio_change(c_values[j], b_values[j]),
-                                     [r[j] for r in b_runs], [r[j] for r in c_runs],
-                                     prior(stat_of.get(p), p))
+        change = interval(iv.ratio_change(c_values[j], b_values[j]),
+                          [r[j] for r in b_runs], [r[j] for r in c_runs], stat_of.get(p), p)
         triples.append((change.change, change.low, change.high))   # the plot clips wide ones
         if p in stat_of:
             changes[stat_of[p]] = change
@@ -592,6 +603,15 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     busier = {label: interference.busier_side(loads[base.label], loads[label])
               for label in cand_labels}
     profile, profile_problem = _noise_profile(options, variants, loads)
+    duets = {label: _duet_pairs(base, v, saturated[label])
+             for label, v in zip(cand_labels, variants[1:], strict=True)}
+    pairs_of = {label: d.pop("pairs_used", None) for label, d in duets.items()}
+    for label in cand_labels:   # a duet's sides shared the machine's other work, by design
+        if pairs_of[label]:
+            busier[label] = 0
+    for label, d in duets.items():
+        if d:
+            method[label] = paired.METHOD if pairs_of[label] else d["method"]
     options = dataclasses.replace(options, noise_profile=profile)
     loaded: dict[tuple[str, str], dict[str, iv.Change]] = {}
     names = op_names(variants)
@@ -619,11 +639,12 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
         for label, side in zip(cand_labels, sides[1:], strict=True):
             result.changes[label], result.shift_curve[label], result.rate_fell[label] = \
                 _compare_op(sides[0], side, probabilities, options, kind, saturated_sd[label],
-                            name)
+                            name, pairs_of[label])
             if busier[label] and not saturated[label]:   # its bound (saturated: the change)
                 heavier = loads[label] if busier[label] > 0 else loads[base.label]
                 loaded[name, label] = _compare_op(sides[0], side, probabilities, options, kind,
-                                                  interference.load_sd(heavier), name)[0]
+                                                  interference.load_sd(heavier), name,
+                                                  pairs_of[label])[0]
             result.samples_change[label] = iv.ratio_change(side.stats.samples,
                                                            sides[0].stats.samples)
             result.starved[label] = starved(result.stalls[label], side.stats.samples,
@@ -655,6 +676,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
                   "prior_dof": iv.PRIOR_DOF},
     )
     comparison.noise_profile = profile.describe() if profile is not None else None
+    comparison.duet = {label: d for label, d in duets.items() if d}
     comparison.profile_problem = profile_problem
     comparison.notes = _notes(comparison) + busier_notes
     comparison.environment = environment_diff(   # fidelity: what else differed
@@ -663,6 +685,27 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     from . import views  # heatmaps and blocked-time profiles, computed when a report draws
     comparison.views = views.build(variants) if options.explain else None
     return comparison
+
+
+def _duet_pairs(base: _VariantRuns, cand: _VariantRuns, saturated: int) -> dict[str, Any]:
+    """How the candidate's runs pair with the baseline's (run.json `duet`, analysis/paired.py):
+    {} when they are not duets of each other; else the rounds, the method, and `pairs_used`
+    (the index pairs behind the paired intervals: None with one pair, or on a saturated
+    machine, where the sequential model and its floor apply)."""
+    pairs = paired.pair_runs([r.meta.duet for r in base.runs], [r.meta.duet for r in cand.runs])
+    if pairs is None:
+        return {}
+    rounds = [base.runs[i].meta.duet.get("round") for i, _ in pairs]
+    if len(pairs) < 2:
+        return {"pairs": 1, "rounds": rounds, "interval": "two-level (1 duet)",
+                "method": paired.ONE_DUET_METHOD, "pairs_used": None}
+    if saturated:
+        return {"pairs": len(pairs), "rounds": rounds,
+                "interval": "two-level (machine saturated)",
+                "method": iv.METHOD + "; duets, but the machine was saturated",
+                "pairs_used": None}
+    return {"pairs": len(pairs), "rounds": rounds, "interval": "paired",
+            "method": paired.METHOD, "pairs_used": pairs}
 
 
 def bands_from_histogram(histogram: np.ndarray) -> np.ndarray:
@@ -690,7 +733,7 @@ def compare_summaries(baseline: list[sm.RunSummary], candidate: list[sm.RunSumma
 
 def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
                 options: CompareOptions, kind: str = "service", saturated_sd: float = 0.0,
-                op: str = ""):
+                op: str = "", pairs: list[tuple[int, int]] | None = None):
     nb, nc = base.stats.samples, cand.stats.samples
     if nb == 0 or nc == 0:
         changes = {stat.key: iv.Change(None, note="no samples")
@@ -700,7 +743,7 @@ def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
         if nc == 0 and nb >= MIN_TAIL_SAMPLES:
             changes["rate"].verdict = "worse"
         return changes, ShiftCurve([], [], [], []), nc == 0 and nb > 0
-    changes, curve = _changes(base, cand, probabilities, options, kind, saturated_sd, op)
+    changes, curve = _changes(base, cand, probabilities, options, kind, saturated_sd, op, pairs)
     for stat in percentiles(options.percentiles):
         if stat.key in base.stats.unresolved or stat.key in cand.stats.unresolved:
             changes[stat.key] = iv.Change(None, note="not resolvable")
@@ -741,7 +784,8 @@ def _adjust(ops: list[OpComparison], cpu: list[CpuRow], candidates: list[str],
             if change.verdict == iv.UNCLEAR:
                 if iv.excludes_zero(change) and abs(change.change) > options.noise:
                     change.note = iv.ADJUSTED
-                change.iterations_needed = iv.iterations_to_decide(change, options.noise)
+                change.iterations_needed = (paired.pairs_needed if change.variance.get(
+                    "paired") else iv.iterations_to_decide)(change, options.noise)
         for op in ops:
             for change in op.changes[label].values():
                 _mark_wide_interval(change)

@@ -80,16 +80,25 @@ def _descendants_cpu_s(root: int) -> tuple[float, float]:
     return total, kernel
 
 
+def _reaped_children_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def snapshot() -> Snapshot | None:
     """None where /proc/stat cannot be read."""
     machine = _proc_stat_cpu()
     if machine is None:
         return None
-    own = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        usage = resource.getrusage(who)
-        own += usage.ru_utime + usage.ru_stime
-    descendants, kernel = _descendants_cpu_s(os.getpid())
+    # a child reaped while /proc is walked (a duet's other side ending at the same moment)
+    # would be in neither the children's rusage read before nor the walk: read again
+    for _ in range(5):
+        reaped = _reaped_children_s()
+        descendants, kernel = _descendants_cpu_s(os.getpid())
+        if _reaped_children_s() == reaped:
+            break
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    own = usage.ru_utime + usage.ru_stime + reaped
     return Snapshot(time.monotonic(), machine[0], machine[1], own + descendants,
                     os.sysconf("SC_NPROCESSORS_ONLN"), kernel)
 

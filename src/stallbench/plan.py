@@ -17,6 +17,7 @@ from typing import Any
 from .errors import UsageError
 from .monitors import monitors_help, parse_monitor_list
 from .options import (
+    SWITCH,
     Field,
     NestedUsageError,
     fields_of,
@@ -65,6 +66,12 @@ def _iterations(value: object, what: str) -> int:
     return value
 
 
+def _switch(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise UsageError(f"{what}: expected true or false, got {value!r}")
+    return value
+
+
 def _monitors(value: object, what: str) -> list[str] | None:
     if not isinstance(value, (str, list)) or (
             isinstance(value, list) and not all(isinstance(v, str) for v in value)):
@@ -104,6 +111,11 @@ class Plan:
         schema={"$ref": "#/$defs/duration"},
         help="run this long first, recorded but left out of the statistics (default: the "
              "workload's, e.g. pgioperf 1s; randread 0)")
+    duet: bool = option(
+        False, kind=SWITCH, parse=_switch, schema={"type": "boolean"},
+        help="run the variants of each round at the same time, each pinned to its own CPUs, "
+             "and compare them pair by pair (Bulej et al., Duet Benchmarking): drift of the "
+             "host hits both sides of a pair; only for per-process differences (duet.py)")
     until_decided: list[str] | None = None  # iterations = "auto": these OP:STAT metrics decide
     monitors: list[str] | None = option(None, parse=_monitors, help=monitors_help(),
                                         schema={"oneOf": [{"type": "string"}, {
@@ -290,7 +302,7 @@ class _PlanReader:
         self._check_workload_options(workload, options, (options_key,),
                                      {key.replace("-", "_"): key for key in raw_options})
 
-        given = {k: data[k] for k in ("duration", "warmup", "monitors") if k in data}
+        given = {k: data[k] for k in ("duration", "warmup", "monitors", "duet") if k in data}
         until_decided = None
         if data.get("iterations") == "auto":
             iterations = data.get("max_iterations", 10)

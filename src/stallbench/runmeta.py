@@ -78,6 +78,7 @@ class RunMeta:
     histogram_derived: dict[str, Any] | None = None           # fio json+/histogram-log imports
     boot_id: str | None = None                                # runs pulled by a fleet run
     fleet: dict[str, Any] | None = None
+    duet: dict[str, Any] | None = None                        # runner.py duet rounds: pairing
     extra: dict[str, Any] = field(default_factory=dict)       # keys this version does not know
 
     def __post_init__(self) -> None:
@@ -181,7 +182,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "warmup_s": (*_NUMBER, _NONE), "duration_planned_s": (*_NUMBER, _NONE),
     "duration_s": (*_NUMBER, _NONE), "counted": (dict,), "workload_summary": (dict,),
     "interval_sampled": (bool,), "imported": (bool,), "histogram_derived": (dict, _NONE),
-    "boot_id": (str, _NONE), "fleet": (dict, _NONE),
+    "boot_id": (str, _NONE), "fleet": (dict, _NONE), "duet": (dict, _NONE),
 }
 assert set(_TYPES) == set(_FIELDS), "every RunMeta field needs its JSON types"
 

@@ -5,6 +5,7 @@ down -> finalize."""
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import signal
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import env, machineload, recovery
+from . import duet, env, machineload, recovery
 from .context import RunContext
 from .errors import UsageError
 from .journal import Journal
@@ -44,9 +45,9 @@ class _Interrupt:
     unwinds through the context managers, which undo every change."""
 
     def __init__(self) -> None:
-        self.stop_event: threading.Event | None = None
+        self.stop_events: list[threading.Event] = []   # one per run in its timed phase
         self.signalled: str | None = None
-        self.deferring = False
+        self.deferring = 0
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> _Interrupt:
@@ -60,10 +61,12 @@ class _Interrupt:
 
     def _handle(self, signum: int, frame: Any) -> None:
         self.signalled = signal.Signals(signum).name
-        if self.deferring:
+        live = [event for event in self.stop_events if not event.is_set()]
+        if live:                    # (a duet: every side in its timed phase stops)
+            for event in live:
+                event.set()
             return
-        if self.stop_event is not None and not self.stop_event.is_set():
-            self.stop_event.set()
+        if self.deferring:
             return
         raise KeyboardInterrupt(self.signalled)
 
@@ -71,19 +74,19 @@ class _Interrupt:
     def deferred(self) -> Iterator[None]:
         """While monitors stop and the results are written, a signal is only noted: unwinding
         there would lose every op recorded (kill -9 still leaves them to `stallbench cleanup`)."""
-        self.deferring = True
+        self.deferring += 1
         try:
             yield
         finally:
-            self.deferring = False
+            self.deferring -= 1
 
     @contextmanager
     def stoppable(self, event: threading.Event) -> Iterator[None]:
-        self.stop_event = event
+        self.stop_events.append(event)
         try:
             yield
         finally:
-            self.stop_event = None
+            self.stop_events.remove(event)
 
 
 def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | None = None
@@ -104,10 +107,24 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
         metrics = untildecided.parse_metrics(plan.until_decided)
         if len(plan.variants) < 2:
             raise UsageError("iterations auto compares variants: the plan needs two or more")
+    if plan.duet:
+        duet.check_plan(plan)
+        log(f"duet: each round runs {', '.join(v.name for v in plan.variants)} at the same "
+            "time, each pinned to its own CPUs")
     order_rng = random.Random()
+    # a duet's CPU sets rotate by round from a random start, so that over rounds and over
+    # invocations no variant keeps CPU 0 (which takes more of the interrupts)
+    cpu_offset = order_rng.randrange(len(plan.variants)) if plan.duet else 0
     with _Interrupt() as interrupt:
         for iteration in range(plan.iterations):
-            for variant in round_order(plan.variants, iteration, order_rng, log):
+            if plan.duet:
+                done = run_duet_round(plan, iteration, workload_cls, monitor_names, interrupt,
+                                      log, cpu_offset)
+                outcomes.extend(done)
+                if any(o.status == Status.INTERRUPTED for o in done) or interrupt.signalled:
+                    return outcomes
+            for variant in ([] if plan.duet else
+                            round_order(plan.variants, iteration, order_rng, log)):
                 workload = workload_cls.from_options({**plan.workload_options,
                                                       **variant.workload_options})
                 label = f"{variant.name} {plan.workload} {iteration + 1}/{plan.iterations}"
@@ -141,6 +158,72 @@ def round_order(variants: list[VariantSettings], iteration: int, rng: random.Ran
     return order
 
 
+def run_duet_round(plan: Plan, iteration: int, workload_cls: type[Workload],
+                   monitor_names: list[str], interrupt: _Interrupt,
+                   log: Callable[[str], None], cpu_offset: int = 0) -> list[RunOutcome]:
+    """One duet round (duet.py): every variant at the same time, each in a thread of this
+    process that pins itself and its workers to the variant's CPUs; signals reach the main
+    thread, which waits here, stops the timed phases (interrupt) or the barriers, and lets
+    every side unwind its own journal."""
+    variants = plan.variants
+    cpus = duet.assign_cpus(len(variants), iteration + cpu_offset, duet.available_cpus())
+    drops = variants[0].drop_caches
+
+    def drop() -> str | None:
+        return env.drop_caches(log)
+
+    round_ = duet.DuetRound(iteration + 1, variants, cpus, drop if drops else None,
+                            duet.slots(len(variants), iteration + cpu_offset))
+    log(f"duet round {iteration + 1}/{plan.iterations}: " + ", ".join(
+        f"{v.name} on CPU {','.join(map(str, c))}" for v, c in zip(variants, cpus, strict=True)))
+    results: dict[str, RunOutcome | BaseException] = {}
+
+    def side(variant: VariantSettings, chosen: list[int]) -> None:
+        try:
+            os.sched_setaffinity(0, set(chosen))   # this thread, and all it starts
+            workload = workload_cls.from_options({**plan.workload_options,
+                                                  **variant.workload_options})
+            label = f"{variant.name} {plan.workload} {iteration + 1}/{plan.iterations} (duet)"
+            results[variant.name] = run_one(plan, variant, workload, monitor_names, interrupt,
+                                            label, False, log, (round_, chosen))
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            round_.abort()
+            results[variant.name] = exc
+
+    threads = [threading.Thread(target=side, args=(v, c), name=f"duet-{v.name}")
+               for v, c in zip(variants, cpus, strict=True)]
+    # started in a random order: whatever the first thread of a round gets first (the GIL
+    # after each barrier, its environment set up before the other's) falls on every variant
+    random.shuffle(threads)
+    for thread in threads:
+        thread.start()
+    interrupted = False
+    while any(t.is_alive() for t in threads):
+        try:
+            for thread in threads:
+                thread.join(0.2)
+        except KeyboardInterrupt:        # outside the timed phase: every side unwinds
+            interrupted = True
+            round_.abort()
+            for event in list(interrupt.stop_events):
+                event.set()
+    outcomes = []
+    for variant in variants:
+        result = results.get(variant.name)
+        if isinstance(result, RunOutcome):
+            outcomes.append(result)
+            log(f"{variant.name} {plan.workload} {iteration + 1}/{plan.iterations}: "
+                f"{result.status}" + (f" ({result.reason})" if result.reason else "")
+                + f" -> {result.path}")
+        elif isinstance(result, UsageError):
+            raise result
+        elif isinstance(result, BaseException) and not isinstance(result, KeyboardInterrupt):
+            raise result
+    if interrupted and not any(o.status == Status.INTERRUPTED for o in outcomes):
+        raise KeyboardInterrupt(interrupt.signalled or "signal")
+    return outcomes
+
+
 def warmup_for(plan: Plan, workload: Workload) -> float:
     """The plan's warm-up, else the workload's default; the run lasts warm-up + duration."""
     return plan.warmup_s if plan.warmup_s is not None else float(workload.default_warmup_s)
@@ -148,7 +231,8 @@ def warmup_for(plan: Plan, workload: Workload) -> float:
 
 def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_names: list[str],
             interrupt: _Interrupt, label: str, show_progress: bool,
-            log: Callable[[str], None]) -> RunOutcome:
+            log: Callable[[str], None],
+            in_duet: tuple[duet.DuetRound, list[int]] | None = None) -> RunOutcome:
     if variant.kernel is not None:                 # booted under QEMU, run in the guest: vm/
         from .vm.host import run_in_guest
 
@@ -158,9 +242,17 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
     writer: RunWriter | None = None
     with Journal() as journal:
         try:
-            with env.environment(variant, journal, workload, plan.results) as state:
+            with env.environment(variant, journal, workload, plan.results,
+                                 own_dir=in_duet[0].slot_dir(variant.name) if in_duet
+                                 else None) as state:
                 writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
                 unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
+                before_run = None
+                if in_duet is not None:
+                    round_, cpus = in_duet
+                    round_.register(variant.name, writer.path)
+                    state.child_setup = duet.pinned(cpus, state.child_setup)
+                    before_run = round_.wait_start
                 warmup = warmup_for(plan, workload)
                 writer.meta.ops_declared = list(workload.ops)
                 writer.meta.warmup_s = warmup
@@ -168,12 +260,18 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                 ctx = RunContext(run_dir=writer.path, env=state,
                                  duration_s=plan.duration_s + warmup, journal=journal)
                 workload.prepare(ctx)
-                if variant.drop_caches:
+                if in_duet is not None:
+                    note = in_duet[0].wait_prepared()      # the round's one cache drop
+                elif variant.drop_caches:
                     note = env.drop_caches(log)
-                    if note:
-                        writer.note(note)
+                else:
+                    note = None
+                if note:
+                    writer.note(note)
                 _execute(ctx, workload, writer, monitor_names, interrupt, label, show_progress,
-                         log, lambda: journal.update(unfinished, t0_ns=ctx.t0_ns))
+                         log, lambda: journal.update(unfinished, t0_ns=ctx.t0_ns), before_run)
+                if in_duet is not None:
+                    writer.meta.duet = in_duet[0].record(variant.name)
                 journal.forget(unfinished)
             writer.meta.environment = state.metadata
             errors = list(journal.undo_all())
@@ -186,7 +284,17 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                 meta.status = Status.COMPLETE
             writer.finalize(meta.status, meta.reason)
             return RunOutcome(writer.path, variant.name, meta.status, meta.reason)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, threading.BrokenBarrierError) as exc:
+            if in_duet is not None:
+                in_duet[0].abort()
+            if isinstance(exc, threading.BrokenBarrierError):
+                status = Status.INTERRUPTED if interrupt.signalled else Status.FAILED
+                reason = (f"stopped by {interrupt.signalled} before the run started"
+                          if interrupt.signalled else "a duet partner failed before the start")
+                if writer is None:
+                    return RunOutcome(Path(plan.results), variant.name, status, reason)
+                writer.finalize(status, reason)
+                return RunOutcome(writer.path, variant.name, status, reason)
             if writer is not None:
                 writer.finalize(Status.INTERRUPTED, f"stopped by {interrupt.signalled or 'signal'}"
                                 " before the run finished")
@@ -194,10 +302,14 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                                   writer.meta.reason)
             raise
         except UsageError as exc:
+            if in_duet is not None:
+                in_duet[0].abort()
             if writer is not None:
                 writer.finalize(Status.FAILED, str(exc))   # the run.json says what was wrong
             raise
         except Exception as exc:
+            if in_duet is not None:
+                in_duet[0].abort()
             if writer is None:
                 raise
             reason = f"{type(exc).__name__}: {exc}"
@@ -207,13 +319,16 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
 
 def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_names: list[str],
              interrupt: _Interrupt, label: str, show_progress: bool,
-             log: Callable[[str], None], clock_started: Callable[[], None]) -> None:
+             log: Callable[[str], None], clock_started: Callable[[], None],
+             before_run: Callable[[], None] | None = None) -> None:
     ctx.start_clock()
     clock_started()
     monitors = _start_monitors(ctx, monitor_names, writer, log)
     result = None
-    load_at_start = machineload.snapshot()
     try:
+        if before_run is not None:
+            before_run()                # a duet: every side's monitors run, start together
+        load_at_start = machineload.snapshot()
         with interrupt.stoppable(ctx.stop):
             with Progress(label, ctx.duration_s, list(workload.ops),
                           enabled=show_progress) as display:

@@ -31,6 +31,8 @@ def register(subparsers) -> None:
                         help="with --iterations auto: at most N rounds (10)")
     parser.add_argument("--metric", action="append", metavar="OP:STAT",
                         help="with --iterations auto: a metric that decides (repeatable)")
+    # with --plan (given before any workload name): the plan key's flag, declared once in plan.py
+    add_arguments(parser, [f for f in RUN_FIELDS if f.name == "duet"])
     workloads = parser.add_subparsers(dest="workload", metavar="WORKLOAD",
                                       parser_class=type(parser))
     for name in available_workloads():
@@ -102,7 +104,12 @@ def run(args: argparse.Namespace) -> int:
         plan = load_plan(args.plan)
         if args.results:
             plan.results = args.results
+        if getattr(args, "duet", None):
+            plan.duet = True
         _until_decided(args, plan)
+        if plan.duet:
+            from ..duet import check_plan
+            check_plan(plan, hosts=args.hosts)
         if args.hosts or plan.hosts or any(v.hosts for v in plan.variants):
             from .fleet import run_fleet_plan
             return run_fleet_plan(plan, args.hosts)

@@ -46,8 +46,10 @@ class TerminatedBySignal(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def environment(settings: VariantSettings, journal: Journal, workload: Workload,
-                results: Path) -> Iterator[EnvState]:
+                results: Path, own_dir: str | None = None) -> Iterator[EnvState]:
     """Set up one variant for one run and undo it on exit (also on exceptions/KeyboardInterrupt).
+    `own_dir`: the default directory is results/.work/<workload>/<own_dir>, for runs of several
+    variants at the same time (duet.py: one per CPU slot of the round).
 
     Order: all checks (nothing changed before they pass) -> system memory reservation -> memory
     cgroup -> workload.resolve(memory available) -> loop filesystem, --dir or a default directory
@@ -82,7 +84,10 @@ def environment(settings: VariantSettings, journal: Journal, workload: Workload,
         workload.resolve(memory_available)
         needed = int(workload.space_needed(memory_available) or 0)
         metadata["space_needed"] = needed
-        _check_default_size(settings, workload, needed, memory_available, results)
+        default_dir = results / ".work" / workload.name
+        if own_dir:
+            default_dir = default_dir / own_dir
+        _check_default_size(settings, workload, needed, memory_available, results, default_dir)
 
         if settings.fs is not None:
             size = settings.fs_size or default_size(settings.fs, needed)
@@ -100,7 +105,7 @@ def environment(settings: VariantSettings, journal: Journal, workload: Workload,
                 workdir = Path(settings.dir)
                 fix = "free space there or give another --dir"
             else:
-                workdir = results / ".work" / workload.name
+                workdir = default_dir
                 workdir.mkdir(parents=True, exist_ok=True)
                 fix = "free space there, or use --dir or --fs"
             devices = devices_under(workdir)
@@ -171,7 +176,7 @@ SAFE_SHARE = 0.5   # a file sized by default may take at most this share of the 
 
 
 def _check_default_size(settings: VariantSettings, workload: Workload, needed: int,
-                        memory_available: int, results: Path) -> None:
+                        memory_available: int, results: Path, default_dir: Path) -> None:
     """A data file the user did not size (2x the memory available) may not fill the disk:
     refuse, naming the flag, when it would take more than SAFE_SHARE of the free space."""
     flag = workload.default_size_flag()
@@ -181,8 +186,7 @@ def _check_default_size(settings: VariantSettings, workload: Workload, needed: i
         host = Path(settings.work_dir) if settings.work_dir else results / ".work"
         reusable = 0                       # a fresh filesystem: everything is written
     else:
-        host = Path(settings.dir) if settings.dir is not None else \
-            results / ".work" / workload.name
+        host = Path(settings.dir) if settings.dir is not None else default_dir
         reusable = _bytes_under(host) if host.is_dir() else 0
     existing = host
     while not existing.exists() and existing != existing.parent:

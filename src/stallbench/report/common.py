@@ -157,6 +157,20 @@ def method_line(comparison: Comparison) -> str:
             + (f" (time blocks of {block_text})" if block_text else "") + accuracy)
 
 
+def duet_lines(comparison: Comparison) -> list[str]:
+    """One line per candidate whose runs were duets with the baseline's (analysis/paired.py)."""
+    lines = []
+    for label, duet in comparison.duet.items():
+        if duet["interval"] == "paired":
+            how = (f"intervals paired: a t interval on the {duet['pairs']} pairs' log ratios "
+                   f"({duet['pairs'] - 1} degrees of freedom), the change their geometric mean")
+        else:
+            how = f"intervals {duet['interval']}"
+        lines.append(f"DUET: {label} ran at the same time as {comparison.baseline}, each on its "
+                     f"own CPUs, in {duet['pairs']} round(s) ({duet['pairs']} duet(s)); {how}")
+    return lines
+
+
 def run_count_notes(comparison: Comparison) -> list[str]:
     """Where the run-to-run spread behind the intervals comes from, and what the number of
     runs per variant means for the verdicts."""

@@ -103,6 +103,7 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
         "noise": comparison.options.noise,
         "adjustment": comparison.adjustment,
         "method": comparison.method,
+        "duet": comparison.duet,
         "accuracy": comparison.accuracy,
         "environment": comparison.environment,
         "level_shifts": comparison.level_shifts,

@@ -8,7 +8,14 @@ from ..analysis.quantiles import MIN_TAIL_SAMPLES
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..comparison import Comparison, OpComparison
 from ..units import format_ns
-from .common import band_label, level_shift_notes, method_line, run_count_notes, shift_sentence
+from .common import (
+    band_label,
+    duet_lines,
+    level_shift_notes,
+    method_line,
+    run_count_notes,
+    shift_sentence,
+)
 from .environment import render_lines as environment_lines  # fidelity
 from .tables import RIGHT, Section, Table, comparison_sections
 
@@ -48,6 +55,8 @@ def header(comparison: Comparison, width: int) -> list[str]:
                    f"within ±{comparison.options.noise:.0%}; n/r: fewer than "
                    f"{MIN_TAIL_SAMPLES} samples at or beyond the percentile; min and max have no "
                    "interval", width)
+    for sentence in duet_lines(comparison):
+        lines += _wrap(sentence, width)
     for sentence in run_count_notes(comparison):
         lines += _wrap("note: " + sentence, width)
     for sentence in level_shift_notes(comparison):
