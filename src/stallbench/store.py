@@ -27,11 +27,6 @@ from . import __version__, metadata
 from .errors import RunDataError, UsageError
 from .runmeta import RUN_FILE, RunMeta, Status, read_meta, write_meta
 
-# transitional: benchmarks/aa.py (and maybe code merged from other branches) still use these
-# names; use runmeta.Status and remove them once nothing imports them
-STATUS_RUNNING, STATUS_COMPLETE = Status.RUNNING, Status.COMPLETE
-STATUS_INTERRUPTED, STATUS_FAILED = Status.INTERRUPTED, Status.FAILED
-
 OPS_FILE = "ops.parquet"
 OPS_ROW_GROUP = 1 << 20      # rows per row group: what a streaming reader holds at once
 MONITOR_DIR = "monitors"

@@ -150,11 +150,6 @@ def device_share(op_latency_total_ns: float, requests: float, ns_per_request: fl
 # delay accounting
 
 DELAY_KINDS = ("cpu", "blkio", "swapin", "freepages", "thrashing", "compact", "wpcopy", "irq")
-DELAY_MEANING = {"cpu": "waiting for a CPU", "blkio": "waiting for block I/O",
-                 "swapin": "swapping in", "freepages": "direct reclaim (freepages)",
-                 "thrashing": "thrashing (refaults of the working set)",
-                 "compact": "memory compaction", "wpcopy": "write-protect copy",
-                 "irq": "interrupts"}
 
 
 # --------------------------------------------------------------------------------------------

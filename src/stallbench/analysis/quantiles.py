@@ -109,12 +109,8 @@ def needed_samples(probability: float) -> int:
     return n
 
 
-# the default set, as (key, probability) and keys in table order
-PERCENTILES: tuple[tuple[str, float], ...] = tuple(
-    (s.key, s.probability) for s in percentiles())
+# the default set's latency keys in table order
 LATENCY_STATS: tuple[str, ...] = tuple(s.key for s in latency_stats())
-ALL_STATS: tuple[str, ...] = tuple(s.key for s in row_stats())
-PROBABILITY = dict(PERCENTILES)
 
 
 def tail_samples(n: int, probability: float) -> int:

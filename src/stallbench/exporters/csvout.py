@@ -12,8 +12,6 @@ import pyarrow.parquet as pq
 from ..errors import RunDataError
 from ..store import OPS_FILE, Run
 
-COLUMNS = ("variant", "workload", "iteration", "op", "worker", "start_ns", "latency_ns",
-           "intended_ns")
 SCHEMA = pa.schema([("variant", pa.string()), ("workload", pa.string()),
                     ("iteration", pa.int32()), ("op", pa.string()), ("worker", pa.int32()),
                     ("start_ns", pa.int64()), ("latency_ns", pa.int64()),

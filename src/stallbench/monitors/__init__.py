@@ -1,4 +1,5 @@
-"""Monitors, one module each. `get_monitors` turns the --monitors list into classes."""
+"""Monitors, one module each. `parse_monitor_list` turns the --monitors list into names,
+`monitor_class` a name into its class."""
 
 from __future__ import annotations
 

@@ -234,7 +234,6 @@ def _start_ticks(pid: int, tid: int) -> int | None:
 
 class DelayMonitor(Monitor):
     name = "delay"
-    in_default_set = True
 
     def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s

@@ -61,7 +61,6 @@ PSI_SCHEMA = PSI.arrow()
 
 class PsiMonitor(Monitor):
     name = "psi"
-    in_default_set = True
 
     def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s

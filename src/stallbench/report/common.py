@@ -15,7 +15,7 @@ from ..analysis.intervals import (
     WORSE,
     Change,
 )
-from ..analysis.quantiles import Stat, latency_stats, percentiles, row_stats
+from ..analysis.quantiles import Stat, latency_stats, row_stats
 from ..comparison import Comparison, OpComparison, OpStats
 from ..units import choose_time_unit, format_ns
 
@@ -24,8 +24,6 @@ NOT_RESOLVABLE = "n/r"
 # the default set (analysis/quantiles.py declares the statistics)
 STAT_LABELS = {s.key: s.label for s in row_stats()}
 JSON_KEYS = {s.key: s.json_key for s in (*latency_stats(), row_stats()[0])}
-PERCENTILE_STATS = {s.key for s in percentiles()}
-ROW_STATS = tuple(s.key for s in row_stats())
 
 
 _BAND_UNITS = ("ns", "µs", "ms", "s", "ks")
