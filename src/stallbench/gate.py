@@ -94,7 +94,7 @@ def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, compariso
         return GateResult(metric, change, "undecided", _DISTRUSTED[change.note])
     if change is not None and change.note == iv.BEHIND_SCHEDULE:
         return GateResult(metric, change, "regression", "fell behind its schedule")
-    if change is not None and change.verdict == iv.PACED and change.change is not None:
+    if change is not None and change.verdict == iv.Verdict.PACED and change.change is not None:
         # the workload's schedule sets a paced rate: the estimate is judged as it is
         if change.change < -bound:
             return GateResult(metric, change, "regression", "paced rate fell beyond the bound")

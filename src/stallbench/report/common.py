@@ -8,12 +8,10 @@ from typing import Any
 from ..analysis.bands import Shift
 from ..analysis.intervals import (
     ADJUSTED,
-    BETTER,
-    INTERVAL_ONLY,
+    DIRECTED,
     TOO_WIDE,
-    UNCLEAR,
-    WORSE,
     Change,
+    Verdict,
 )
 from ..analysis.quantiles import Stat, latency_stats, row_stats
 from ..comparison import Comparison, OpComparison, OpStats
@@ -116,13 +114,13 @@ def change_cell(change: Change | None, no_samples: bool = False) -> tuple[str, s
 def verdict_word(change: Change) -> str:
     """The verdict column: the verdict and, where it has one, its reason ('unclear (adjusted)',
     'worse (behind schedule)'); empty for a row outside the false-discovery budget."""
-    if change.verdict == INTERVAL_ONLY:
+    if change.verdict == Verdict.INTERVAL_ONLY:
         return ""
-    if change.verdict == "n/a":
+    if change.verdict == Verdict.NA:
         return change.note or "no interval"
-    if change.note and change.verdict in (UNCLEAR, WORSE, BETTER):
+    if change.note and change.verdict in (Verdict.UNCLEAR, *DIRECTED):
         return f"{change.verdict} ({change.note})"
-    if not change.interval_shown and change.verdict in (WORSE, BETTER):
+    if not change.interval_shown and change.verdict in DIRECTED:
         return f"{change.verdict} ({TOO_WIDE})"
     return change.verdict
 
@@ -212,8 +210,8 @@ def decide_advice(changes: dict[str, Change], stats: tuple[Stat, ...]) -> str | 
     parts = []
     for stat in stats:
         change = changes.get(stat.key)
-        if change is None or change.verdict != UNCLEAR or change.note not in (None, ADJUSTED,
-                                                                              TOO_WIDE):
+        if change is None or change.verdict != Verdict.UNCLEAR or \
+                change.note not in (None, ADJUSTED, TOO_WIDE):
             continue
         needed = change.iterations_needed
         parts.append(f"{stat.label} ~{needed}" if needed else f"{stat.label} >30")
