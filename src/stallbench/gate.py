@@ -13,7 +13,7 @@ from .comparison import (
     Comparison,
     OpComparison,
 )
-from .errors import UsageError
+from .errors import ExitCode, UsageError
 
 # verdicts the comparison distrusts (its note) -> why check cannot decide them
 _DISTRUSTED = {
@@ -131,7 +131,7 @@ def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, compariso
 def gate_exit_code(results: list[GateResult]) -> int:
     outcomes = {r.outcome for r in results}
     if "regression" in outcomes:
-        return 1
+        return ExitCode.FAILURE
     if "undecided" in outcomes:
-        return 125
-    return 0
+        return ExitCode.UNDECIDED
+    return ExitCode.OK

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import verbosity
 from ..analysis.quantiles import row_stats
-from ..errors import UndecidedError, UsageError
+from ..errors import ExitCode, UndecidedError, UsageError
 from .common import add_results_argument
 
 
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"stallbench: bisect interrupted; go on with: stallbench bisect --plan "
               f"{args.plan} --resume" + (f" --results {args.results}" if args.results else ""),
               file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     if result.comparison is not None:
         print(render(result.comparison, "text"), end="")
     print(bisect_report.answer_lines(result), end="")
@@ -85,6 +85,6 @@ def run(args: argparse.Namespace) -> int:
                                        result.settings.bound_text or "")
         if result.answer.kind == NOT_BAD:
             print(f"stallbench: {line}", file=sys.stderr)
-            return 1
+            return ExitCode.FAILURE
         raise UndecidedError(line)
-    return 0
+    return ExitCode.OK

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..analysis.quantiles import DEFAULT_PERCENTS
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from ..report import FORMATS
 from .common import add_source_arguments
 
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         print_summary(args.baseline, args.results, args.workload)
         print(f"stallbench: a comparison needs two variants; this is {args.baseline} alone "
               "(give a CANDIDATE to compare it with)", file=sys.stderr)
-        return 0
+        return ExitCode.OK
     from ..comparison import CompareOptions, build_comparison, parse_percent, parse_percentiles
     from ..report import render
 
@@ -98,4 +98,4 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--output {args.output}: cannot write ({exc.strerror})") from exc
     else:
         sys.stdout.write(text)
-    return 0
+    return ExitCode.OK

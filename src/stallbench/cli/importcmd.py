@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import ExitCode
 from ..importers import IMPORTERS
 from .common import add_results_argument
 
@@ -37,4 +38,4 @@ def run(args: argparse.Namespace) -> int:
     print(f"{run_dir}: {counts}")
     for note in meta.notes:
         print(f"  note: {note}")
-    return 0
+    return ExitCode.OK

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .. import verbosity
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from ..options import add_arguments, parse_values, values_from_args
 from ..plan import RUN_FIELDS, Plan
 from ..runmeta import Status
@@ -132,8 +132,8 @@ def run(args: argparse.Namespace) -> int:
                   + (f" ({outcome.reason})" if outcome.reason else ""))
     statuses = {o.status for o in outcomes}
     if Status.INTERRUPTED in statuses:
-        return 130
+        return ExitCode.INTERRUPTED
     if Status.FAILED in statuses:
         print("stallbench: some runs failed; see run.json of each", file=sys.stderr)
-        return 1
-    return 0
+        return ExitCode.FAILURE
+    return ExitCode.OK

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import ExitCode
 from .common import add_source_arguments, results_dir
 
 
@@ -20,7 +21,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     print_summary(args.target, results_dir(args), args.workload, args.format)
-    return 0
+    return ExitCode.OK
 
 
 def print_summary(target: str, results, workload: str | None, fmt: str = "text") -> None:
