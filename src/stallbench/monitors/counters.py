@@ -167,4 +167,4 @@ class CountersMonitor(Monitor):
                              schemas={"counters": COUNTERS})
 
 
-MONITORS = {"counters": CountersMonitor}
+MONITORS = {CountersMonitor.name: CountersMonitor}

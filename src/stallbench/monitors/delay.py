@@ -397,4 +397,4 @@ DELAY = TableSchema(
     totals=montables.delay_run_totals)
 
 
-MONITORS = {"delay": DelayMonitor}
+MONITORS = {DelayMonitor.name: DelayMonitor}

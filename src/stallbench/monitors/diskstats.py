@@ -135,4 +135,4 @@ class DiskstatsMonitor(Monitor):
                              schemas={"diskstats": DISKSTATS})
 
 
-MONITORS = {"diskstats": DiskstatsMonitor}
+MONITORS = {DiskstatsMonitor.name: DiskstatsMonitor}

@@ -104,4 +104,4 @@ class PsiMonitor(Monitor):
         return MonitorResult(tables={"psi": table}, status=status, schemas={"psi": PSI})
 
 
-MONITORS = {"psi": PsiMonitor}
+MONITORS = {PsiMonitor.name: PsiMonitor}
