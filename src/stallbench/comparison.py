@@ -30,6 +30,7 @@ from .analysis.noise import NoiseProfile
 from .analysis.quantiles import (
     DECIDING_STATS,
     MIN_TAIL_SAMPLES,
+    RATE,
     Stat,
     latency_stats,
     needed_samples,
@@ -322,7 +323,7 @@ def _prior(options: CompareOptions, op: str, stat: str | None, probability: floa
         if measured is not None:
             return measured
     sd = iv.prior_sd(stat, probability, options.run_to_run_sd)
-    if kind == "response" and stat != "rate":
+    if kind == "response" and stat != RATE.key:
         sd *= iv.RESPONSE_PRIOR_FACTOR
     if saturated_sd > 0.0:
         # a saturated machine: whole runs land 30x apart, a spread few runs cannot measure
@@ -468,7 +469,8 @@ def _distrust_busier_machine(ops: list[OpComparison], cpu: list[CpuRow], base: s
         distrusted = iv.Verdict.WORSE if side > 0 else iv.Verdict.BETTER
         # a saturated pair's intervals already have the saturated prior
         changes = [(c, c if saturated[label] else loaded.get((op.op, label), {}).get(stat),
-                    stat == "rate") for op in ops for stat, c in op.changes[label].items()]
+                    stat_named(stat).higher_is_better)
+                   for op in ops for stat, c in op.changes[label].items()]
         changes += [(row.changes[label], None, False) for row in cpu if label in row.changes]
         kept = 0
         for change, bound, higher_is_better in changes:
@@ -714,7 +716,7 @@ def decides(op: OpComparison, stat: str, options: CompareOptions) -> bool:
     rate, which is its service op's)."""
     if options.metrics is not None:
         return (op.op, stat) in options.metrics
-    return stat in DECIDING_STATS and not (op.kind == "response" and stat == "rate")
+    return stat in DECIDING_STATS and not (op.kind == "response" and stat == RATE.key)
 
 
 def _adjust(ops: list[OpComparison], cpu: list[CpuRow], candidates: list[str],
@@ -729,7 +731,7 @@ def _adjust(ops: list[OpComparison], cpu: list[CpuRow], candidates: list[str],
                 if change.verdict != iv.Verdict.NA:
                     continue
                 if decides(op, stat, options):
-                    family.append((change, stat == "rate"))
+                    family.append((change, stat_named(stat).higher_is_better))
                 elif change.low is not None:
                     change.verdict = iv.Verdict.INTERVAL_ONLY
         with_p = [change for change, _ in family if change.p_value is not None]

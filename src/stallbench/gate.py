@@ -6,7 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .analysis import intervals as iv
-from .analysis.quantiles import DEFAULT_PERCENTS, MIN_TAIL_SAMPLES, row_stats, stat_named
+from .analysis.quantiles import (
+    DEFAULT_PERCENTS,
+    MIN_TAIL_SAMPLES,
+    RATE,
+    row_stats,
+    stat_named,
+)
 from .comparison import (
     MACHINE_BUSIER,
     NOT_STATIONARY,
@@ -69,7 +75,8 @@ def gate(comparison: Comparison, metrics: list[Metric], max_regression: float) -
     for metric in metrics:
         op, change = metric_change(comparison, metric, candidate)
         result = _judge(metric, change, op, comparison, candidate, max_regression)
-        result.bound = -max_regression if metric.stat == "rate" else max_regression
+        result.bound = -max_regression if stat_named(metric.stat).higher_is_better \
+            else max_regression
         results.append(result)
     return results
 
@@ -101,7 +108,7 @@ def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, compariso
         return GateResult(metric, change, "ok", "kept its schedule")
     if change is None or change.change is None:
         base, cand = op.stats[comparison.baseline], op.stats[candidate]
-        if metric.stat == "rate" and change is not None and change.note == "no samples":
+        if metric.stat == RATE.key and change is not None and change.note == "no samples":
             if cand.samples == 0 and base.samples > 0:
                 return GateResult(metric, change, "regression", "no samples in the candidate")
         reason = (change.note if change and change.note else "no estimate")
@@ -115,7 +122,7 @@ def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, compariso
     if change.low is None or change.high is None:
         return GateResult(metric, change, "undecided",
                           change.note or "no interval for this statistic")
-    if metric.stat == "rate":
+    if stat_named(metric.stat).higher_is_better:
         if change.high < -bound:
             return GateResult(metric, change, "regression", "rate fell beyond the bound")
         if change.low >= -bound:

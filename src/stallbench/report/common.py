@@ -13,7 +13,7 @@ from ..analysis.intervals import (
     Change,
     Verdict,
 )
-from ..analysis.quantiles import Stat, latency_stats, row_stats
+from ..analysis.quantiles import RATE, Stat, latency_stats, row_stats
 from ..comparison import Comparison, OpComparison, OpStats
 from ..units import choose_time_unit, format_ns
 
@@ -61,8 +61,8 @@ def op_unit(op: OpComparison) -> tuple[str, int]:
 def stat_cell(stats: OpStats, stat: str, unit: tuple[str, int]) -> str:
     """The value of a statistic as shown in tables; words where there is no number."""
     if stats.samples == 0:
-        return "0.0" if stat == "rate" and stats.rate is not None else NO_SAMPLES
-    if stat == "rate":
+        return "0.0" if stat == RATE.key and stats.rate is not None else NO_SAMPLES
+    if stat == RATE.key:
         return format_rate(stats.rate)
     if stat in stats.unresolved:
         return f"{NOT_RESOLVABLE} ({stats.unresolved[stat]}≥)"
