@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from .delaykinds import DELAY_KINDS
+
 # --------------------------------------------------------------------------------------------
 # counters
 
@@ -149,7 +151,6 @@ def device_share(op_latency_total_ns: float, requests: float, ns_per_request: fl
 # --------------------------------------------------------------------------------------------
 # delay accounting
 
-DELAY_KINDS = ("cpu", "blkio", "swapin", "freepages", "thrashing", "compact", "wpcopy", "irq")
 
 
 # --------------------------------------------------------------------------------------------
@@ -271,9 +272,7 @@ def explanation(op: str, p99_change: float | None, breakdown: Mapping[str, int] 
     return f"{op} p99 {p99_change:+.0%}: " + ", ".join(parts) + estimate
 
 
-DELAY_WORDS = {"blkio": "in block I/O waits", "freepages": "in direct reclaim (freepages)",
-               "thrashing": "in thrashing (refaults)", "compact": "in compaction",
-               "swapin": "in swap-in", "cpu": "waiting for a CPU"}
+DELAY_WORDS = {k.name: k.spent for k in DELAY_KINDS if k.spent is not None}
 
 
 def delay_causes(role_delays: Mapping[str, Mapping[str, Any]], cpu_first: bool = True
