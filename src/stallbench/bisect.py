@@ -29,9 +29,9 @@ from .comparison import CompareOptions, Comparison, build_comparison, parse_perc
 from .errors import ExitCode, UsageError
 from .gate import GateResult, Metric, gate, gate_exit_code, metric_percents, parse_metric
 from .jsonfile import write_json_atomic
-from .plan import Plan, VariantSettings
+from .plan import DEFAULT_MAX_ITERATIONS, Plan, VariantSettings
 from .runmeta import Status
-from .store import Resolved, complete_runs
+from .runselect import Resolved, complete_runs
 from .workloads import get_workload
 
 STATE_FILE = "bisect.json"
@@ -164,8 +164,6 @@ class Settings:
     max_rounds: int | None = None
 
     def filled(self, plan: Plan) -> Settings:
-        from .untildecided import DEFAULT_MAX_ITERATIONS
-
         metrics = self.metrics or plan.until_decided
         if not metrics:
             raise UsageError("bisect needs --metric OP:STAT (or metrics = [...] in the plan)")

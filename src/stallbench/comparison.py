@@ -45,8 +45,9 @@ from .analysis.quantiles import (
 from .analysis.summary import RESPONSE_SUFFIX
 from .analysis.wheresection import WhereSection
 from .errors import UsageError
+from .runselect import Resolved
 from .stallsummary import StallSummary, activity, others_active, stall_summary, starved
-from .store import Resolved, Run
+from .store import Run
 
 NOT_STATIONARY = "not stationary"
 MACHINE_BUSIER = "machine busier"

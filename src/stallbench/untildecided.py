@@ -16,9 +16,7 @@ from .analysis.intervals import DECIDED, Verdict
 from .comparison import CompareOptions, build_comparison
 from .errors import UsageError
 from .gate import Metric, metric_change, metric_percents, parse_metric
-from .store import Resolved, complete_runs
-
-DEFAULT_MAX_ITERATIONS = 10
+from .runselect import Resolved, complete_runs
 
 
 @dataclass

@@ -11,6 +11,7 @@ from pathlib import Path
 from .. import verbosity
 from ..analysis.quantiles import row_stats
 from ..errors import ExitCode, UndecidedError, UsageError
+from ..plan import DEFAULT_MAX_ITERATIONS
 from .common import add_results_argument
 
 
@@ -40,7 +41,7 @@ def register(subparsers) -> None:
                              "read p99 doubles)")
     parser.add_argument("--max-rounds", type=int, metavar="N",
                         help="rounds of the two variants a step may add before it is a skip "
-                             "(default: the plan's max_iterations, else 10)")
+                             f"(default: the plan's max_iterations, else {DEFAULT_MAX_ITERATIONS})")
     parser.add_argument("--resume", action="store_true",
                         help="go on with the bisect journaled in RESULTS/bisect.json")
     add_results_argument(parser)

@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     from ..report.noise import render_profile
     from ..runmeta import Status
     from ..runner import run_plan
-    from ..store import Resolved, load_run
+    from ..runselect import Resolved
+    from ..store import load_run
 
     outcomes = run_plan(plan, progress=not args.no_progress, log=verbosity.info)
     if any(o.status == Status.INTERRUPTED for o in outcomes):

@@ -45,11 +45,11 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_all(args: argparse.Namespace, allow_incomplete: bool, split: bool = True):
-    from .. import store
     from ..fleet.labels import resolve_spec, split_hosts, variant_specs
+    from ..runselect import prepare_summaries
 
     specs = [args.baseline, *args.candidates]
-    store.prepare_summaries(variant_specs(specs, args.results), args.results)
+    prepare_summaries(variant_specs(specs, args.results), args.results)
     resolved = [resolve_spec(spec, args.results, args.workload, allow_incomplete)
                 for spec in specs]
     resolved, notes = split_hosts(resolved, pool=args.pool_hosts, split=split)

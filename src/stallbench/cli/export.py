@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import verbosity
 from ..errors import ExitCode, UsageError
 from ..exporters import FORMATS
-from ..store import resolve_runs
+from ..runselect import resolve_runs
 from ..units import parse_duration
 from .common import add_source_arguments
 

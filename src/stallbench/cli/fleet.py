@@ -70,7 +70,7 @@ def _comparison(plan: Plan, variants: list[str]) -> bool:
     from ..comparison import CompareOptions, build_comparison
     from ..fleet.labels import split_hosts
     from ..report import render
-    from ..store import resolve_runs
+    from ..runselect import resolve_runs
 
     sides = []
     for name in variants:

@@ -29,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..importers import import_log
-    from ..store import default_results_dir, load_run
+    from ..rundirs import default_results_dir
+    from ..store import load_run
 
     results = args.results or default_results_dir()
     run_dir = import_log(args.kind, args.path, args.variant, results, args.workload)

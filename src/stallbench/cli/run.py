@@ -10,6 +10,7 @@ from .. import verbosity
 from ..errors import ExitCode, UsageError
 from ..options import add_arguments, parse_values, values_from_args
 from ..plan import RUN_FIELDS, Plan
+from ..rundirs import RESULTS_HELP
 from ..runmeta import Status
 from ..variant import VARIANT_FIELDS, flag_of, variant_from_flags
 from ..workloads import available_workloads, get_workload
@@ -51,7 +52,7 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
     add_arguments(group, [name])
     # SUPPRESS: given before the workload name, the run parser's value must survive
     group.add_argument("--results", type=Path, default=argparse.SUPPRESS,
-                       help="results directory (default: $STALLBENCH_RESULTS or ./results)")
+                       help=RESULTS_HELP)
     add_arguments(group, RUN_FIELDS)
     group.add_argument("--no-progress", action="store_true", default=argparse.SUPPRESS,
                        help="no live progress display")

@@ -10,7 +10,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..errors import RunDataError
-from ..store import OPS_FILE, Run
+from ..rundirs import OPS_FILE
+from ..store import Run
 
 SCHEMA = pa.schema([("variant", pa.string()), ("workload", pa.string()),
                     ("iteration", pa.int32()), ("op", pa.string()), ("worker", pa.int32()),
