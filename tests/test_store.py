@@ -120,3 +120,11 @@ def test_host_facts() -> None:
     proc = subprocess.Popen(["true"])
     proc.wait()
     assert not pid_alive(proc.pid)
+
+
+def test_the_public_api_names_them() -> None:
+    import stallbench
+    from stallbench import runselect, store
+
+    assert stallbench.Run is store.Run and stallbench.load_run is store.load_run
+    assert stallbench.resolve_runs is runselect.resolve_runs
