@@ -45,8 +45,10 @@ from stallbench import store
 from stallbench.analysis.quantiles import LATENCY_STATS
 from stallbench.comparison import MACHINE_BUSIER, CompareOptions, build_comparison
 from stallbench.gate import Metric, gate, gate_exit_code
+from stallbench.rundirs import OPS_FILE
 from stallbench.runmeta import Status
-from stallbench.store import Resolved, load_run
+from stallbench.runselect import Resolved
+from stallbench.store import load_run
 
 SETS = {
     "randread-cached": ["randread", "--file-size", "256M", "--no-drop-caches"],
@@ -170,7 +172,7 @@ def scaled_copy(run: store.Run, target: Path, delta: float, mode: str) -> store.
 
 
 def _scaled_copy(run: store.Run, target: Path, delta: float, mode: str) -> store.Run:
-    table = pq.read_table(run.path / store.OPS_FILE)
+    table = pq.read_table(run.path / OPS_FILE)
     latency = table.column("latency_ns").to_numpy().astype(np.float64)
     if mode == "whole":
         latency = latency * (1 + delta)

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from stallbench import store
+from stallbench.opsfile import ops_batch
 from stallbench.record import READ_CHUNK_RECORDS
 
 OPS_PER_RUN = 3_000_000
@@ -52,7 +53,7 @@ def write_data(results: Path) -> None:
                 start = np.sort(rng.uniform(0, DURATION_S * 1e9, n)).astype(np.int64)
                 workers = rng.integers(0, 16, n) if name == "read" else np.zeros(n)
                 intended = start - rng.integers(0, 50_000, n) if name == "wal" else None
-                batches.append(store.ops_batch(names, np.full(n, code), workers, start,
+                batches.append(ops_batch(names, np.full(n, code), workers, start,
                                                latency.astype(np.int64), intended))
             counts = writer.write_ops(batches)
             writer.meta.update({"ops_declared": names, "duration_s": DURATION_S,
@@ -106,7 +107,7 @@ def write_scale_run(results: Path, variant: str, ops: int, slow_share: float) ->
             latency[slow] *= 30
             latency[wal] = rng.lognormal(np.log(40_000), 0.5, int(wal.sum()))
             intended = np.where(wal, start - rng.integers(0, 50_000, n), -1)
-            yield store.ops_batch(names, wal.astype(np.int32), rng.integers(0, 5, n), start,
+            yield ops_batch(names, wal.astype(np.int32), rng.integers(0, 5, n), start,
                                   latency.astype(np.int64), intended)
             done += n
 

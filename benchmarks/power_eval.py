@@ -27,7 +27,8 @@ from aa import scaled_copy  # noqa: E402
 from stallbench.calibration import profile_from_runs  # noqa: E402
 from stallbench.comparison import CompareOptions, build_comparison  # noqa: E402
 from stallbench.gate import Metric, gate, gate_exit_code  # noqa: E402
-from stallbench.store import Resolved, Run, load_run  # noqa: E402
+from stallbench.runselect import Resolved  # noqa: E402
+from stallbench.store import Run, load_run  # noqa: E402
 
 TRIALS = 20
 DECIDING = ("p50", "p99", "rate")

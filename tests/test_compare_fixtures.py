@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from stallbench import store
+from stallbench.opsfile import ops_batch
 
 
 def write_run(results: Path, variant: str, ops: dict[str, np.ndarray], *, duration_s: float,
@@ -31,7 +32,7 @@ def write_run(results: Path, variant: str, ops: dict[str, np.ndarray], *, durati
                     ).astype(np.int64)
         worker = workers[name] if workers and name in workers else np.zeros(n, dtype=np.int32)
         paced = intended.get(name) if intended else None
-        batches.append(store.ops_batch(names, np.full(n, code), worker, start, latency, paced))
+        batches.append(ops_batch(names, np.full(n, code), worker, start, latency, paced))
     counts = writer.write_ops(batches)
     writer.meta.update({
         "ops_declared": declared if declared is not None else names,

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from stallbench.analysis.delaykinds import DELAY_KINDS
 from stallbench.monitors.delay import (
     _AC_PID,
     _AC_TGID,
     _MAX_AT,
-    DELAY_KINDS,
     IO_FIELDS,
     MAX_SINCE_VERSION,
     DelayMonitor,
@@ -132,7 +132,7 @@ def test_offsets_are_the_compilers_layout_of_struct_taskstats_v16(tmp_path: Path
     assert offsets["ac_pid"] == _AC_PID and offsets["ac_tgid"] == _AC_TGID
     for name, at in IO_FIELDS.items():
         assert offsets[name] == at, name
-    for index, (kind, (count_at, total_at, _since)) in enumerate(DELAY_KINDS.items()):
-        assert offsets[f"{kind}_count"] == count_at, kind
-        assert offsets[f"{kind}_delay_total"] == total_at, kind
-        assert offsets[f"{kind}_delay_max"] == _MAX_AT + 16 * index, kind
+    for index, kind in enumerate(DELAY_KINDS):
+        assert offsets[f"{kind.name}_count"] == kind.count_at, kind
+        assert offsets[f"{kind.name}_delay_total"] == kind.total_at, kind
+        assert offsets[f"{kind.name}_delay_max"] == _MAX_AT + 16 * index, kind

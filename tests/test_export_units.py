@@ -186,8 +186,8 @@ def test_run_and_comparison_schemas_refuse_what_readers_refuse(tmp_path) -> None
 def test_perfetto_block_requests_are_async_pairs_with_numeric_times(tmp_path) -> None:
     import pyarrow.parquet as pq
 
-    from stallbench import store
     from stallbench.monitors.trace import rows_to_table
+    from stallbench.rundirs import MONITOR_DIR
 
     latency = np.full(10, 2_000_000, dtype=np.int64)
     path = write_run(tmp_path / "results", "blk", {"read": latency}, duration_s=1.0,
@@ -202,8 +202,8 @@ def test_perfetto_block_requests_are_async_pairs_with_numeric_times(tmp_path) ->
         rows.append({"t_ns": t, "duration_ns": 8_000_000, "pid": 7, "tid": 7, "comm": "w",
                      "category": "throttle", "kind": "vmscan throttled (writeback)", "stack": "",
                      "device": "", "detail": ""})
-    (path / store.MONITOR_DIR).mkdir()
-    pq.write_table(rows_to_table(rows), path / store.MONITOR_DIR / "trace_full.parquet")
+    (path / MONITOR_DIR).mkdir()
+    pq.write_table(rows_to_table(rows), path / MONITOR_DIR / "trace_full.parquet")
     out = tmp_path / "t.json"
     assert main(["export", "blk", "--results", str(tmp_path / "results"), "--format",
                  "perfetto", "--output", str(out)]) == 0

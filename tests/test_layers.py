@@ -69,7 +69,8 @@ def test_analysis_reads_no_files_and_prints_nothing():
 def test_report_reads_no_runs_and_changes_nothing():
     forbidden = ("stallbench.env", "stallbench.monitors", "stallbench.workloads",
                  "stallbench.journal", "stallbench.runner", "stallbench.record",
-                 "stallbench.store", "stallbench.summaryfile", "stallbench.cli")
+                 "stallbench.store", "stallbench.opsfile", "stallbench.runselect",
+                 "stallbench.summaryfile", "stallbench.cli")
     for name, deps in GRAPH.items():
         if _under(name, "stallbench.report"):
             bad = [d for d in deps if any(_under(d, f) for f in forbidden)]
@@ -140,11 +141,11 @@ FLOORS = {
     4: ["runner", "duet", "untildecided", "bisect", "fleet", "comparison", "stallsummary", "gate",
         "showsummary", "where", "views", "vm.host", "plan", "calibration"],
     3: ["env", "workloads", "monitors", "importers", "vm"],
-    2: ["store", "summaryfile", "record", "metadata", "journal", "recovery", "context",
-        "tracefs", "logformats", "blocked", "progress", "variant", "options", "fleet.planhosts",
-        "noiseprofiles"],
+    2: ["store", "opsfile", "rundirs", "runselect", "summaryfile", "record", "metadata",
+        "journal", "recovery", "context", "tracefs", "logformats", "blocked", "progress",
+        "variant", "options", "fleet.planhosts", "noiseprofiles"],
     1: ["analysis"],
-    0: ["runmeta", "jsonfile", "machineload", "signals", "syscalls", "units", "errors",
+    0: ["runmeta", "hostfacts", "jsonfile", "machineload", "signals", "syscalls", "units", "errors",
         "verbosity", "schemas"],
 }
 _FLOOR_OF = {name: floor for floor, names in FLOORS.items() for name in names}
@@ -159,7 +160,7 @@ def _floor(module: str) -> int | None:
 
 def test_every_module_has_a_floor_and_imports_none_above_it():
     for name, deps in GRAPH.items():
-        if name == "stallbench":          # the package's face: lazy re-exports of store
+        if name == "stallbench":          # the package's face: lazy re-exports
             continue
         floor = _floor(name)
         assert floor is not None, f"{name} is on no floor of docs/architecture.md"

@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import requires_root, run_stallbench
+from stallbench.analysis.delaykinds import DELAY_KIND_NAMES
 from stallbench.analysis.delaymax import explanation, longest_delays
 from stallbench.env.iocgroup import find_io_controller
 from stallbench.monitors.delay import (
-    DELAY_KINDS,
     DelayMonitor,
     TaskstatsSocket,
     decode_stats,
@@ -101,7 +101,7 @@ def test_longest_blkio_delay_matches_the_longest_throttled_read(tmp_path: Path) 
 def _raw(version: int, max_values: dict[str, int], size: int = 560) -> bytes:
     raw = bytearray(size)
     struct.pack_into("H", raw, 0, version)
-    for index, kind in enumerate(DELAY_KINDS):        # include/uapi/linux/taskstats.h v16
+    for index, kind in enumerate(DELAY_KIND_NAMES):   # include/uapi/linux/taskstats.h v16
         if kind in max_values:
             struct.pack_into("Q", raw, 432 + 16 * index, max_values[kind])
     return bytes(raw)

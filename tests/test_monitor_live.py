@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -247,9 +248,49 @@ def test_kill_9_then_cleanup_restores_sysctl_and_removes_instance(tmp_path: Path
     assert not list(tmp_path.glob("journal-*.json"))
 
 
-def test_unavailable_when_not_root_is_one_line() -> None:
+def _unavailable_as(uid: int | None) -> dict[str, str | None]:
+    """Each monitor's unavailable() in a forked child that has dropped to `uid` (and its group,
+    no supplementary groups) before asking; None: as this process (root)."""
     ctx = RunContext(run_dir=Path("/"), env=EnvState(workdir=Path("/")), duration_s=1,
                      journal=None)
-    for name in ("counters", "psi", "diskstats", "delay", "stacks", "trace", "trace-full"):
-        reason = monitor_class(name).unavailable(ctx)
-        assert reason is None or "\n" not in reason
+    classes = {name: monitor_class(name) for name in
+               ("counters", "psi", "diskstats", "delay", "stacks", "trace", "trace-full")}
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                 # the child: never back into pytest
+        code = 1
+        try:
+            os.close(read_end)
+            if uid is not None:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+            reasons = {name: cls.unavailable(ctx) for name, cls in classes.items()}
+            reasons["euid"] = os.geteuid()
+            os.write(write_end, json.dumps(reasons).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0 and data
+    return json.loads(data)
+
+
+def test_unavailable_when_not_root_is_one_line() -> None:
+    """As nobody (uid 65534): the monitors that need root (taskstats' CAP_NET_ADMIN and the
+    delayacct sysctl, tracefs, /proc/PID/stack) say so in one line; the others answer as they
+    do for root, since /proc/vmstat, /proc/pressure and /proc/diskstats are world-readable."""
+    nobody = _unavailable_as(65534)
+    assert nobody.pop("euid") == 65534
+    for name in ("delay", "stacks", "trace", "trace-full"):
+        reason = nobody[name]
+        assert isinstance(reason, str) and reason and "\n" not in reason, (name, reason)
+        assert "root" in reason, (name, reason)
+    as_root = _unavailable_as(None)
+    assert as_root.pop("euid") == 0
+    for name in ("counters", "psi", "diskstats"):
+        assert nobody[name] == as_root[name], name
+        assert nobody[name] is None or "\n" not in nobody[name]

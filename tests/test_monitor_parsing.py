@@ -139,3 +139,19 @@ def test_classify_stack() -> None:
         "memcg reclaim"
     assert am.classify_stack("__x64_sys_fdatasync;ext4_sync_file;jbd2_log_wait_commit") == \
         "fdatasync / journal commit"
+
+
+def test_monitor_registry_names_match_the_classes() -> None:
+    from stallbench.monitors import (
+        default_monitor_names,
+        monitor_class,
+        monitor_names,
+        parse_monitor_list,
+    )
+
+    assert monitor_names() == ["counters", "psi", "diskstats", "delay", "stacks", "trace",
+                               "trace-full"]
+    assert all(monitor_class(name).name == name for name in monitor_names())
+    assert default_monitor_names() == ["counters", "psi", "diskstats", "delay"]
+    assert parse_monitor_list("all") == ["counters", "psi", "diskstats", "delay", "stacks",
+                                         "trace"]

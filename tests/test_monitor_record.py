@@ -16,10 +16,11 @@ import pytest
 from conftest import requires_root, run_stallbench
 from stallbench.analysis import slowops
 from stallbench.analysis import wheresection as ws
+from stallbench.analysis.delaykinds import DELAY_KIND_NAMES as DELAY_KINDS
 from stallbench.analysis.montables import counter_series
 from stallbench.monitors.base import MonitorResult, table_columns
 from stallbench.monitors.counters import COUNTERS
-from stallbench.monitors.delay import DELAY, DELAY_KINDS
+from stallbench.monitors.delay import DELAY
 from stallbench.monitors.delayacct import (
     DELAYACCT_SYSCTL,
     DelayacctClaim,

@@ -230,3 +230,12 @@ def test_parse_size_matches_hand_computation(text):
             parse_size(text)
     else:
         assert parse_size(text) == expected
+
+
+def test_the_results_directory_defaults_to_stallbench_results(tmp_path, monkeypatch):
+    monkeypatch.setenv("STALLBENCH_RESULTS", str(tmp_path / "elsewhere"))
+    assert load_plan(write(tmp_path, 'workload = "randread"\n')).results == tmp_path / "elsewhere"
+    assert Plan(workload="randread", workload_options={}, variants=[]).results == \
+        tmp_path / "elsewhere"
+    monkeypatch.delenv("STALLBENCH_RESULTS")
+    assert Plan(workload="randread", workload_options={}, variants=[]).results == Path("results")

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from test_reliability_support import assert_one_line_exit_2, sb
 
-from stallbench.store import RunWriter, ops_batch
+from stallbench.opsfile import ops_batch
+from stallbench.store import RunWriter
 
 RNG_SEED = 7
 

@@ -25,7 +25,7 @@ from stallbench.cli import main
 from stallbench.errors import UsageError
 from stallbench.importers import IMPORTERS, parse_log
 from stallbench.importers.common import write_run
-from stallbench.store import check_name
+from stallbench.rundirs import check_name
 
 V = '[[variants]]\nname = "a"\n'
 BAD_PLANS = [

@@ -16,7 +16,7 @@ from conftest import run_stallbench
 from stallbench.context import EnvState, RunContext
 from stallbench.errors import UsageError
 from stallbench.journal import Journal
-from stallbench.store import write_ops_file
+from stallbench.opsfile import write_ops_file
 from stallbench.workloads.command import CommandWorkload, tracefs_unavailable
 
 TRACEFS_SKIP = pytest.mark.skipif(tracefs_unavailable() is not None,

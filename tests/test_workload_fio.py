@@ -16,7 +16,7 @@ from conftest import ROOT, run_stallbench
 from stallbench.context import EnvState, RunContext
 from stallbench.errors import UsageError
 from stallbench.journal import Journal
-from stallbench.store import write_ops_file
+from stallbench.opsfile import write_ops_file
 from stallbench.workloads.fio import FioWorkload, forced_job_text
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")

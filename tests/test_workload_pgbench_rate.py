@@ -144,7 +144,7 @@ def test_bad_rate_and_script_options(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--protocol"):
         PgbenchWorkload.from_options({"protocol": "fast"})
     alone = PgbenchWorkload.from_options({"script": [str(tmp_path / "a.sql")]})
-    assert alone.builtin is None and alone.ops == ("txn",)
+    assert alone.options.builtin is None and alone.ops == ("txn",)
     both = PgbenchWorkload.from_options({"script": [f"{tmp_path / 'a.sql'}@2"],
                                          "builtin": "tpcb-like"})
     assert both.ops == ("txn-tpcb-like", "txn-a")

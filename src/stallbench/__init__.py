@@ -15,8 +15,12 @@ __all__ = ["Run", "load_run", "resolve_runs", "__version__"]
 
 def __getattr__(name: str):
     # store imports numpy and pyarrow: only when asked for, so that the command line starts fast
-    if name in ("Run", "load_run", "resolve_runs"):
+    if name in ("Run", "load_run"):
         from . import store
 
         return getattr(store, name)
+    if name == "resolve_runs":
+        from . import runselect
+
+        return runselect.resolve_runs
     raise AttributeError(f"module 'stallbench' has no attribute {name!r}")

@@ -26,19 +26,20 @@ from pathlib import Path
 from typing import Any
 
 from .comparison import CompareOptions, Comparison, build_comparison, parse_percent
-from .errors import UsageError
+from .errors import ExitCode, UsageError
 from .gate import GateResult, Metric, gate, gate_exit_code, metric_percents, parse_metric
 from .jsonfile import write_json_atomic
-from .plan import Plan, VariantSettings
+from .plan import DEFAULT_MAX_ITERATIONS, Plan, VariantSettings
 from .runmeta import Status
-from .store import Resolved, complete_runs
+from .runselect import Resolved, complete_runs
 from .workloads import get_workload
 
 STATE_FILE = "bisect.json"
 STATE_KIND = "stallbench-bisect"
 STATE_VERSION = 1
 GOOD, BAD, SKIP = "good", "bad", "skip"
-OUTCOME_OF_EXIT = {0: GOOD, 1: BAD, 125: SKIP}     # check's exit codes, as git bisect reads them
+OUTCOME_OF_EXIT = {ExitCode.OK: GOOD, ExitCode.FAILURE: BAD,    # check's exit codes, as git
+                   ExitCode.UNDECIDED: SKIP}                     # bisect reads them
 DEFAULT_BOUND = "10%"
 
 # Answer.kind
@@ -163,8 +164,6 @@ class Settings:
     max_rounds: int | None = None
 
     def filled(self, plan: Plan) -> Settings:
-        from .untildecided import DEFAULT_MAX_ITERATIONS
-
         metrics = self.metrics or plan.until_decided
         if not metrics:
             raise UsageError("bisect needs --metric OP:STAT (or metrics = [...] in the plan)")
@@ -300,7 +299,7 @@ def judge(state: State, baseline: str, candidate: str, metrics: list[Metric], bo
     counts = {side.label: len(side.runs) for side in sides}
     missing = [side.label for side in sides if not side.runs]
     if missing:
-        return 125, None, counts, f"no complete run of {', '.join(missing)}"
+        return ExitCode.UNDECIDED, None, counts, f"no complete run of {', '.join(missing)}"
     comparison = build_comparison(sides[0], sides[1:], CompareOptions(
         explain=False, percentiles=metric_percents(metrics),
         metrics=tuple((m.op, m.stat) for m in metrics)))
@@ -353,11 +352,12 @@ def run_bisect(plan: Plan, given: Settings, resume: bool,
             steps.append(asdict(step))
         started = time.monotonic()
         seconds = step.seconds
-        code, results, counts, reason = 125, None, {}, None
+        code, results, counts, reason = ExitCode.UNDECIDED, None, {}, None
         measured = step.rounds > 0
         if measured:
             code, results, counts, reason = _judge_step(state, step, metrics, bound, fresh)
-        while not measured or (code == 125 and step.rounds < (settings.max_rounds or 1)):
+        while not measured or (code == ExitCode.UNDECIDED
+                               and step.rounds < (settings.max_rounds or 1)):
             interrupted = _run_round(plan, state, [by_name[baseline], by_name[candidate]],
                                      rng, log, progress)
             if not interrupted:

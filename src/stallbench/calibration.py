@@ -9,8 +9,9 @@ from .analysis import noise as nz
 from .analysis.quantiles import percentiles
 from .comparison import load_variant, op_names, op_side
 from .errors import UsageError
+from .hostfacts import utc_now
 from .noiseprofiles import run_settings, run_shape
-from .store import Resolved, utc_now
+from .runselect import Resolved
 
 
 def profile_from_runs(resolved: Resolved) -> nz.NoiseProfile:

@@ -30,6 +30,7 @@ from .analysis.noise import NoiseProfile
 from .analysis.quantiles import (
     DECIDING_STATS,
     MIN_TAIL_SAMPLES,
+    RATE,
     Stat,
     latency_stats,
     needed_samples,
@@ -44,8 +45,9 @@ from .analysis.quantiles import (
 from .analysis.summary import RESPONSE_SUFFIX
 from .analysis.wheresection import WhereSection
 from .errors import UsageError
+from .runselect import Resolved
 from .stallsummary import StallSummary, activity, others_active, stall_summary, starved
-from .store import Resolved, Run
+from .store import Run
 
 NOT_STATIONARY = "not stationary"
 MACHINE_BUSIER = "machine busier"
@@ -323,7 +325,7 @@ def _prior(options: CompareOptions, op: str, stat: str | None, probability: floa
         if measured is not None:
             return measured
     sd = iv.prior_sd(stat, probability, options.run_to_run_sd)
-    if kind == "response" and stat != "rate":
+    if kind == "response" and stat != RATE.key:
         sd *= iv.RESPONSE_PRIOR_FACTOR
     if saturated_sd > 0.0:
         # a saturated machine: whole runs land 30x apart, a spread few runs cannot measure
@@ -442,13 +444,13 @@ def _distrust_regime_mixes(ops: list[OpComparison], level_shifts: list[dict[str,
                     >= MEASURED_SPREAD_RUNS:
                 continue
             for change in changes.values():
-                if change.verdict not in ("better", "worse", "same"):
+                if change.verdict not in iv.DECIDED:
                     continue
                 if change.change is not None and change.low is not None and min(
                         abs(np.log1p(change.low)), abs(np.log1p(change.high))) > bound \
-                        and change.verdict != "same":
+                        and change.verdict != iv.Verdict.SAME:
                     continue
-                change.verdict = "unclear"
+                change.verdict = iv.Verdict.UNCLEAR
                 change.note = NOT_STATIONARY
 
 
@@ -476,10 +478,11 @@ def _distrust_busier_machine(ops: list[OpComparison], cpu: list[CpuRow], base: s
     for label, side in busier.items():
         if side == 0:
             continue
-        distrusted = "worse" if side > 0 else "better"
+        distrusted = iv.Verdict.WORSE if side > 0 else iv.Verdict.BETTER
         # a saturated pair's intervals already have the saturated prior
         changes = [(c, c if saturated[label] else loaded.get((op.op, label), {}).get(stat),
-                    stat == "rate") for op in ops for stat, c in op.changes[label].items()]
+                    stat_named(stat).higher_is_better)
+                   for op in ops for stat, c in op.changes[label].items()]
         changes += [(row.changes[label], None, False) for row in cpu if label in row.changes]
         kept = 0
         for change, bound, higher_is_better in changes:
@@ -488,7 +491,7 @@ def _distrust_busier_machine(ops: list[OpComparison], cpu: list[CpuRow], base: s
             if bound is not None and iv.verdict(bound, higher_is_better, noise) == distrusted:
                 kept += 1
                 continue
-            change.verdict, change.note = "unclear", MACHINE_BUSIER
+            change.verdict, change.note = iv.Verdict.UNCLEAR, MACHINE_BUSIER
         busier, quieter = (label, base) if side > 0 else (base, label)
         notes.append(
             f"MACHINE BUSIER: other processes and steal took {loads[busier].mean_cpus:.2f} of "
@@ -741,7 +744,7 @@ def _compare_op(base: _OpSide, cand: _OpSide, probabilities: list[float],
         rate_change = iv.ratio_change(cand.stats.rate, base.stats.rate)
         changes["rate"] = iv.Change(rate_change, note="no samples")
         if nc == 0 and nb >= MIN_TAIL_SAMPLES:
-            changes["rate"].verdict = "worse"
+            changes["rate"].verdict = iv.Verdict.WORSE
         return changes, ShiftCurve([], [], [], []), nc == 0 and nb > 0
     changes, curve = _changes(base, cand, probabilities, options, kind, saturated_sd, op, pairs)
     for stat in percentiles(options.percentiles):
@@ -757,7 +760,7 @@ def decides(op: OpComparison, stat: str, options: CompareOptions) -> bool:
     rate, which is its service op's)."""
     if options.metrics is not None:
         return (op.op, stat) in options.metrics
-    return stat in DECIDING_STATS and not (op.kind == "response" and stat == "rate")
+    return stat in DECIDING_STATS and not (op.kind == "response" and stat == RATE.key)
 
 
 def _adjust(ops: list[OpComparison], cpu: list[CpuRow], candidates: list[str],
@@ -769,19 +772,19 @@ def _adjust(ops: list[OpComparison], cpu: list[CpuRow], candidates: list[str],
         family: list[tuple[iv.Change, bool]] = []
         for op in ops:
             for stat, change in op.changes[label].items():
-                if change.verdict != "n/a":
+                if change.verdict != iv.Verdict.NA:
                     continue
                 if decides(op, stat, options):
-                    family.append((change, stat == "rate"))
+                    family.append((change, stat_named(stat).higher_is_better))
                 elif change.low is not None:
-                    change.verdict = iv.INTERVAL_ONLY
+                    change.verdict = iv.Verdict.INTERVAL_ONLY
         with_p = [change for change, _ in family if change.p_value is not None]
         for change, adjusted in zip(with_p, iv.benjamini_hochberg([c.p_value for c in with_p]),
                                     strict=True):
             change.p_adjusted = adjusted
         for change, higher_is_better in family:
             change.verdict = iv.verdict(change, higher_is_better, options.noise)
-            if change.verdict == iv.UNCLEAR:
+            if change.verdict == iv.Verdict.UNCLEAR:
                 if iv.excludes_zero(change) and abs(change.change) > options.noise:
                     change.note = iv.ADJUSTED
                 change.iterations_needed = (paired.pairs_needed if change.variance.get(
@@ -791,8 +794,8 @@ def _adjust(ops: list[OpComparison], cpu: list[CpuRow], candidates: list[str],
                 _mark_wide_interval(change)
     for row in cpu:
         for change in row.changes.values():
-            if change.low is not None and change.verdict == "n/a":
-                change.verdict = iv.INTERVAL_ONLY
+            if change.low is not None and change.verdict == iv.Verdict.NA:
+                change.verdict = iv.Verdict.INTERVAL_ONLY
 
 
 def _mark_wide_interval(change: iv.Change) -> None:
@@ -801,7 +804,7 @@ def _mark_wide_interval(change: iv.Change) -> None:
     on a saturated machine), and an unclear row says why (TOO_WIDE)."""
     if iv.too_wide(change):
         change.interval_shown = False
-        if change.verdict == iv.UNCLEAR:
+        if change.verdict == iv.Verdict.UNCLEAR:
             change.note = iv.TOO_WIDE
 
 
@@ -827,7 +830,7 @@ def _pace_rates(ops: list[OpComparison], sides_of: dict[str, list[_OpSide]],
                 (base is None or base - cand > rate_drop)
             for paced in (op, response):   # the response op completes as often
                 paced.changes[label]["rate"] = iv.Change(
-                    change.change, verdict=iv.WORSE if behind else iv.PACED,
+                    change.change, verdict=iv.Verdict.WORSE if behind else iv.Verdict.PACED,
                     note=iv.BEHIND_SCHEDULE if behind else None, runs=change.runs)
 
 

@@ -1,4 +1,16 @@
-"""Exceptions that the command line turns into exit codes."""
+"""Exceptions that the command line turns into exit codes, and the exit codes."""
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Every exit status of `stallbench` (DESIGN.md's contract; the man page lists them)."""
+
+    OK = 0
+    FAILURE = 1         # check: a regression; run: a run failed; bisect: the last is not bad
+    USAGE = 2           # UsageError: bad input, missing privilege or tool
+    UNDECIDED = 125     # UndecidedError: `check` cannot decide (git bisect's "skip")
+    INTERRUPTED = 130   # SIGINT/SIGTERM: what was recorded is kept
 
 
 class UsageError(Exception):

@@ -6,14 +6,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .analysis import intervals as iv
-from .analysis.quantiles import DEFAULT_PERCENTS, MIN_TAIL_SAMPLES, row_stats, stat_named
+from .analysis.quantiles import (
+    DEFAULT_PERCENTS,
+    MIN_TAIL_SAMPLES,
+    RATE,
+    row_stats,
+    stat_named,
+)
 from .comparison import (
     MACHINE_BUSIER,
     NOT_STATIONARY,
     Comparison,
     OpComparison,
 )
-from .errors import UsageError
+from .errors import ExitCode, UsageError
 
 # verdicts the comparison distrusts (its note) -> why check cannot decide them
 _DISTRUSTED = {
@@ -69,7 +75,8 @@ def gate(comparison: Comparison, metrics: list[Metric], max_regression: float) -
     for metric in metrics:
         op, change = metric_change(comparison, metric, candidate)
         result = _judge(metric, change, op, comparison, candidate, max_regression)
-        result.bound = -max_regression if metric.stat == "rate" else max_regression
+        result.bound = -max_regression if stat_named(metric.stat).higher_is_better \
+            else max_regression
         results.append(result)
     return results
 
@@ -94,14 +101,14 @@ def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, compariso
         return GateResult(metric, change, "undecided", _DISTRUSTED[change.note])
     if change is not None and change.note == iv.BEHIND_SCHEDULE:
         return GateResult(metric, change, "regression", "fell behind its schedule")
-    if change is not None and change.verdict == iv.PACED and change.change is not None:
+    if change is not None and change.verdict == iv.Verdict.PACED and change.change is not None:
         # the workload's schedule sets a paced rate: the estimate is judged as it is
         if change.change < -bound:
             return GateResult(metric, change, "regression", "paced rate fell beyond the bound")
         return GateResult(metric, change, "ok", "kept its schedule")
     if change is None or change.change is None:
         base, cand = op.stats[comparison.baseline], op.stats[candidate]
-        if metric.stat == "rate" and change is not None and change.note == "no samples":
+        if metric.stat == RATE.key and change is not None and change.note == "no samples":
             if cand.samples == 0 and base.samples > 0:
                 return GateResult(metric, change, "regression", "no samples in the candidate")
         reason = (change.note if change and change.note else "no estimate")
@@ -115,7 +122,7 @@ def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, compariso
     if change.low is None or change.high is None:
         return GateResult(metric, change, "undecided",
                           change.note or "no interval for this statistic")
-    if metric.stat == "rate":
+    if stat_named(metric.stat).higher_is_better:
         if change.high < -bound:
             return GateResult(metric, change, "regression", "rate fell beyond the bound")
         if change.low >= -bound:
@@ -131,7 +138,7 @@ def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, compariso
 def gate_exit_code(results: list[GateResult]) -> int:
     outcomes = {r.outcome for r in results}
     if "regression" in outcomes:
-        return 1
+        return ExitCode.FAILURE
     if "undecided" in outcomes:
-        return 125
-    return 0
+        return ExitCode.UNDECIDED
+    return ExitCode.OK

@@ -50,6 +50,7 @@ class Field:
     attr: str | None = None      # the attribute it fills, when not `name`
     cli_type: Callable[[str], Any] | None = None   # argparse type=, where argparse checks
     schema: Mapping[str, Any] = field(default_factory=dict)   # JSON Schema of the plan value
+    show: Callable[[Any], str] | None = None    # the default as help shows it: "help (default)"
 
     @property
     def option(self) -> str | None:
@@ -57,6 +58,13 @@ class Field:
         if self.flag is None:
             return None
         return self.flag or "--" + self.name.replace("_", "-")
+
+    @property
+    def help_text(self) -> str:
+        """The help, with the default in parentheses where `show` says how to write it."""
+        if self.show is None:
+            return self.help
+        return f"{self.help} ({self.show(self.default)})"
 
     @property
     def target(self) -> str:
@@ -73,7 +81,7 @@ def add_arguments(group: Any, fields: Iterable[Field]) -> None:
     for f in fields:
         if f.option is None:
             continue
-        extra: dict[str, Any] = {"help": f.help}
+        extra: dict[str, Any] = {"help": f.help_text}
         if f.metavar:
             extra["metavar"] = f.metavar
         if f.kind == SWITCH:

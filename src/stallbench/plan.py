@@ -26,6 +26,7 @@ from .options import (
     parse_values,
     unknown_key,
 )
+from .rundirs import default_results_dir
 from .units import parse_duration
 from .variant import (
     RELATIONS,
@@ -39,6 +40,7 @@ from .workloads import available_workloads, get_workload
 
 MAX_PLAN_BYTES = 1 << 20
 MAX_ITERATIONS = 10_000
+DEFAULT_MAX_ITERATIONS = 10     # iterations = "auto" without max_iterations
 MAX_VARIANTS = 100
 
 
@@ -102,7 +104,7 @@ class Plan:
         help=f"length of each run with a unit: 500ms, 30s, 2m, 1h; a bare number is seconds "
              f"({DEFAULT_DURATION})")
     iterations: int = option(1, parse=_iterations, cli_type=int,
-                             help="runs of the variant (1)",
+                             help="runs of the variant", show=str,
                              schema={"oneOf": [{"type": "integer", "minimum": 1},
                                                {"const": "auto"}]})
     # None: the workload's default_warmup_s
@@ -120,7 +122,7 @@ class Plan:
     monitors: list[str] | None = option(None, parse=_monitors, help=monitors_help(),
                                         schema={"oneOf": [{"type": "string"}, {
                                             "type": "array", "items": {"type": "string"}}]})
-    results: Path = option(Path("results"), flag=None, schema={"type": "string"})
+    results: Path = option(factory=default_results_dir, flag=None, schema={"type": "string"})
     source: Path | None = None         # the plan file, for messages
     hosts: Path | list[str] | None = option(   # fleet: an inventory file or SSH targets
         None, flag=None, schema={
@@ -278,8 +280,6 @@ class _PlanReader:
 
     # -- reading --------------------------------------------------------------------------------
     def read(self, data: dict[str, Any]) -> Plan:
-        from .store import default_results_dir
-
         for key in data:
             if key not in _TOP_KEYS:
                 raise self.unknown((key,), key, _TOP_KEYS, "the top level")
@@ -305,7 +305,7 @@ class _PlanReader:
         given = {k: data[k] for k in ("duration", "warmup", "monitors", "duet") if k in data}
         until_decided = None
         if data.get("iterations") == "auto":
-            iterations = data.get("max_iterations", 10)
+            iterations = data.get("max_iterations", DEFAULT_MAX_ITERATIONS)
             metrics = data.get("metrics")
             if not isinstance(metrics, list) or not metrics or \
                     not all(isinstance(m, str) for m in metrics):

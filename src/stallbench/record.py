@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from .jsonfile import write_json_atomic
-from .store import ops_batch
+from .opsfile import ops_batch
 
 LAYOUTS = {"sl": 2, "osli": 4}
 DEFAULT_CAPACITY = 1 << 15          # records per buffer: 1 MiB for "osli"

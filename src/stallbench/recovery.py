@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from . import summaryfile
+from .hostfacts import utc_now
 from .journal import register_undo
+from .opsfile import write_ops_file
 from .record import read_spools
+from .rundirs import OPS_FILE
 from .runmeta import RUN_FILE, Status, read_meta, write_meta
-from .store import OPS_FILE, utc_now, write_ops_file
 
 
 def recover_run(run_dir: Path, t0_ns: int | None) -> int:

@@ -24,8 +24,9 @@ from .journal import Journal
 from .monitors import Monitor, default_monitor_names, monitor_class
 from .plan import Plan, VariantSettings
 from .progress import Progress
+from .rundirs import STACKS_FILE
 from .runmeta import MonitorStatus, Status
-from .store import STACKS_FILE, RunWriter
+from .store import RunWriter
 from .workloads import Workload, get_workload
 
 assert recovery  # imported for its "finalize_run" undo kind

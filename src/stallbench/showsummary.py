@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .comparison import OpStats, VariantInfo, load_variant, op_names, op_side
-from .store import Resolved
+from .runselect import Resolved
 
 
 @dataclass

@@ -74,7 +74,7 @@ def builder_for(meta: RunMeta) -> sm.SummaryBuilder:
 
 
 def add_batch(builder: sm.SummaryBuilder, batch: pa.RecordBatch | pa.Table) -> None:
-    """Feed one ops batch (store.OPS_SCHEMA) to the builder."""
+    """Feed one ops batch (opsfile.OPS_SCHEMA) to the builder."""
     table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
     if table.num_rows == 0:
         return

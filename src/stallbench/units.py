@@ -60,6 +60,24 @@ def parse_duration(text: str | float | int, what: str = "duration") -> float:
     return seconds
 
 
+def size_text(nbytes: int) -> str:
+    """4096 -> '4K', 1048576 -> '1M', 1000 -> '1000': a size as a flag takes it (parse_size)."""
+    for suffix, power in (("G", 3), ("M", 2), ("K", 1)):
+        if nbytes % 1024 ** power == 0:
+            return f"{nbytes // 1024 ** power}{suffix}"
+    return str(nbytes)
+
+
+def duration_text(seconds: float) -> str:
+    """0.001 -> '1ms', 0.0002 -> '200us', 30.0 -> '30s': the largest unit of which it is a
+    whole number, as a flag takes it (parse_duration)."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        value = seconds / scale
+        if round(value) >= 1 and abs(value - round(value)) < 1e-6 * value:
+            return f"{round(value)}{unit}"
+    return f"{seconds:g}s"
+
+
 # (name, nanoseconds per unit), smallest first
 TIME_UNITS = (("ns", 1), ("µs", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000))
 

@@ -12,13 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .analysis.intervals import DECIDED, Verdict
 from .comparison import CompareOptions, build_comparison
 from .errors import UsageError
 from .gate import Metric, metric_change, metric_percents, parse_metric
-from .store import Resolved, complete_runs
-
-DECIDED = ("better", "worse", "same")
-DEFAULT_MAX_ITERATIONS = 10
+from .runselect import Resolved, complete_runs
 
 
 @dataclass
@@ -60,5 +58,5 @@ def decide(paths_by_variant: dict[str, list[Path]], metrics: list[Metric],
         for metric in metrics:
             _, change = metric_change(comparison, metric, candidate)
             verdicts[f"{candidate} {metric.op}:{metric.stat}"] = \
-                change.verdict if change is not None else "n/a"
+                change.verdict if change is not None else Verdict.NA
     return Decision(all(v in DECIDED for v in verdicts.values()), rounds, verdicts)

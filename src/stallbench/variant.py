@@ -237,7 +237,7 @@ def _memory_limit(value: object, what: str) -> int:
 
 
 def _name(value: object, what: str) -> str:
-    from .store import check_name
+    from .rundirs import check_name
 
     return check_name(_string(value, what), f"{what}: variant name")
 

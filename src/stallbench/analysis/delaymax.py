@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from .delaykinds import DELAY_KINDS
+
 
 def longest_delays(tid: np.ndarray, born_in_run: np.ndarray,
                    max_ns: Mapping[str, np.ndarray], count: Mapping[str, np.ndarray],
@@ -79,9 +81,7 @@ def _total_impossible(total: np.ndarray, t_ns: np.ndarray, born: bool) -> bool:
     return bool(accrued > watched * 1.05 + 1e6)
 
 
-KIND_WORDS = {"cpu": "run-queue wait", "blkio": "block I/O wait", "swapin": "swap-in",
-              "freepages": "direct-reclaim stall", "thrashing": "thrashing (refault) wait",
-              "compact": "compaction stall", "wpcopy": "copy-on-write copy", "irq": "IRQ delay"}
+KIND_WORDS = {k.name: k.noun for k in DELAY_KINDS}
 NOTABLE_NS = 1_000_000
 NOTABLE_GROWTH = 2.0
 

@@ -61,12 +61,3 @@ class HdrLayout:
 
     def counts(self, values: np.ndarray) -> np.ndarray:
         return np.bincount(self.index(values), minlength=self.counts_len).astype(np.int64)
-
-    def lowest_equivalent(self, index: int) -> int:
-        """The smallest value that lands in counts-array slot `index`."""
-        bucket = (index >> self.sub_bucket_half_count_magnitude) - 1
-        sub = (index & (self.sub_bucket_half_count - 1)) + self.sub_bucket_half_count
-        if bucket < 0:
-            sub -= self.sub_bucket_half_count
-            bucket = 0
-        return sub << (bucket + self.unit_magnitude)

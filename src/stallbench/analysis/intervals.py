@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 
@@ -124,6 +125,22 @@ def z_quantile(probability: float) -> float:
     return float(_special().ndtri(probability))
 
 
+class Verdict(StrEnum):
+    """A change's verdict, with the word the reports and the comparison JSON print."""
+
+    BETTER = "better"
+    WORSE = "worse"
+    SAME = "same"
+    UNCLEAR = "unclear"
+    NA = "n/a"                         # no interval
+    PACED = "paced"                    # a rate set by the workload's own schedule
+    INTERVAL_ONLY = "interval only"    # outside the false-discovery budget: no verdict
+
+
+DIRECTED = (Verdict.BETTER, Verdict.WORSE)      # an interval that excludes 0, beyond the noise
+DECIDED = (*DIRECTED, Verdict.SAME)             # what --iterations auto waits for
+
+
 @dataclass
 class Change:
     """ratio - 1 of candidate vs baseline with its interval (None where there is none)."""
@@ -133,7 +150,7 @@ class Change:
     high: float | None = None
     p_value: float | None = None
     p_adjusted: float | None = None
-    verdict: str = "n/a"  # better | worse | same | unclear | n/a
+    verdict: str = Verdict.NA
     note: str | None = None
     runs: tuple[int, int] | None = None         # (baseline, candidate) runs behind the interval
     blocks: tuple[int, int] | None = None       # time-block groups per run (smallest per side)
@@ -481,9 +498,6 @@ def benjamini_hochberg(p_values: list[float]) -> list[float]:
     return adjusted.tolist()
 
 
-BETTER, WORSE, SAME, UNCLEAR, NA = "better", "worse", "same", "unclear", "n/a"
-PACED = "paced"                    # a rate set by the workload's own schedule
-INTERVAL_ONLY = "interval only"    # outside the false-discovery budget: no verdict
 # why a row is unclear although its interval may exclude 0 (Change.note)
 ADJUSTED = "adjusted"              # the multiple-comparison adjustment left it above alpha
 TOO_WIDE = "interval > ×10"      # the interval would be wider than MAX_INTERVAL_RATIO
@@ -510,11 +524,11 @@ def verdict(change: Change, higher_is_better: bool, noise: float,
     """better/worse: interval excludes 0, adjusted p < alpha and |change| > noise;
     same: the whole interval lies within +-noise; unclear: otherwise; n/a: no interval."""
     if change.change is None or change.low is None or change.high is None:
-        return "n/a"
+        return Verdict.NA
     significant = change.p_adjusted is None or change.p_adjusted < alpha
     if excludes_zero(change) and significant and abs(change.change) > noise:
         larger = change.change > 0
-        return "better" if larger == higher_is_better else "worse"
+        return Verdict.BETTER if larger == higher_is_better else Verdict.WORSE
     if -noise <= change.low and change.high <= noise:
-        return "same"
-    return "unclear"
+        return Verdict.SAME
+    return Verdict.UNCLEAR

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from .delaykinds import DELAY_KINDS
+
 # --------------------------------------------------------------------------------------------
 # counters
 
@@ -149,12 +151,6 @@ def device_share(op_latency_total_ns: float, requests: float, ns_per_request: fl
 # --------------------------------------------------------------------------------------------
 # delay accounting
 
-DELAY_KINDS = ("cpu", "blkio", "swapin", "freepages", "thrashing", "compact", "wpcopy", "irq")
-DELAY_MEANING = {"cpu": "waiting for a CPU", "blkio": "waiting for block I/O",
-                 "swapin": "swapping in", "freepages": "direct reclaim (freepages)",
-                 "thrashing": "thrashing (refaults of the working set)",
-                 "compact": "memory compaction", "wpcopy": "write-protect copy",
-                 "irq": "interrupts"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -287,9 +283,7 @@ def explanation(op: str, p99_change: float | None, breakdown: Mapping[str, int] 
     return f"{op} {stat} {p99_change:+.0%}: " + ", ".join(parts) + estimate
 
 
-DELAY_WORDS = {"blkio": "in block I/O waits", "freepages": "in direct reclaim (freepages)",
-               "thrashing": "in thrashing (refaults)", "compact": "in compaction",
-               "swapin": "in swap-in", "cpu": "waiting for a CPU"}
+DELAY_WORDS = {k.name: k.spent for k in DELAY_KINDS if k.spent is not None}
 
 
 def delay_causes(role_delays: Mapping[str, Mapping[str, Any]], cpu_first: bool = True

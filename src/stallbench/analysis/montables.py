@@ -104,17 +104,6 @@ def psi_totals(columns: Mapping[str, np.ndarray], schema: Declaration) -> dict[s
     return {"stall_ns": {f"{key}_ns": value for key, value in totals.items()}}
 
 
-def psi_variant(per_run: list[Mapping[str, int]], seconds: float) -> dict[str, dict[str, float]]:
-    """Over a variant's runs: mean stall per run and its share of all the runs' time."""
-    if not per_run:
-        return {}
-    keys = sorted({k for run in per_run for k in run})
-    seconds = seconds or 1.0
-    return {key: {"stall_ns": sum(r.get(key, 0) for r in per_run) / len(per_run),
-                  "share_of_time": sum(r.get(key, 0) for r in per_run) / 1e9 / seconds}
-            for key in keys}
-
-
 # -- diskstats ------------------------------------------------------------------------------
 
 

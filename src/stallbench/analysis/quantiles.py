@@ -19,20 +19,24 @@ MIN_TAIL_SAMPLES = 10
 @dataclass(frozen=True)
 class Stat:
     """A statistic of an op: its key (the Comparison's dict keys, the JSON key's stem and
-    check's OP:STAT), its label in tables and, for a percentile, its probability."""
+    check's OP:STAT), its label in tables, for a percentile its probability, its direction
+    (whether a larger value is an improvement: the rate; a latency is better smaller) and its
+    unit (latencies in ns; the JSON key of a latency statistic ends in it)."""
 
     key: str
     label: str
     probability: float | None = None
+    higher_is_better: bool = False
+    unit: str = "ns"
 
     @property
     def json_key(self) -> str:
-        return self.key if self.key == "rate" else f"{self.key}_ns"
+        return f"{self.key}_ns" if self.unit == "ns" else self.key
 
 
 # The one declaration of the statistics: every list of them (tables, JSON keys, check's STAT,
 # the plan's metrics) is derived from these.
-RATE = Stat("rate", "rate/s")
+RATE = Stat("rate", "rate/s", higher_is_better=True, unit="ops/s")
 MIN = Stat("min", "min")
 MAX = Stat("max", "max")
 MEAN = Stat("mean", "mean")
@@ -109,12 +113,8 @@ def needed_samples(probability: float) -> int:
     return n
 
 
-# the default set, as (key, probability) and keys in table order
-PERCENTILES: tuple[tuple[str, float], ...] = tuple(
-    (s.key, s.probability) for s in percentiles())
+# the default set's latency keys in table order
 LATENCY_STATS: tuple[str, ...] = tuple(s.key for s in latency_stats())
-ALL_STATS: tuple[str, ...] = tuple(s.key for s in row_stats())
-PROBABILITY = dict(PERCENTILES)
 
 
 def tail_samples(n: int, probability: float) -> int:

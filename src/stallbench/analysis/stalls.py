@@ -140,13 +140,6 @@ def decimate(t: np.ndarray, values: np.ndarray, points: int) -> tuple[np.ndarray
     return (np.array([t[g].mean() for g in groups]), np.array([values[g].mean() for g in groups]))
 
 
-def present_workers(worker: np.ndarray) -> np.ndarray:
-    """The distinct worker ids (bincount when they are small non-negative numbers)."""
-    if worker.size and worker.min() >= 0 and worker.max() < 1 << 20:
-        return np.flatnonzero(np.bincount(worker))
-    return np.unique(worker)
-
-
 @dataclass
 class WorkerCounts:
     counts: dict[int, int] = field(default_factory=dict)

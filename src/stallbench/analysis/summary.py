@@ -32,7 +32,6 @@ from . import histogram as hist
 RESPONSE_SUFFIX = " (response)"
 COARSE_SUB_BITS = 4
 COARSE_SHIFT = hist.SUB_BITS - COARSE_SUB_BITS
-N_COARSE = hist.N_BUCKETS >> COARSE_SHIFT
 GAP_BINS_PER_BLOCK = 16
 # block lengths a run may use: each divides a second, so 1 s timelines are whole blocks
 BLOCK_CHOICES_NS = (100_000_000, 200_000_000, 250_000_000, 500_000_000, 1_000_000_000)

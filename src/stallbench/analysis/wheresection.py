@@ -18,6 +18,7 @@ import numpy as np
 
 from . import delaymax, inops
 from . import monitors as am
+from .delaykinds import DELAY_KIND_NAMES
 from .device import DeviceVerdict, RoleIO
 from .mechanism import Facts
 
@@ -258,7 +259,7 @@ def role_delays(runs: Sequence[RunDelays], ops_by_role: Mapping[str, int] | None
                 continue
             rows = rows[np.argsort(t_ns[rows], kind="stable")]
             kinds = {k: np.asarray(columns[f"{k}_ns"], dtype=np.float64)[rows]
-                     for k in am.DELAY_KINDS if f"{k}_ns" in columns}
+                     for k in DELAY_KIND_NAMES if f"{k}_ns" in columns}
             got, busy_total, all_of = inops.delays_in_ops(
                 t_ns[rows], busy[rows], bool(born[rows[0]]), kinds, run.started_ns,
                 None if run.asleep_ns is None else np.asarray(run.asleep_ns)[rows])

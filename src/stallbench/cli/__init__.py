@@ -13,7 +13,7 @@ import sys
 import traceback
 
 from .. import __version__, verbosity
-from ..errors import UndecidedError, UsageError
+from ..errors import ExitCode, UndecidedError, UsageError
 
 # command name -> (module, one-line help for the listing)
 COMMANDS = {
@@ -111,25 +111,25 @@ def main(argv: list[str] | None = None) -> int:
         del args.quiet, args.verbose    # not options of the command (run passes its rest on)
         if not getattr(args, "func", None):
             parser.print_help(sys.stderr)
-            return 2
+            return ExitCode.USAGE
         return int(args.func(args) or 0)
     except UsageError as exc:
         print(f"stallbench: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     except UndecidedError as exc:
         print(f"stallbench: cannot decide: {exc}", file=sys.stderr)
-        return 125
+        return ExitCode.UNDECIDED
     except KeyboardInterrupt:
         print("stallbench: interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:
-        return 0
+        return ExitCode.OK
     except OSError as exc:  # the machine, not the input: still one line, never a traceback
         if verbosity.level >= verbosity.VERBOSE:
             traceback.print_exc()
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
         print(f"stallbench: {exc.strerror or exc}{where}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
 
 
 def run_main() -> None:

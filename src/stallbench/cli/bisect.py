@@ -10,7 +10,8 @@ from pathlib import Path
 
 from .. import verbosity
 from ..analysis.quantiles import row_stats
-from ..errors import UndecidedError, UsageError
+from ..errors import ExitCode, UndecidedError, UsageError
+from ..plan import DEFAULT_MAX_ITERATIONS
 from .common import add_results_argument
 
 
@@ -40,7 +41,7 @@ def register(subparsers) -> None:
                              "read p99 doubles)")
     parser.add_argument("--max-rounds", type=int, metavar="N",
                         help="rounds of the two variants a step may add before it is a skip "
-                             "(default: the plan's max_iterations, else 10)")
+                             f"(default: the plan's max_iterations, else {DEFAULT_MAX_ITERATIONS})")
     parser.add_argument("--resume", action="store_true",
                         help="go on with the bisect journaled in RESULTS/bisect.json")
     add_results_argument(parser)
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"stallbench: bisect interrupted; go on with: stallbench bisect --plan "
               f"{args.plan} --resume" + (f" --results {args.results}" if args.results else ""),
               file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     if result.comparison is not None:
         print(render(result.comparison, "text"), end="")
     print(bisect_report.answer_lines(result), end="")
@@ -85,6 +86,6 @@ def run(args: argparse.Namespace) -> int:
                                        result.settings.bound_text or "")
         if result.answer.kind == NOT_BAD:
             print(f"stallbench: {line}", file=sys.stderr)
-            return 1
+            return ExitCode.FAILURE
         raise UndecidedError(line)
-    return 0
+    return ExitCode.OK

@@ -8,7 +8,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from .common import add_results_argument
 
 DEFAULT_RUNS = 8
@@ -54,15 +54,16 @@ def run(args: argparse.Namespace) -> int:
     from ..report.noise import render_profile
     from ..runmeta import Status
     from ..runner import run_plan
-    from ..store import Resolved, load_run
+    from ..runselect import Resolved
+    from ..store import load_run
 
     outcomes = run_plan(plan, progress=not args.no_progress, log=verbosity.info)
     if any(o.status == Status.INTERRUPTED for o in outcomes):
         print("stallbench: calibrate interrupted; no profile saved")
-        return 130
+        return ExitCode.INTERRUPTED
     runs = [load_run(o.path) for o in outcomes if o.status == Status.COMPLETE]
     profile = profile_from_runs(Resolved(variant.name, runs, []))
     profile.variant = baseline.name
     path = save_profile(plan.results, profile)
     print(render_profile(profile, path), end="")
-    return 0
+    return ExitCode.OK

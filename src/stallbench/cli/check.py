@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..analysis.quantiles import row_stats
-from ..errors import UndecidedError
+from ..errors import ExitCode, UndecidedError
 from .compare import add_common, resolve_all
 
 
@@ -49,6 +49,6 @@ def run(args: argparse.Namespace) -> int:
     results = gate(comparison, metrics, bound)
     print(check_report.render(results), end="")
     code = gate_exit_code(results)
-    if code == 125:
+    if code == ExitCode.UNDECIDED:
         raise UndecidedError(check_report.undecided(results))
     return code

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import ExitCode
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -30,4 +32,4 @@ def run(args: argparse.Namespace) -> int:
         print("nothing to clean up")
     elif errors:
         print(f"{errors} change(s) could not be undone; see above")
-    return 0
+    return ExitCode.OK

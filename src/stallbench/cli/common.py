@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..rundirs import RESULTS_HELP, default_results_dir
+
 
 def add_results_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", type=Path, default=None,
-                        help="results directory (default: $STALLBENCH_RESULTS or ./results)")
+                        help=RESULTS_HELP)
 
 
 def add_workload_argument(parser: argparse.ArgumentParser) -> None:
@@ -22,8 +24,6 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def results_dir(args: argparse.Namespace) -> Path:
-    from ..store import default_results_dir
-
     return args.results if getattr(args, "results", None) else default_results_dir()
 
 
@@ -32,7 +32,7 @@ def print_comparison(baseline: str, candidates: list[str], results: Path,
     """Print the text comparison of variants just run (after `run --plan` and `demo`)."""
     from ..comparison import CompareOptions, build_comparison
     from ..report import render
-    from ..store import resolve_runs
+    from ..runselect import resolve_runs
 
     base = resolve_runs(baseline, results, workload)
     others = [resolve_runs(name, results, workload) for name in candidates]

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..analysis.quantiles import DEFAULT_PERCENTS
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from ..report import FORMATS
 from .common import add_source_arguments
 
@@ -45,11 +45,11 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_all(args: argparse.Namespace, allow_incomplete: bool, split: bool = True):
-    from .. import store
     from ..fleet.labels import resolve_spec, split_hosts, variant_specs
+    from ..runselect import prepare_summaries
 
     specs = [args.baseline, *args.candidates]
-    store.prepare_summaries(variant_specs(specs, args.results), args.results)
+    prepare_summaries(variant_specs(specs, args.results), args.results)
     resolved = [resolve_spec(spec, args.results, args.workload, allow_incomplete)
                 for spec in specs]
     resolved, notes = split_hosts(resolved, pool=args.pool_hosts, split=split)
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         print_summary(args.baseline, args.results, args.workload)
         print(f"stallbench: a comparison needs two variants; this is {args.baseline} alone "
               "(give a CANDIDATE to compare it with)", file=sys.stderr)
-        return 0
+        return ExitCode.OK
     from ..comparison import CompareOptions, build_comparison, parse_percent, parse_percentiles
     from ..report import render
 
@@ -98,4 +98,4 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--output {args.output}: cannot write ({exc.strerror})") from exc
     else:
         sys.stdout.write(text)
-    return 0
+    return ExitCode.OK

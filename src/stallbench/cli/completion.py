@@ -7,6 +7,7 @@ import sys
 from importlib import resources
 
 from ..clidocs import PACKAGE_FILES
+from ..errors import ExitCode
 
 SHELLS = ("bash", "zsh")
 
@@ -22,7 +23,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     sys.stdout.write(script(args.shell))
-    return 0
+    return ExitCode.OK
 
 
 def script(shell: str) -> str:

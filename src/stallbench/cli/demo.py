@@ -7,6 +7,7 @@ import sys
 
 from .. import verbosity
 from ..demo import DEMO_DATA_SIZE, DEMO_DURATION_S, DEMO_MEMORY_LIMIT, demo_plan
+from ..errors import ExitCode
 from .common import add_results_argument, print_comparison, results_dir
 
 
@@ -32,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
           file=sys.stderr)
     outcomes = run_plan(plan, progress=not args.no_progress, log=verbosity.info)
     if any(o.status != Status.COMPLETE for o in outcomes):
-        return 130 if any(o.status == Status.INTERRUPTED for o in outcomes) else 1
+        interrupted = any(o.status == Status.INTERRUPTED for o in outcomes)
+        return ExitCode.INTERRUPTED if interrupted else ExitCode.FAILURE
     names = [v.name for v in plan.variants]
     print_comparison(names[0], names[1:], plan.results, workload=plan.workload)
-    return 0
+    return ExitCode.OK

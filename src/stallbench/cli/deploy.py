@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import ExitCode
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -31,5 +33,5 @@ def run(args: argparse.Namespace) -> int:
     if failed:
         print(f"stallbench: deploy: {len(failed)} of {len(reports)} host(s) failed: "
               f"{', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+        return ExitCode.FAILURE
+    return ExitCode.OK

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from .. import verbosity
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from ..exporters import FORMATS
-from ..store import resolve_runs
+from ..runselect import resolve_runs
 from ..units import parse_duration
 from .common import add_source_arguments
 
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             tmp.unlink(missing_ok=True)
         raise
     verbosity.info(f"stallbench: {message}" + (f" -> {target}" if target else ""))
-    return 0
+    return ExitCode.OK
 
 
 def _export(args, resolved, other, stream, window, interval) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..errors import RunDataError, UsageError
+from ..errors import ExitCode, RunDataError, UsageError
 from ..plan import Plan
 
 
@@ -54,15 +54,15 @@ def run_fleet_plan(plan: Plan, hosts: str | None) -> int:
     if outcome.interrupted:
         print("stallbench: interrupted; every host's stallbench was stopped and what it "
               "recorded pulled", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     if failed:
         print(f"stallbench: fleet: {len(failed)} of {len(outcome.reports)} host(s) failed: "
               f"{', '.join(failed)}; the other hosts' results are kept", file=sys.stderr)
-        return 1
+        return ExitCode.FAILURE
     if incomplete or not printed:
         print("stallbench: some runs failed; see run.json of each", file=sys.stderr)
-        return 1
-    return 0
+        return ExitCode.FAILURE
+    return ExitCode.OK
 
 
 def _comparison(plan: Plan, variants: list[str]) -> bool:
@@ -70,7 +70,7 @@ def _comparison(plan: Plan, variants: list[str]) -> bool:
     from ..comparison import CompareOptions, build_comparison
     from ..fleet.labels import split_hosts
     from ..report import render
-    from ..store import resolve_runs
+    from ..runselect import resolve_runs
 
     sides = []
     for name in variants:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import ExitCode
 from ..importers import IMPORTERS
 from .common import add_results_argument
 
@@ -28,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..importers import import_log
-    from ..store import default_results_dir, load_run
+    from ..rundirs import default_results_dir
+    from ..store import load_run
 
     results = args.results or default_results_dir()
     run_dir = import_log(args.kind, args.path, args.variant, results, args.workload)
@@ -37,4 +39,4 @@ def run(args: argparse.Namespace) -> int:
     print(f"{run_dir}: {counts}")
     for note in meta.notes:
         print(f"  note: {note}")
-    return 0
+    return ExitCode.OK

@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 from .. import verbosity
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from ..options import add_arguments, parse_values, values_from_args
 from ..plan import RUN_FIELDS, Plan
+from ..rundirs import RESULTS_HELP
 from ..runmeta import Status
 from ..variant import VARIANT_FIELDS, flag_of, variant_from_flags
 from ..workloads import available_workloads, get_workload
@@ -53,7 +54,7 @@ def _add_variant_arguments(parser: argparse.ArgumentParser) -> None:
     add_arguments(group, [name])
     # SUPPRESS: given before the workload name, the run parser's value must survive
     group.add_argument("--results", type=Path, default=argparse.SUPPRESS,
-                       help="results directory (default: $STALLBENCH_RESULTS or ./results)")
+                       help=RESULTS_HELP)
     add_arguments(group, RUN_FIELDS)
     group.add_argument("--no-progress", action="store_true", default=argparse.SUPPRESS,
                        help="no live progress display")
@@ -139,8 +140,8 @@ def run(args: argparse.Namespace) -> int:
                   + (f" ({outcome.reason})" if outcome.reason else ""))
     statuses = {o.status for o in outcomes}
     if Status.INTERRUPTED in statuses:
-        return 130
+        return ExitCode.INTERRUPTED
     if Status.FAILED in statuses:
         print("stallbench: some runs failed; see run.json of each", file=sys.stderr)
-        return 1
-    return 0
+        return ExitCode.FAILURE
+    return ExitCode.OK

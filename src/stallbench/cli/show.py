@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import ExitCode
 from .common import add_source_arguments, results_dir
 
 
@@ -20,14 +21,14 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     print_summary(args.target, results_dir(args), args.workload, args.format)
-    return 0
+    return ExitCode.OK
 
 
 def print_summary(target: str, results, workload: str | None, fmt: str = "text") -> None:
     """The summary of one run or variant (also `compare X` with one variant)."""
     from ..report.show import render_json, render_text
+    from ..runselect import resolve_runs
     from ..showsummary import summarize_runs
-    from ..store import resolve_runs
 
     resolved = resolve_runs(target, results, workload, allow_incomplete=True)
     for problem in resolved.problems:

@@ -38,7 +38,7 @@ def check_dir_safe(path: Path | str, what: str) -> Path:
 
 def check_settings(settings: VariantSettings) -> None:
     """Every check that needs no change to the machine; UsageError (one line) when wrong."""
-    from ..store import check_name
+    from ..rundirs import check_name
 
     check_name(settings.name)
     opt = f"variant {settings.name}: "

@@ -10,10 +10,9 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..errors import RunDataError
-from ..store import OPS_FILE, Run
+from ..rundirs import OPS_FILE
+from ..store import Run
 
-COLUMNS = ("variant", "workload", "iteration", "op", "worker", "start_ns", "latency_ns",
-           "intended_ns")
 SCHEMA = pa.schema([("variant", pa.string()), ("workload", pa.string()),
                     ("iteration", pa.int32()), ("op", pa.string()), ("worker", pa.int32()),
                     ("start_ns", pa.int64()), ("latency_ns", pa.int64()),

@@ -19,7 +19,8 @@ import pyarrow.parquet as pq
 
 from ..analysis.hdr import HdrLayout
 from ..errors import RunDataError, UsageError
-from ..store import OPS_FILE, Run
+from ..rundirs import OPS_FILE
+from ..store import Run
 
 ENCODING_COOKIE = 0x1C849303 | 0x10
 COMPRESSION_COOKIE = 0x1C849304 | 0x10

@@ -30,8 +30,10 @@ from ..analysis import series
 from ..analysis import windows as win
 from ..errors import RunDataError, UsageError
 from ..monitors.counters import is_cumulative
+from ..opsfile import OPS_ROW_GROUP
+from ..rundirs import MONITOR_DIR, OPS_FILE
 from ..runmeta import run_end_s
-from ..store import MONITOR_DIR, OPS_FILE, OPS_ROW_GROUP, Run
+from ..store import Run
 
 DEFAULT_MAX_EVENTS = 500_000
 SLOW_PAD_NS = 100_000_000

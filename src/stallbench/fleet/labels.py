@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UsageError
-from ..store import Resolved, Run, resolve_runs
+from ..runselect import Resolved, resolve_runs
+from ..store import Run
 
 
 def host_of(run: Run) -> str:
@@ -69,7 +70,7 @@ def split_hosts(resolved: list[Resolved], pool: bool, split: bool = True
 
 def variant_specs(specs: list[str], results: Path | None) -> list[str]:
     """The specs with any @HOST removed where it names a variant's host (for prepare steps)."""
-    from ..store import default_results_dir
+    from ..rundirs import default_results_dir
 
     root = Path(results) if results else default_results_dir()
     return [spec if Path(spec).is_dir() or (root / spec).is_dir() or "@" not in spec

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..rundirs import check_name, claim_iteration, iter_run_dirs
 from ..runmeta import RUN_FILE, read_meta, write_meta
-from ..store import check_name, claim_iteration, iter_run_dirs
 
 
 def _link_or_copy(src: str, dst: str) -> None:

@@ -10,7 +10,7 @@ and percentiles in the JSON output, which is read into workload_summary when pre
 
 Offset and block size of each IO (log_offset=1) go to a table of their own,
 monitors/fio_io.parquet (t_ns = the op's start, op, worker, latency_ns, offset, bs), because
-ops.parquet has a fixed schema (store.OPS_SCHEMA) that every reader relies on.
+ops.parquet has a fixed schema (opsfile.OPS_SCHEMA) that every reader relies on.
 
 fio's JSON output: a file (load_json; fio may print notes before the object) or, from a running
 fio with --status-interval, a stream of objects whose last one is the result (JsonObjects).

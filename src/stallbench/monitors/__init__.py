@@ -1,4 +1,5 @@
-"""Monitors, one module each. `get_monitors` turns the --monitors list into classes."""
+"""Monitors, one module each. `parse_monitor_list` turns the --monitors list into names,
+`monitor_class` a name into its class."""
 
 from __future__ import annotations
 
@@ -7,15 +8,19 @@ import importlib
 from ..errors import UsageError
 from .base import Monitor, MonitorResult
 
-_MODULES = {
-    "counters": "counters",
-    "psi": "psi",
-    "diskstats": "diskstats",
-    "delay": "delay",
-    "stacks": "stacks",
-    "trace": "trace",
-    "trace-full": "trace",
-}
+# the one list of monitor names: (name, module, in the default set, in "all"); "all" leaves
+# trace-full out, which records what trace does and more at a higher cost. Each module's
+# MONITORS maps its classes' `name` to them (tests/test_monitor_parsing.py checks they agree).
+_REGISTRY = (
+    ("counters", "counters", True, True),
+    ("psi", "psi", True, True),
+    ("diskstats", "diskstats", True, True),
+    ("delay", "delay", True, True),
+    ("stacks", "stacks", False, True),
+    ("trace", "trace", False, True),
+    ("trace-full", "trace", False, False),
+)
+_MODULES = {name: module for name, module, _default, _all in _REGISTRY}
 
 
 def monitor_class(name: str) -> type[Monitor]:
@@ -37,7 +42,7 @@ def monitors_help() -> str:
 
 
 def default_monitor_names() -> list[str]:
-    return ["counters", "psi", "diskstats", "delay"]
+    return [name for name, _module, default, _all in _REGISTRY if default]
 
 
 def parse_monitor_list(text: str | list[str] | None) -> list[str]:
@@ -52,7 +57,7 @@ def parse_monitor_list(text: str | list[str] | None) -> list[str]:
         if item == "default":
             names += default_monitor_names()
         elif item == "all":
-            names += [n for n in _MODULES if n != "trace-full"]
+            names += [name for name, _module, _default, in_all in _REGISTRY if in_all]
         elif item in _MODULES:
             names.append(item)
         else:

@@ -76,9 +76,6 @@ class TableSchema:
     def is_counter(self, name: str) -> bool:
         return self.column(name).kind == COUNTER
 
-    def of_kind(self, names: Iterable[str], kind: str) -> list[str]:
-        return [n for n in names if self.column(n).kind == kind]
-
     def arrow(self) -> pa.Schema:
         import pyarrow as pa
         return pa.schema([(c.name, c.arrow_type()) for c in self.columns])
@@ -118,7 +115,6 @@ class MonitorResult:
 
 class Monitor(abc.ABC):
     name: ClassVar[str]
-    in_default_set: ClassVar[bool] = False
 
     @classmethod
     def unavailable(cls, ctx: RunContext) -> str | None:

@@ -124,7 +124,6 @@ def read_memcg(cgroup: dict[str, Any]) -> dict[str, int]:
 
 class CountersMonitor(Monitor):
     name = "counters"
-    in_default_set = True
 
     def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s
@@ -168,4 +167,4 @@ class CountersMonitor(Monitor):
                              schemas={"counters": COUNTERS})
 
 
-MONITORS = {"counters": CountersMonitor}
+MONITORS = {CountersMonitor.name: CountersMonitor}

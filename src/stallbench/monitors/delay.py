@@ -31,6 +31,7 @@ import time
 from typing import Any
 
 from ..analysis import montables
+from ..analysis.delaykinds import DELAY_KIND_NAMES, DELAY_KINDS
 from ..context import RunContext
 from ..journal import Journal
 from ._sampling import RowStore, read_text, spill_dir
@@ -52,19 +53,8 @@ TASKSTATS_TYPE_PID = 1
 TASKSTATS_TYPE_STATS = 3
 TASKSTATS_TYPE_AGGR_PID = 4
 
-# byte offsets in struct taskstats (include/uapi/linux/taskstats.h); minimum version for each
-DELAY_KINDS = {
-    #  kind:       (count offset, total offset, first version that has it)
-    "cpu": (16, 24, 1),
-    "blkio": (32, 40, 1),
-    "swapin": (48, 56, 1),
-    "freepages": (312, 320, 6),
-    "thrashing": (328, 336, 9),
-    "compact": (352, 360, 11),
-    "wpcopy": (400, 408, 13),
-    "irq": (416, 424, 14),
-}
-# v16+: {kind}_delay_max, {kind}_delay_min pairs at the end, in DELAY_KINDS order
+# the delay kinds' byte offsets in struct taskstats: analysis/delaykinds.py; v16+:
+# {kind}_delay_max, {kind}_delay_min pairs at the end, in DELAY_KINDS order
 MAX_SINCE_VERSION = 16
 _MAX_AT = 432
 _BROKEN_LAYOUT_VERSION = 15
@@ -195,16 +185,16 @@ def decode_stats(raw: bytes) -> dict[str, Any]:
         and version >= 12 else None,
         "comm": raw[_COMM[0]:_COMM[0] + _COMM[1]].split(b"\0", 1)[0].decode(errors="replace"),
     }
-    for kind, (count_at, total_at, since) in DELAY_KINDS.items():
-        if version >= since and len(raw) >= total_at + 8:
-            result[f"{kind}_count"] = struct.unpack_from("Q", raw, count_at)[0]
-            result[f"{kind}_ns"] = struct.unpack_from("Q", raw, total_at)[0]
+    for kind in DELAY_KINDS:
+        if version >= kind.since and len(raw) >= kind.total_at + 8:
+            result[f"{kind.name}_count"] = struct.unpack_from("Q", raw, kind.count_at)[0]
+            result[f"{kind.name}_ns"] = struct.unpack_from("Q", raw, kind.total_at)[0]
         else:
-            result[f"{kind}_count"] = result[f"{kind}_ns"] = None
+            result[f"{kind.name}_count"] = result[f"{kind.name}_ns"] = None
     for name, at in IO_FIELDS.items():
         result[f"io_{name}"] = struct.unpack_from("Q", raw, at)[0] if len(raw) >= at + 8 \
             else None
-    for index, kind in enumerate(DELAY_KINDS):
+    for index, kind in enumerate(DELAY_KIND_NAMES):
         at = _MAX_AT + 16 * index
         result[f"{kind}_max_ns"] = struct.unpack_from("Q", raw, at)[0] \
             if version >= MAX_SINCE_VERSION and len(raw) >= at + 8 else None
@@ -234,7 +224,6 @@ def _start_ticks(pid: int, tid: int) -> int | None:
 
 class DelayMonitor(Monitor):
     name = "delay"
-    in_default_set = True
 
     def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s
@@ -389,13 +378,13 @@ DELAY = TableSchema(
     (Column("t_ns", TIME, "ns since run start"), Column("pid", KEY, "id", "int32"),
      Column("tid", KEY, "id", "int32"), Column("comm", KEY, "text", "string"),
      Column("born_in_run", KEY, "flag", "bool"), Column("exited", KEY, "flag", "bool"),
-     *(Column(f"{kind}_{what}", COUNTER, unit) for kind in DELAY_KINDS
+     *(Column(f"{kind}_{what}", COUNTER, unit) for kind in DELAY_KIND_NAMES
        for what, unit in (("count", "delays"), ("ns", "ns"))),
      # the task's longest single delay so far (v16+): a running maximum
-     *(Column(f"{kind}_max_ns", GAUGE, "ns") for kind in DELAY_KINDS),
+     *(Column(f"{kind}_max_ns", GAUGE, "ns") for kind in DELAY_KIND_NAMES),
      *(Column(f"io_{name}", COUNTER, "calls" if name.endswith("syscalls") else "bytes")
        for name in IO_FIELDS)),
     totals=montables.delay_run_totals)
 
 
-MONITORS = {"delay": DelayMonitor}
+MONITORS = {DelayMonitor.name: DelayMonitor}

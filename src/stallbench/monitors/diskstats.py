@@ -86,7 +86,6 @@ def _device_from_mountinfo(path: str | os.PathLike) -> str | None:
 
 class DiskstatsMonitor(Monitor):
     name = "diskstats"
-    in_default_set = True
 
     def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s
@@ -136,4 +135,4 @@ class DiskstatsMonitor(Monitor):
                              schemas={"diskstats": DISKSTATS})
 
 
-MONITORS = {"diskstats": DiskstatsMonitor}
+MONITORS = {DiskstatsMonitor.name: DiskstatsMonitor}

@@ -61,7 +61,6 @@ PSI_SCHEMA = PSI.arrow()
 
 class PsiMonitor(Monitor):
     name = "psi"
-    in_default_set = True
 
     def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s
@@ -105,4 +104,4 @@ class PsiMonitor(Monitor):
         return MonitorResult(tables={"psi": table}, status=status, schemas={"psi": PSI})
 
 
-MONITORS = {"psi": PsiMonitor}
+MONITORS = {PsiMonitor.name: PsiMonitor}

@@ -109,4 +109,4 @@ def _clean(comm: str) -> str:
     return comm.replace(";", "_").replace(" ", "_") or "?"
 
 
-MONITORS = {"stacks": StacksMonitor}
+MONITORS = {StacksMonitor.name: StacksMonitor}

@@ -405,4 +405,4 @@ def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
                     schema=_SCHEMA)
 
 
-MONITORS = {"trace": TraceMonitor, "trace-full": TraceFullMonitor}
+MONITORS = {cls.name: cls for cls in (TraceMonitor, TraceFullMonitor)}

@@ -8,14 +8,12 @@ from typing import Any
 from ..analysis.bands import Shift
 from ..analysis.intervals import (
     ADJUSTED,
-    BETTER,
-    INTERVAL_ONLY,
+    DIRECTED,
     TOO_WIDE,
-    UNCLEAR,
-    WORSE,
     Change,
+    Verdict,
 )
-from ..analysis.quantiles import Stat, latency_stats, percentiles, row_stats
+from ..analysis.quantiles import RATE, Stat, latency_stats, row_stats
 from ..comparison import Comparison, OpComparison, OpStats
 from ..units import choose_time_unit, format_ns
 
@@ -24,8 +22,6 @@ NOT_RESOLVABLE = "n/r"
 # the default set (analysis/quantiles.py declares the statistics)
 STAT_LABELS = {s.key: s.label for s in row_stats()}
 JSON_KEYS = {s.key: s.json_key for s in (*latency_stats(), row_stats()[0])}
-PERCENTILE_STATS = {s.key for s in percentiles()}
-ROW_STATS = tuple(s.key for s in row_stats())
 
 
 _BAND_UNITS = ("ns", "µs", "ms", "s", "ks")
@@ -65,8 +61,8 @@ def op_unit(op: OpComparison) -> tuple[str, int]:
 def stat_cell(stats: OpStats, stat: str, unit: tuple[str, int]) -> str:
     """The value of a statistic as shown in tables; words where there is no number."""
     if stats.samples == 0:
-        return "0.0" if stat == "rate" and stats.rate is not None else NO_SAMPLES
-    if stat == "rate":
+        return "0.0" if stat == RATE.key and stats.rate is not None else NO_SAMPLES
+    if stat == RATE.key:
         return format_rate(stats.rate)
     if stat in stats.unresolved:
         return f"{NOT_RESOLVABLE} ({stats.unresolved[stat]}≥)"
@@ -118,13 +114,13 @@ def change_cell(change: Change | None, no_samples: bool = False) -> tuple[str, s
 def verdict_word(change: Change) -> str:
     """The verdict column: the verdict and, where it has one, its reason ('unclear (adjusted)',
     'worse (behind schedule)'); empty for a row outside the false-discovery budget."""
-    if change.verdict == INTERVAL_ONLY:
+    if change.verdict == Verdict.INTERVAL_ONLY:
         return ""
-    if change.verdict == "n/a":
+    if change.verdict == Verdict.NA:
         return change.note or "no interval"
-    if change.note and change.verdict in (UNCLEAR, WORSE, BETTER):
+    if change.note and change.verdict in (Verdict.UNCLEAR, *DIRECTED):
         return f"{change.verdict} ({change.note})"
-    if not change.interval_shown and change.verdict in (WORSE, BETTER):
+    if not change.interval_shown and change.verdict in DIRECTED:
         return f"{change.verdict} ({TOO_WIDE})"
     return change.verdict
 
@@ -228,8 +224,8 @@ def decide_advice(changes: dict[str, Change], stats: tuple[Stat, ...]) -> str | 
     parts = []
     for stat in stats:
         change = changes.get(stat.key)
-        if change is None or change.verdict != UNCLEAR or change.note not in (None, ADJUSTED,
-                                                                              TOO_WIDE):
+        if change is None or change.verdict != Verdict.UNCLEAR or \
+                change.note not in (None, ADJUSTED, TOO_WIDE):
             continue
         needed = change.iterations_needed
         parts.append(f"{stat.label} ~{needed}" if needed else f"{stat.label} >30")

@@ -1,4 +1,5 @@
-"""JSON report: every number of the text report, latencies in ns (keys as in DESIGN.md)."""
+"""JSON report: every number of the text report, latencies in ns (keys: the comparison
+schema, schemas/comparison.schema.json)."""
 
 from __future__ import annotations
 

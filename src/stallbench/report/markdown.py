@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from ..analysis.intervals import DIRECTED
 from ..comparison import Comparison
 from .tables import RIGHT, Cell, Section, comparison_sections
 from .text import distribution, header, stalls
 
-BOLD = ("worse", "better")
+BOLD = DIRECTED
 
 
 def _escape(text: str) -> str:

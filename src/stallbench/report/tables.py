@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..analysis.intervals import TOO_WIDE
-from ..analysis.quantiles import MIN_TAIL_SAMPLES
+from ..analysis.quantiles import MIN_TAIL_SAMPLES, RATE
 from ..comparison import Comparison, CpuRow, OpComparison
 from .common import (
     change_cell,
@@ -90,7 +90,7 @@ def op_sections(op: OpComparison, comparison: Comparison) -> list[Section]:
             key = stat.key
             change, interval, word = change_cell(op.changes[cand_label].get(key),
                                                  base.samples == 0 or cand.samples == 0)
-            flag = rate_flag(op, cand_label) if key == "rate" else ""
+            flag = rate_flag(op, cand_label) if key == RATE.key else ""
             rows.append([*cells(stat.label, stat_cell(base, key, unit),
                                 stat_cell(cand, key, unit), change, interval),
                          _verdict(word, flag)])

@@ -18,6 +18,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from ..errors import ExitCode
 from .exchange import DISK, DISK_MOUNT, EXCHANGE, JOB_FILE, OUTCOME_FILE
 
 
@@ -55,10 +56,11 @@ def main(argv: list[str]) -> int:
         outcomes = run_plan(plan, progress=False)
         _write_outcome({"disk": disk, "outcomes": [
             {"path": str(o.path), "status": o.status, "reason": o.reason} for o in outcomes]})
-        return 0 if all(o.status == Status.COMPLETE for o in outcomes) else 1
+        complete = all(o.status == Status.COMPLETE for o in outcomes)
+        return ExitCode.OK if complete else ExitCode.FAILURE
     except KeyboardInterrupt:
         _write_outcome({"error": "interrupted before the run started"})
-        return 130
+        return ExitCode.INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the host needs the reason, not a traceback
         from ..errors import UsageError
 
@@ -66,7 +68,7 @@ def main(argv: list[str]) -> int:
         if not isinstance(exc, UsageError):
             traceback.print_exc()
         _write_outcome({"error": message})
-        return 2
+        return ExitCode.USAGE
     finally:
         if DISK_MOUNT.is_dir():             # the guest powers off next; flush the disk first
             subprocess.run(["umount", str(DISK_MOUNT)], capture_output=True)

@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunDataError, UsageError
+from ..hostfacts import kernel_info
 from ..journal import Journal
 from ..plan import Plan, VariantSettings
 from ..runmeta import RUN_FILE, Status, read_meta
-from ..store import RunWriter, kernel_info
+from ..store import RunWriter
 from ..units import format_size
 from ..workloads import Workload
 from . import exchange as guest_side  # the contract with vm/guest.py

@@ -23,7 +23,8 @@ from ..analysis.summary import RESPONSE_SUFFIX, op_totals
 from ..errors import RunDataError
 from ..monitors.base import table_columns
 from ..monitors.counters import COUNTERS
-from ..store import TRACE_TABLES, Run
+from ..rundirs import TRACE_TABLES
+from ..store import Run
 from .facts import busy_at_rows, variant_facts
 
 SLOW_FACTOR = 10.0

@@ -1,4 +1,4 @@
-"""Workloads, one module each. `WORKLOADS` maps the command-line name to the class."""
+"""Workloads, one module each. `get_workload` turns the command-line name into the class."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 A workload knows nothing about monitors or environments: it is given a RunContext (directory,
 duration, child_setup to run in each child process, a ProcessSet to register its pids in) and
-returns the operations it recorded as Arrow record batches in store.OPS_SCHEMA.
+returns the operations it recorded as Arrow record batches in opsfile.OPS_SCHEMA.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ ProgressFn = Callable[[dict[str, tuple[int, int]]], None]
 
 @dataclass
 class WorkloadResult:
-    batches: Iterable[pa.RecordBatch]          # every operation (store.OPS_SCHEMA), streamed
+    batches: Iterable[pa.RecordBatch]          # every operation (opsfile.OPS_SCHEMA), streamed
     counted: dict[str, int] = field(default_factory=dict)  # the workers' own count per op
     rusage: dict[str, float] = field(default_factory=dict)  # user_s, system_s, elapsed_s
     extra: dict[str, Any] = field(default_factory=dict)    # -> run.json["workload_summary"]

@@ -27,7 +27,6 @@ the comparison shows `txn (response)` too (see logformats/pgbench.py). `--latenc
 from __future__ import annotations
 
 import glob
-import os
 import re
 import shutil
 import signal
@@ -50,13 +49,7 @@ from ..options import APPEND, SWITCH, option
 from ..units import parse_size
 from . import supervisor
 from .base import ProgressFn, Workload, WorkloadResult
-from .pgserver import (
-    DB_NAME,
-    PostgresServer,
-    postgres_bindir,
-    process_cpu_ticks,
-    server_user,
-)
+from .pgserver import DB_NAME, PostgresServer, add_server_cpu, postgres_bindir, server_user
 
 DEFAULT_SETTINGS = {
     "shared_buffers": "16MB",
@@ -173,8 +166,8 @@ def _count(limit: int) -> Any:
 class PgbenchOptions:
     scale: int = option(10, parse=_count(100_000), cli_type=int,
                         help="pgbench -i scale factor (10 = 1M accounts, ~160 MB)")
-    clients: int = option(4, parse=_count(1000), cli_type=int, help="pgbench -c (4)")
-    threads: int = option(2, parse=_count(1000), cli_type=int, help="pgbench -j (2)")
+    clients: int = option(4, parse=_count(1000), cli_type=int, help="pgbench -c", show=str)
+    threads: int = option(2, parse=_count(1000), cli_type=int, help="pgbench -j", show=str)
     builtin: str | None = option(None, help="pgbench built-in script NAME[@WEIGHT]: "
                                  + ", ".join(BUILTINS)
                                  + " (default tpcb-like unless --script is given)")
@@ -207,27 +200,22 @@ class PgbenchWorkload(Workload):
     help = "a real PostgreSQL server in the variant's directory, driven by pgbench"
     default_warmup_s = 2.0      # connections, the first checkpoint, a cold buffer pool
 
-    def __init__(self, scale: int, clients: int, threads: int, builtin: str | None,
-                 settings: dict[str, str], per_statement: bool, bindir: Path,
-                 scripts: list[tuple[Path, int]] | None = None, rate: float | None = None,
-                 latency_limit_ms: float | None = None, protocol: str | None = None,
-                 builtin_weight: int | None = None, keep_logs: bool = False):
-        self.keep_logs = keep_logs
-        self.scripts = scripts or []
-        self.rate = rate
-        self.latency_limit_ms = latency_limit_ms
-        self.protocol = protocol
+    def __init__(self, options: PgbenchOptions, builtin_weight: int | None = None):
+        # resolved by from_options: builtin a name (its weight apart), script a list of
+        # (path, weight), pg_setting every setting with the defaults, pg_bin the directory
+        self.options = options
         self.builtin_weight = builtin_weight
-        self.script_ops = _script_ops(builtin, self.scripts)
+        self.script_ops = _script_ops(options.builtin, options.script)
         self.ops = tuple(dict.fromkeys(self.script_ops)) if self.script_ops else ("txn",)
-        self.scale = scale
-        self.clients = clients
-        self.threads = threads
-        self.builtin = builtin
-        self.settings = settings
-        self.per_statement = per_statement
-        self.bindir = bindir
         self.pg: PostgresServer | None = None
+
+    @property
+    def settings(self) -> dict[str, str]:
+        return self.options.pg_setting
+
+    @property
+    def bindir(self) -> Path:
+        return Path(self.options.pg_bin)
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> PgbenchWorkload:
@@ -257,18 +245,23 @@ class PgbenchWorkload(Workload):
             raise UsageError("pgbench: the pgbench program is not installed "
                              "(apt install postgresql-contrib)")
         server_user()
-        return cls(opts.scale, opts.clients, opts.threads, builtin, settings,
-                   bool(opts.per_statement), bindir, scripts, rate, latency_limit,
-                   opts.protocol, builtin_weight, bool(opts.keep_logs))
+        opts.builtin, opts.script, opts.rate, opts.latency_limit = \
+            builtin, scripts, rate, latency_limit
+        opts.pg_setting, opts.pg_bin = settings, str(bindir)
+        opts.per_statement, opts.keep_logs = bool(opts.per_statement), bool(opts.keep_logs)
+        return cls(opts, builtin_weight)
 
     def params(self) -> dict[str, Any]:
-        return {"scale": self.scale, "clients": self.clients, "threads": self.threads,
-                "builtin": self.builtin, "pg_settings": self.settings,
-                "per_statement": self.per_statement, "pg_bin": str(self.bindir),
+        """run.json's params: the options under the names (and in the order) runs have always
+        recorded them, which noise profiles and `show` read."""
+        opts = self.options
+        return {"scale": opts.scale, "clients": opts.clients, "threads": opts.threads,
+                "builtin": opts.builtin, "pg_settings": opts.pg_setting,
+                "per_statement": opts.per_statement, "pg_bin": opts.pg_bin,
                 "builtin_weight": self.builtin_weight,
-                "scripts": [{"path": str(p), "weight": w} for p, w in self.scripts],
-                "rate": self.rate, "latency_limit_ms": self.latency_limit_ms,
-                "protocol": self.protocol, "keep_logs": self.keep_logs,
+                "scripts": [{"path": str(p), "weight": w} for p, w in opts.script],
+                "rate": opts.rate, "latency_limit_ms": opts.latency_limit,
+                "protocol": opts.protocol, "keep_logs": opts.keep_logs,
                 "server_version": self._server_version()}
 
     def _server_version(self) -> str | None:
@@ -280,7 +273,7 @@ class PgbenchWorkload(Workload):
         return out.strip() or None
 
     def space_needed(self, memory_available: int) -> int:
-        data = self.scale * 16 * 1024 * 1024 * 3 // 2
+        data = self.options.scale * 16 * 1024 * 1024 * 3 // 2
         try:
             wal = parse_size(self.settings.get("max_wal_size", "1GB").rstrip("B"))
         except UsageError:
@@ -305,11 +298,11 @@ class PgbenchWorkload(Workload):
         return self.pg.connect_args()
 
     def prepare(self, ctx: RunContext) -> None:
-        self.pg = PostgresServer(self.bindir, self.settings, self.clients + 10)
+        self.pg = PostgresServer(self.bindir, self.settings, self.options.clients + 10)
         try:
             self.pg.create(ctx)
             self.pg.start(ctx)
-            self.run_client(ctx, ["-i", "-q", "-s", str(self.scale)], "pgbench -i")
+            self.run_client(ctx, ["-i", "-q", "-s", str(self.options.scale)], "pgbench -i")
         except BaseException:
             self.shutdown(ctx)
             raise
@@ -331,10 +324,10 @@ class PgbenchWorkload(Workload):
         """-b/-f arguments; each script is copied into the run directory, so the run keeps
         what it ran and pgbench reads a file nobody changes under it."""
         args: list[str] = []
-        if self.builtin:
-            args += ["-b", self.builtin + (f"@{self.builtin_weight}"
-                                           if self.builtin_weight is not None else "")]
-        for index, (path, weight) in enumerate(self.scripts):
+        if self.options.builtin:
+            weight = f"@{self.builtin_weight}" if self.builtin_weight is not None else ""
+            args += ["-b", self.options.builtin + weight]
+        for index, (path, weight) in enumerate(self.options.script):
             copy = ctx.run_dir / f"pgbench-script-{index}-{path.name}"
             shutil.copyfile(path, copy)
             args += ["-f", str(copy) + (f"@{weight}" if weight is not None else "")]
@@ -353,23 +346,20 @@ class PgbenchWorkload(Workload):
         logdir = ctx.run_dir / ".pgbench-logs"
         logdir.mkdir(exist_ok=True)
         seconds = max(1, int(round(ctx.duration_s)))
-        argv = [self._pgbench(), "-T", str(seconds), "-c", str(self.clients),
-                "-j", str(self.threads), "-P", "1", "--log",
+        argv = [self._pgbench(), "-T", str(seconds), "-c", str(self.options.clients),
+                "-j", str(self.options.threads), "-P", "1", "--log",
                 f"--log-prefix={logdir / 'pgbench_log'}", "--no-vacuum"]
         argv += self._script_args(ctx)
-        if self.per_statement:
+        if self.options.per_statement:
             argv.append("-r")
-        if self.rate is not None:
-            argv += ["-R", f"{self.rate:g}"]
-        if self.latency_limit_ms is not None:
-            argv += ["-L", f"{self.latency_limit_ms:g}"]
-        if self.protocol is not None:
-            argv += ["-M", self.protocol]
+        if self.options.rate is not None:
+            argv += ["-R", f"{self.options.rate:g}"]
+        if self.options.latency_limit is not None:
+            argv += ["-L", f"{self.options.latency_limit:g}"]
+        if self.options.protocol is not None:
+            argv += ["-M", self.options.protocol]
         argv += [*self._connect_args(), DB_NAME]
-        tick_hz = os.sysconf("SC_CLK_TCK")
-        server_ticks_before = process_cpu_ticks(self.server.pid, True) + sum(
-            process_cpu_ticks(pid, False) for pid in ctx.processes.pids()
-            if pid != self.server.pid)
+        server_cpu_before_s = self.pg.cpu_s(ctx.processes.pids())
         offset = clock_offset_ns()
         samples = Samples("epoch")
         stats = PgbenchLogStats()
@@ -380,7 +370,7 @@ class PgbenchWorkload(Workload):
                 tail = tails.setdefault(path, LineTail(Path(path)))
                 for lineno, line in tail.lines(final):
                     parse_pgbench_line(path, lineno, line, samples, stats,
-                                       paced=self.rate is not None,
+                                       paced=self.options.rate is not None,
                                        op_names=self.script_ops or None)
 
         since = 0
@@ -407,18 +397,8 @@ class PgbenchWorkload(Workload):
                              "(pgbench was stopped)")
         output = out_path.read_text(errors="replace")
         own = parse_pgbench_output(output)
-        server_usage = self.pg.stop()
-        rusage = dict(outcome.rusage)
-        if server_usage is not None:
-            delta_s = max(0.0, (server_usage["user_s"] + server_usage["system_s"])
-                          - server_ticks_before / tick_hz)
-            # wait4 splits user/system; the baseline from /proc does too, but only in sum here
-            share = server_usage["user_s"] / max(1e-9, server_usage["user_s"]
-                                                 + server_usage["system_s"])
-            rusage["user_s"] += delta_s * share
-            rusage["system_s"] += delta_s * (1 - share)
-            rusage["server_cpu_s"] = delta_s
-        if self.keep_logs:
+        rusage = add_server_cpu(dict(outcome.rusage), self.pg.stop(), server_cpu_before_s)
+        if self.options.keep_logs:
             logdir.rename(ctx.run_dir / "pgbench-logs")
         else:
             shutil.rmtree(logdir, ignore_errors=True)
@@ -435,7 +415,7 @@ class PgbenchWorkload(Workload):
         ctx.notes.append("pgbench's own tps and average latency are in workload_summary.pgbench; "
                          "pgbench logs latencies in µs; rusage includes the server's CPU "
                          "(including its shutdown checkpoint)")
-        if self.rate is not None:
+        if self.options.rate is not None:
             ctx.notes.append("rate-limited (pgbench -R): the txn ops are service times (from "
                              "the actual start); 'txn (response)' counts from the scheduled "
                              "start, as pgbench's own latency average does")

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..options import option
-from ..units import parse_duration, parse_size
+from ..units import duration_text, parse_duration, parse_size
 from .base import ProgressFn, Workload, WorkloadResult, whole
 from .files import check_space, ensure_file, too_slow
 from .randread import read_loop
@@ -39,19 +39,19 @@ if TYPE_CHECKING:
 # -- options: the one declaration of pgioperf's flags, plan keys, defaults and checks ----------
 @dataclass
 class PgIoPerfOptions:
-    readers: int = option(16, parse=whole(0, 1024), help="random readers (16)")
+    readers: int = option(16, parse=whole(0, 1024), help="random readers", show=str)
     data_size: int | None = option(None, parse=parse_size, help="data file size (default: 2x "
                                    "the memory available to the workload)")
     wal_size: int | None = option(None, parse=parse_size,
                                   help="WAL file size (default: data/48, >= 16M)")
     wal_interval: float = option(parse_duration("1ms"), parse=parse_duration,
-                                 help="WAL write pacing (1ms)")
+                                 help="WAL write pacing", show=duration_text)
     checkpoint_interval: float = option(parse_duration("200us"), parse=parse_duration,
-                                        help="checkpointer write pacing (200us)")
+                                        help="checkpointer write pacing", show=duration_text)
     checkpoint_fsync_every: int = option(100000, parse=whole(1, 1 << 40),
-                                         help="checkpointer fsync after this many writes "
-                                              "(100000)")
-    seed: int = option(1, parse=whole(0, 2**63 - 1), help="random seed (1)")
+                                         help="checkpointer fsync after this many writes",
+                                         show=str)
+    seed: int = option(1, parse=whole(0, 2**63 - 1), help="random seed", show=str)
 # ------------------------------------------------------------------------------------------------
 
 BLOCK = 8192

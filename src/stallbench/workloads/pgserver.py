@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,22 @@ def process_cpu_ticks(pid: int, children_too: bool) -> int:
     return ticks
 
 
+def add_server_cpu(rusage: dict[str, float], server_usage: dict[str, float] | None,
+                   before_s: float) -> dict[str, float]:
+    """The client's rusage with the server's CPU time since `before_s` (PostgresServer.cpu_s
+    at the start) added: wait4 of the stopped server (`stop()`) splits it into user and system,
+    the baseline from /proc only in sum, so the run's share is split as the whole was. Also
+    `server_cpu_s`, the server's part."""
+    if server_usage is None:
+        return rusage
+    delta_s = max(0.0, (server_usage["user_s"] + server_usage["system_s"]) - before_s)
+    share = server_usage["user_s"] / max(1e-9, server_usage["user_s"] + server_usage["system_s"])
+    rusage["user_s"] += delta_s * share
+    rusage["system_s"] += delta_s * (1 - share)
+    rusage["server_cpu_s"] = delta_s
+    return rusage
+
+
 class PostgresServer:
     """One cluster: its data and socket directories (journaled `rmtree`) and its postmaster
     (journaled `pg_stop`)."""
@@ -204,6 +221,16 @@ class PostgresServer:
                 return
             time.sleep(0.1)
         raise RuntimeError(f"PostgreSQL was not ready after {_READY_TIMEOUT_S:g} s")
+
+    def cpu_s(self, pids: Iterable[int]) -> float:
+        """CPU seconds so far of the postmaster with the backends it reaped, and of the other
+        live processes among `pids` (its backends, which it reaps later): the baseline that
+        add_server_cpu subtracts from the server's wait4 rusage at the end."""
+        assert self.program is not None
+        server = self.program.pid
+        ticks = process_cpu_ticks(server, True) + sum(
+            process_cpu_ticks(pid, False) for pid in pids if pid != server)
+        return ticks / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> dict[str, float] | None:
         """Fast shutdown, then immediate, then SIGKILL; returns the server's rusage from wait4

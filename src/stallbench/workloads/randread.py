@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..options import SWITCH, option
-from ..units import parse_size
+from ..units import parse_size, size_text
 from .base import ProgressFn, Workload, WorkloadResult, whole
 from .files import check_space, ensure_file, too_slow
 
@@ -27,12 +27,13 @@ if TYPE_CHECKING:
 # -- options: the one declaration of randread's flags, plan keys, defaults and checks ----------
 @dataclass
 class RandReadOptions:
-    threads: int = option(1, parse=whole(1, 1024), help="reader processes (1)")
+    threads: int = option(1, parse=whole(1, 1024), help="reader processes", show=str)
     file_size: int | None = option(None, parse=parse_size, help="size of the file read (default: "
                                    "2x memory available to the workload)")
-    record_size: int = option(4096, parse=parse_size, help="bytes per read (4K)")
+    record_size: int = option(4096, parse=parse_size, help="bytes per read",
+                              show=size_text)
     direct: bool = option(False, kind=SWITCH, help="O_DIRECT reads")
-    seed: int = option(1, parse=whole(0, 2**63 - 1), help="random seed (1)")
+    seed: int = option(1, parse=whole(0, 2**63 - 1), help="random seed", show=str)
 # ------------------------------------------------------------------------------------------------
 
 

@@ -47,10 +47,6 @@ def _request_stop(signum: int, frame: Any) -> None:
     _stop_requested = True
 
 
-def stop_requested() -> bool:
-    return _stop_requested
-
-
 @dataclass
 class WorkerSpec:
     """One worker: what it runs and which ops it records."""
