@@ -42,3 +42,16 @@ def test_both_loops_record_every_read_the_kernel_saw(tmp_path: Path, python_loop
                  if t == worker]
     # the worker's last sample: its reads, plus at most a little of anything else it read
     assert ops.num_rows * 4096 <= max(read_char) <= ops.num_rows * 4096 + (1 << 20)
+
+
+def test_pgioperf_readers_take_the_same_loop_and_say_when_it_is_python(tmp_path: Path):
+    results = tmp_path / "results"
+    run_stallbench("run", "pgioperf", "--variant", "v", "--results", str(results), "--dir",
+                   str(tmp_path), "--data-size", "8M", "--wal-size", "4M", "--readers", "1",
+                   "--duration", "1", "--warmup", "0", "--monitors", "none",
+                   "--no-drop-caches", "--no-progress", env={NO_C_LOOP: "1"}, check=True)
+    meta = json.loads((results / "v" / "pgioperf" / "1" / "run.json").read_text())
+    assert PYTHON_LOOP_NOTE.format(why=f"{NO_C_LOOP}=1") in meta["notes"]
+    ops = pq.read_table(results / "v" / "pgioperf" / "1" / "ops.parquet", columns=["op"])
+    reads = sum(1 for op in ops.column("op").to_pylist() if op == "read")
+    assert reads == meta["counted"]["read"] > 1000

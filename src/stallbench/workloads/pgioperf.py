@@ -29,7 +29,7 @@ from ..options import option
 from ..units import duration_text, parse_duration, parse_size
 from .base import ProgressFn, Workload, WorkloadResult, whole
 from .files import check_space, ensure_file, too_slow
-from .randread import read_loop
+from .randread import c_read_loop_ready, read_loop
 
 if TYPE_CHECKING:
     from ..context import RunContext
@@ -215,7 +215,8 @@ class PgIoPerf(Workload):
                         "sequential": False, "sync_with_write": False, "seed": self.seed}),
         ]
         reader_args = {"path": data, "record_size": BLOCK, "file_size": self.data_size,
-                       "direct": False, "seed": self.seed}
+                       "direct": False, "seed": self.seed,
+                       "native": bool(self.readers) and c_read_loop_ready(ctx)}
         specs += [WorkerSpec("reader", ["read"], "sl", read_loop, reader_args)
                   for _ in range(self.readers)]
         return run_workers(ctx, specs, progress, list(self.ops))

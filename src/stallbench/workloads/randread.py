@@ -53,7 +53,7 @@ def read_loop(wctx: WorkerContext, path: str, record_size: int, file_size: int, 
     buffer = mmap.mmap(-1, record_size)             # page aligned, as O_DIRECT needs
     rng = np.random.default_rng([seed, wctx.index])
     blocks = file_size // record_size
-    loop = _c_loop if native else _python_loop
+    loop = _c_loop if native and c_read_loop_ready() else _python_loop
     done = [0]
     try:
         loop(wctx, fd, buffer, record_size, lambda: rng.integers(0, blocks, wctx.recorder.capacity)
@@ -64,6 +64,17 @@ def read_loop(wctx: WorkerContext, path: str, record_size: int, file_size: int, 
     finally:
         os.close(fd)
     return {"counted": {"read": done[0]}}
+
+
+def c_read_loop_ready(ctx: RunContext | None = None) -> bool:
+    """Whether read_loop runs in C here (workloads/native); with `ctx`, a run that gets the
+    Python loop says so in its notes."""
+    from .native import PYTHON_LOOP_NOTE, read_ops
+
+    native, why = read_ops()
+    if native is None and ctx is not None:
+        ctx.notes.append(PYTHON_LOOP_NOTE.format(why=why))
+    return native is not None
 
 
 def _python_loop(wctx: WorkerContext, fd: int, buffer: mmap.mmap, record_size: int,
@@ -179,14 +190,9 @@ class RandRead(Workload):
         from .workers import WorkerSpec, run_workers
 
         opts = self.options
-        from .native import PYTHON_LOOP_NOTE, read_ops
-
-        native, why = read_ops()
-        if native is None:
-            ctx.notes.append(PYTHON_LOOP_NOTE.format(why=why))
         args = {"path": str(ctx.workdir / DATA_FILE), "record_size": opts.record_size,
                 "file_size": opts.file_size, "direct": opts.direct, "seed": opts.seed,
-                "native": native is not None}
+                "native": c_read_loop_ready(ctx)}
         specs = [WorkerSpec("reader", ["read"], "sl", read_loop, args)
                  for _ in range(opts.threads)]
         return run_workers(ctx, specs, progress, list(self.ops))

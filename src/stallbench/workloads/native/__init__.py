@@ -23,7 +23,7 @@ from pathlib import Path
 
 SOURCE = Path(__file__).with_name("readloop.c")
 NO_C_LOOP = "STALLBENCH_NO_C_LOOP"
-PYTHON_LOOP_NOTE = ("randread's op loop ran in Python ({why}): about 0.8x fio's ops/s on "
+PYTHON_LOOP_NOTE = ("the read loop ran in Python ({why}): about 0.8x fio's ops/s on "
                     "cached reads and ~0.3 us more per op; a C compiler (cc) gives the C loop")
 
 
