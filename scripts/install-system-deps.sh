@@ -21,6 +21,8 @@ declare -A need=(
   [groff]=groff-base
   [man]=man-db
   [/usr/sbin/kexec]=kexec-tools
+  [cc]=gcc
+  [/usr/include/unistd.h]=libc6-dev
 )
 # Two guest kernels for the kernel-variant tests (tests/test_vm_*.py), kept between runs.
 fetch_test_kernels() {
