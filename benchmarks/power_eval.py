@@ -153,13 +153,17 @@ def evaluate_set(path: Path, rng: np.random.Generator) -> dict:
             for mode, delta, stat in cases:
                 cand = [scaled_copy(runs["twin"][r], scratch, delta, mode) for r in trial]
                 comparison = compare(base, cand, profile)
-                for op_name in ops:
-                    found = next((o for o in comparison.ops if o.op == op_name), None)
-                    if found is not None:
-                        tally(scaled, (op_name, f"{stat} +{delta:.0%}", k),
-                              found.changes["B"][stat], delta)
+                tally_scaled(scaled, comparison, ops, stat, delta, k)
     out["scaled"] = {f"{op}:{what} k={k}": cell for (op, what, k), cell in scaled.items()}
     return out
+
+
+def tally_scaled(scaled: dict, comparison, ops, stat: str, delta: float, k: int) -> None:
+    """Tally candidate B's change of `stat` for each op, against the known scaling `delta`."""
+    for op_name in ops:
+        found = next((o for o in comparison.ops if o.op == op_name), None)
+        if found is not None:
+            tally(scaled, (op_name, f"{stat} +{delta:.0%}", k), found.changes["B"][stat], delta)
 
 
 def evaluate(data: Path, sets: list[str]) -> dict:
@@ -298,11 +302,7 @@ def evaluate_duet_set(path: Path, rng: np.random.Generator) -> dict:
             for mode, delta, stat in cases:
                 cand = [scaled_copy(runs["twin"][r], scratch, delta, mode) for r in trial]
                 comparison = compare(base, cand)
-                for op_name in ops:
-                    found = next((o for o in comparison.ops if o.op == op_name), None)
-                    if found is not None:
-                        tally(scaled, (op_name, f"{stat} +{delta:.0%}", k),
-                              found.changes["B"][stat], delta)
+                tally_scaled(scaled, comparison, ops, stat, delta, k)
     out["scaled"] = {f"{op}:{what} k={k}": cell for (op, what, k), cell in scaled.items()}
     out["methods"] = sorted(set(everything.method.values()))
     return out

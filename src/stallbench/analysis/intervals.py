@@ -431,16 +431,23 @@ def _half_width(variance: dict, k: list[int], confidence: float) -> tuple[float,
     return float(t_quantile(0.5 + confidence / 2, dof) * np.sqrt(total)), dof
 
 
+def decision_half_width(change: float, noise: float) -> float | None:
+    """The log-scale half-width below which an interval around `change` excludes ±noise (or
+    lies within it): the distance between |log(1 + change)| and log(1 + noise); None at 0."""
+    gap = abs(float(np.log1p(change)))
+    margin = float(np.log1p(noise))
+    target = abs(gap - margin)
+    return target if target > 0 else None
+
+
 def iterations_to_decide(change: Change, noise: float,
                          confidence: float = CONFIDENCE) -> int | None:
     """Runs per variant (the same for both) after which an interval of the variance seen would
     likely exclude ±noise around the observed change: decide better/worse, or 'same'."""
     if change.change is None or not change.variance or change.runs is None:
         return None
-    gap = abs(float(np.log1p(change.change)))
-    margin = float(np.log1p(noise))
-    target = gap - margin if gap > margin else margin - gap
-    if target <= 0:
+    target = decision_half_width(change.change, noise)
+    if target is None:
         return None
     current = max(change.runs)
     per_run_groups = [d / max(kk, 1) for d, kk in

@@ -111,10 +111,8 @@ def pairs_needed(change: iv.Change, noise: float,
     exclude ±noise around the observed change (intervals.iterations_to_decide's rule)."""
     if change.change is None or not change.variance.get("paired"):
         return None
-    gap = abs(float(np.log1p(change.change)))
-    margin = float(np.log1p(noise))
-    target = gap - margin if gap > margin else margin - gap
-    if target <= 0:
+    target = iv.decision_half_width(change.change, noise)
+    if target is None:
         return None
     for n in range(change.variance["pairs"] + 1, iv.MAX_ITERATIONS_ADVICE + 1):
         half = iv.t_quantile(0.5 + confidence / 2, n - 1) * np.sqrt(
