@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 import pytest
 
@@ -174,13 +176,29 @@ def test_throttled_direct_reads_are_in_the_throttle_the_variant_set(tmp_path: Pa
     rate = meta["samples"]["read"] / meta["duration_s"]
     assert 150 <= rate <= 330, rate                 # the oracle: the throttle bound the reads
     where = _compare(results, "free", "riops-300")
-    record = where["device"]["riops-300"]["read"]
-    # the record and the delay rows say why, should this fail (it did once, in CI, on a fresh
-    # machine, as "partly the device": a block I/O share under 20% was attributed to the ops)
-    delay = pq.read_table(slow / "monitors" / "delay.parquet",
-                          columns=["t_ns", "tid", "born_in_run", "blkio_ns"]).to_pylist()
-    assert record["verdict"] == "in the variant's I/O throttle riops=300, before the device", \
-        (record, delay)
-    assert "throttle" not in where["device"]["free"]["read"]["verdict"]
+    throttle = "in the variant's I/O throttle riops=300, before the device"
+    faulty = [w for w in where["warnings"]
+              if w.startswith("riops-300:") and "blkio delay" in w and "accounting fault" in w]
+    assert where["device"]["riops-300"]["read"]["verdict"] == throttle, where["device"]
+    assert "throttle" not in (where["device"]["free"]["read"]["verdict"] or "")
     lines = [e["text"] for e in where["explanations"] if e["op"] == "read"]
-    assert lines and "block I/O waits (the variant's I/O throttle riops=300)" in lines[0], lines
+    if not faulty:
+        assert lines and "block I/O waits (the variant's I/O throttle riops=300)" in lines[0], \
+            lines
+        # the fault CI's fresh VM showed (block I/O accounted at ~30 s per second), injected
+        # into this real run: the waits are left out, the device's counters still name the cause
+        path = slow / "monitors" / "delay.parquet"
+        table = pq.read_table(path)
+        column = table.schema.get_field_index("blkio_ns")
+        scaled = pa.compute.multiply(table.column(column), 30)
+        pq.write_table(table.set_column(column, "blkio_ns", scaled.cast(pa.int64())), path)
+        where = _compare(results, "free", "riops-300")
+        faulty = [w for w in where["warnings"]
+                  if w.startswith("riops-300:") and "accounting fault" in w]
+        assert faulty, where["warnings"]
+        assert re.search(r"at (29|30)\.\d s per second", faulty[0]), faulty
+        assert where["device"]["riops-300"]["read"]["verdict"] == throttle, where["device"]
+        lines = [e["text"] for e in where["explanations"] if e["op"] == "read"]
+    assert all("blkio" not in role["delays"] for role in where["delay"]["riops-300"]), where
+    assert lines and throttle in lines[0] and "delay accounting was impossible" in lines[0], \
+        lines

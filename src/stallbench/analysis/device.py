@@ -32,13 +32,16 @@ class DeviceVerdict:
 @dataclass
 class RoleIO:
     ops_latency_ns: int
-    blkio_in_ops_ns: int
+    blkio_in_ops_ns: int | None         # None: the kernel accounted the waits impossibly
     io: dict[str, int] = field(default_factory=dict)
 
 
 PAGE_CACHE_FRACTION = 0.02     # bytes from the device below this share: page-cache reads
 DEVICE_WAIT_SHARE = 0.5        # block I/O waits above this share of the op time: the device
 PARTLY_SHARE = 0.2             # above this share: partly the device
+BINDING = 0.8                  # a throttle binds when the device ran at this share of its limit
+LIMIT_RATES = {"riops": "read_iops", "wiops": "write_iops", "rbps": "read_bytes_per_s",
+               "wbps": "write_bytes_per_s"}      # io.max key -> the DiskSummary rate it limits
 ABOVE = "above the device (page cache, reclaim, locks, CPU)"
 
 
@@ -71,22 +74,54 @@ def device_vs_above(disks: Mapping[str, Any], op_totals: Mapping[str, tuple[int,
             else None
         from_device = blkio = None
         verdict = None
+        bound = am.device_share(total, requests / max(1, runs), per_request)
         if roles:
             io = {k: sum(r.io.get(k, 0) for r in roles) for k in ("read_char", "read_bytes",
                                                                  "write_char")}
             latency = sum(r.ops_latency_ns for r in roles)
-            waited = sum(r.blkio_in_ops_ns for r in roles)
-            blkio = waited / latency if latency else None
+            waits = [r.blkio_in_ops_ns for r in roles]
+            blkio = sum(waits) / latency if latency and None not in waits else None
             direction = op_direction(op, io)
             if io["read_char"]:
                 from_device = min(1.0, io["read_bytes"] / io["read_char"])
             verdict = _verdict(direction, from_device, blkio, facts)
+            if verdict is None and None in waits:
+                verdict = _without_waits(direction, from_device, bound, facts, disks)
         elif per_op is not None and per_op < PAGE_CACHE_FRACTION:
             verdict = f"{ABOVE}: {per_op:.1%} device requests per op"
-        result[op] = DeviceVerdict(mean, per_request,
-                                   am.device_share(total, requests / max(1, runs), per_request),
-                                   verdict, from_device, blkio, per_op)
+        result[op] = DeviceVerdict(mean, per_request, bound, verdict, from_device, blkio, per_op)
     return result
+
+
+def _without_waits(direction: str, from_device: float | None, bound: float | None,
+                   facts: Facts | None, disks: Mapping[str, Any]) -> str | None:
+    """Where the block I/O waits cannot be used: the ops' I/O reached the device, the device's
+    time could account for under PARTLY_SHARE of theirs, and a throttle the variant set ran the
+    device at its limit: the time was in that throttle."""
+    if facts is None or bound is None or bound >= PARTLY_SHARE:
+        return None
+    if direction == "read" and (from_device is None or from_device < 0.5):
+        return None
+    throttle = throttle_words(facts, direction if direction == "read" else "write")
+    if throttle and throttle_binds(facts, direction, disks):
+        return f"in {throttle}, before the device"
+    return None
+
+
+def throttle_binds(facts: Facts, direction: str, disks: Mapping[str, Any]) -> bool:
+    """Some device ran at BINDING of a limit the variant's throttle set for the direction."""
+    prefix = "r" if direction == "read" else "w"
+    for key, value in facts.io_limits.items():
+        rate = LIMIT_RATES.get(key)
+        if rate is None or not key.startswith(prefix):
+            continue
+        try:
+            limit = float(value)
+        except ValueError:
+            continue
+        if any((getattr(d, rate, None) or 0) >= BINDING * limit for d in disks.values()):
+            return True
+    return False
 
 
 def _verdict(direction: str, from_device: float | None, blkio: float | None,

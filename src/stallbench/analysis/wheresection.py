@@ -85,6 +85,9 @@ class RoleDelays:
     delays: dict[str, DelayShare]
     io: dict[str, int] = field(default_factory=dict)   # taskstats I/O accounting during the run
     ops: int = 0                                       # ops the role recorded
+    # kind -> the most delay accounted per second of one of its tasks' time, where above one:
+    # a kernel accounting fault; such a kind is not in `delays` (analysis/inops.py)
+    impossible: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -245,6 +248,7 @@ def role_delays(runs: Sequence[RunDelays], ops_by_role: Mapping[str, int] | None
     accrued: dict[str, dict[str, int]] = {}
     busy_by_role: dict[str, int] = {}
     io_by_role: dict[str, dict[str, int]] = {}
+    impossible: dict[str, dict[str, float]] = {}
     for run in runs:
         columns = run.columns
         tid = np.asarray(columns["tid"])
@@ -260,32 +264,37 @@ def role_delays(runs: Sequence[RunDelays], ops_by_role: Mapping[str, int] | None
             rows = rows[np.argsort(t_ns[rows], kind="stable")]
             kinds = {k: np.asarray(columns[f"{k}_ns"], dtype=np.float64)[rows]
                      for k in DELAY_KIND_NAMES if f"{k}_ns" in columns}
-            got, busy_total, all_of = inops.delays_in_ops(
+            task = inops.delays_in_ops(
                 t_ns[rows], busy[rows], bool(born[rows[0]]), kinds, run.started_ns,
                 None if run.asleep_ns is None else np.asarray(run.asleep_ns)[rows])
-            busy_by_role[role] = busy_by_role.get(role, 0) + busy_total
+            busy_by_role[role] = busy_by_role.get(role, 0) + task.op_time_ns
+            faults = impossible.setdefault(role, {})
+            for kind, rate in task.impossible.items():
+                faults[kind] = max(rate, faults.get(kind, 0.0))
             io = io_by_role.setdefault(role, {})
             for name, value in _io_deltas(columns, rows, bool(born[rows[0]])).items():
                 io[name] = io.get(name, 0) + value
-            for kind, value in got.items():
-                bucket = inside.setdefault(role, {})
+            bucket = inside.setdefault(role, {})
+            total = accrued.setdefault(role, {})
+            for kind, value in task.inside.items():
                 bucket[kind] = bucket.get(kind, 0) + value
-                total = accrued.setdefault(role, {})
-                total[kind] = total.get(kind, 0) + all_of[kind]
+                total[kind] = total.get(kind, 0) + task.accrued[kind]
     rows_out = []
     for role in sorted(inside):
         latency = busy_by_role.get(role, 0)
+        faults = impossible.get(role, {})
         rows_out.append(RoleDelays(role, latency, {
             kind: DelayShare(accrued[role][kind], value / latency if latency else None, value)
-            for kind, value in inside[role].items()}, io_by_role.get(role, {}),
-            int((ops_by_role or {}).get(role, 0))))
+            for kind, value in inside[role].items() if kind not in faults},
+            io_by_role.get(role, {}), int((ops_by_role or {}).get(role, 0)), faults))
     return rows_out
 
 
 def role_io(delays: Sequence[RoleDelays]) -> dict[str, RoleIO]:
     """What analysis/device.py needs of each role: op time, block I/O waits in the ops, I/O."""
-    return {row.role: RoleIO(row.ops_latency_ns, row.delays["blkio"].in_ops_ns
-                             if "blkio" in row.delays else 0, row.io) for row in delays}
+    return {row.role: RoleIO(row.ops_latency_ns, None if "blkio" in row.impossible
+                             else row.delays["blkio"].in_ops_ns if "blkio" in row.delays else 0,
+                             row.io) for row in delays}
 
 
 def _io_deltas(columns: Mapping[str, np.ndarray], rows: np.ndarray, born: bool

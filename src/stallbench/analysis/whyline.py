@@ -47,6 +47,12 @@ def explanations(label: str, tail_changes: Mapping[str, tuple[str, float | None]
                                         cpu_first=cpu_first, stat=stat)
             if line:
                 out.append(Explanation(label, op, line))
+            elif role.impossible and device and op in device and device[op].verdict \
+                    and change is not None and change > am.MIN_GROWTH:
+                out.append(Explanation(label, op, (
+                    f"{op} {stat} {change:+.0%}: {device[op].verdict} (from the device's "
+                    f"counters: the {', '.join(sorted(role.impossible))} delay accounting "
+                    "was impossible here)")))
         if op in slow:
             line = am.explanation(op, change, slow[op].breakdown_ns, slow[op].source,
                                   stat=stat)

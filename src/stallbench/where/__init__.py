@@ -66,6 +66,13 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
         section.psi[label] = ws.pressure(variant.psi(), variant.seconds)
         section.diskstats[label] = ws.disk_summaries(variant.diskstats())
         section.delay[label] = ws.role_delays(variant.delays(), variant.ops_by_role())
+        for role in section.delay[label]:
+            for kind, rate in sorted(role.impossible.items()):
+                section.warnings.append(
+                    f"{label}: taskstats accounted {kind} delay to a {role.role} worker at "
+                    f"{rate:.1f} s per second of its time, which no task can wait: a kernel "
+                    f"accounting fault (vCPU clocks that disagree?); {kind} is left out of "
+                    "the delay shares")
         section.device[label] = device.device_vs_above(
             section.diskstats[label], {op: (n, total) for op, (n, total, _)
                                        in variant.op_totals.items()}, len(variant.runs),
