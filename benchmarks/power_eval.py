@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from aa import scaled_copy  # noqa: E402
 
-from stallbench.calibration import profile_from_runs  # noqa: E402
+from stallbench.calibration import duet_profile_from_runs, profile_from_runs  # noqa: E402
 from stallbench.comparison import CompareOptions, build_comparison  # noqa: E402
 from stallbench.gate import Metric, gate, gate_exit_code  # noqa: E402
 from stallbench.runselect import Resolved  # noqa: E402
@@ -52,9 +52,9 @@ def load_set(path: Path) -> dict[str, dict[int, Run]]:
     return out
 
 
-def compare(base: list[Run], cand: list[Run], profile=None, metrics=None):
+def compare(base: list[Run], cand: list[Run], profile=None, metrics=None, duet_profile=None):
     options = CompareOptions(explain=False, use_profiles=False, noise_profile=profile,
-                             metrics=metrics)
+                             metrics=metrics, duet_profile=duet_profile)
     return build_comparison(Resolved("A", base, []), [Resolved("B", cand, [])], options)
 
 
@@ -224,12 +224,24 @@ def load_duet_set(path: Path) -> dict[str, list[Run]]:
     return out
 
 
+def duet_profile_without(runs: dict[str, list[Run]], rounds: tuple[int, ...]):
+    """The duet profile of the A/A duets outside `rounds` (those a trial compares)."""
+    key = ("duet", id(runs["a"]), rounds)
+    if key not in _PROFILES:
+        keep = [i for i in range(len(runs["a"])) if i not in rounds]
+        _PROFILES[key] = duet_profile_from_runs(
+            Resolved("a", [runs["a"][i] for i in keep], []),
+            Resolved("twin", [runs["twin"][i] for i in keep], []))
+    return _PROFILES[key]
+
+
 def _aa_cell(pairs: list[tuple[list[Run], list[Run]]], metrics: list[Metric],
-             stats_of_rows=None) -> dict:
+             profiles: list | None = None) -> dict:
     cell = {"comparisons": 0, "rows": 0, "called": 0, "any_call": 0, "check_exit_1": 0,
             "check_exit_0": 0, "covered": 0, "by_stat": {}}
-    for base, twin in pairs:
-        comparison = compare(base, twin)
+    for index, (base, twin) in enumerate(pairs):
+        profile = profiles[index] if profiles else None
+        comparison = compare(base, twin, duet_profile=profile)
         cell["comparisons"] += 1
         called = False
         for op in comparison.ops:
@@ -246,7 +258,7 @@ def _aa_cell(pairs: list[tuple[list[Run], list[Run]]], metrics: list[Metric],
                     cell["called"] += 1
                     called = True
         cell["any_call"] += called
-        gated = compare(base, twin, None, tuple((m.op, m.stat) for m in metrics))
+        gated = compare(base, twin, None, tuple((m.op, m.stat) for m in metrics), profile)
         code = gate_exit_code(gate(gated, metrics, 0.10))
         cell["check_exit_1"] += code == 1
         cell["check_exit_0"] += code == 0
@@ -273,12 +285,15 @@ def evaluate_duet_set(path: Path, rng: np.random.Generator) -> dict:
     out["truth_interval"] = {f"{op}:{stat}": (c.low, c.high)
                              for (op, stat), c in op_changes(everything, ops).items()}
     real: dict = {}
-    for k in (1, 3):
+    every_aa = duet_profile_without(runs, ()) if n_aa >= 3 else None
+    for k, profile in ((1, None), (3, None), (1, every_aa), (3, every_aa)):
         for trial in windows(n_change, k):
-            comparison = compare([runs["b"][r] for r in trial], [runs["changed"][r] for r in trial])
+            comparison = compare([runs["b"][r] for r in trial], [runs["changed"][r] for r in trial],
+                                 duet_profile=profile)
             for key, change in op_changes(comparison, ops).items():
                 if truth.get(key) is not None:
-                    tally(real, (key[0], key[1], k), change, truth[key])
+                    tally(real, (key[0], key[1], f"{k}{' profile' if profile else ''}"), change,
+                          truth[key])
     out["real"] = {f"{op}:{stat} k={k}": cell for (op, stat, k), cell in real.items()}
     metrics = [Metric(*m.rsplit(":", 1)) for m in CHECK[workload]]
     aa: dict = {}
@@ -286,6 +301,9 @@ def evaluate_duet_set(path: Path, rng: np.random.Generator) -> dict:
         trials = windows(n_aa, k)
         pairs = [([runs["a"][r] for r in t], [runs["twin"][r] for r in t]) for t in trials]
         aa[f"k={k}"] = _aa_cell(pairs, metrics)
+        if n_aa - k >= 3:
+            aa[f"k={k} profile"] = _aa_cell(pairs, metrics,
+                                            [duet_profile_without(runs, t) for t in trials])
         if k == 3:
             paired.TAIL_FLOOR = False
             try:
@@ -295,14 +313,21 @@ def evaluate_duet_set(path: Path, rng: np.random.Generator) -> dict:
     out["aa"] = aa
     scaled: dict = {}
     scratch = path / "scaled"
-    for k, cases in ((3, (("whole", 0.10, "p50"), ("tail", 0.25, "p99"))),
-                     (2, (("whole", 0.10, "p50"), ("tail", 0.25, "p99")))):
+    for k, cases, profiled in (
+            (3, (("whole", 0.10, "p50"), ("tail", 0.25, "p99")), False),
+            (2, (("whole", 0.10, "p50"), ("tail", 0.25, "p99")), False),
+            (3, (("whole", 0.10, "p50"), ("tail", 0.25, "p99")), True),
+            (1, (("whole", 0.25, "p50"), ("tail", 0.50, "p99")), True)):
+        if profiled and n_aa - k < 3:
+            continue
         for trial in windows(n_aa, k):
             base = [runs["a"][r] for r in trial]
+            profile = duet_profile_without(runs, trial) if profiled else None
             for mode, delta, stat in cases:
                 cand = [scaled_copy(runs["twin"][r], scratch, delta, mode) for r in trial]
-                comparison = compare(base, cand)
-                tally_scaled(scaled, comparison, ops, stat, delta, k)
+                comparison = compare(base, cand, duet_profile=profile)
+                tally_scaled(scaled, comparison, ops, stat, delta,
+                             f"{k}{' profile' if profiled else ''}")
     out["scaled"] = {f"{op}:{what} k={k}": cell for (op, what, k), cell in scaled.items()}
     out["methods"] = sorted(set(everything.method.values()))
     return out

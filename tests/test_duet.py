@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -235,6 +236,45 @@ def test_the_paired_interval_is_a_t_interval_on_the_pairs_raw_latencies(duets):
             assert abs(math.log1p(got.change) - mean) <= bound, (stat, got, mean)
             assert abs(math.log1p(got.low) - low) <= bound, (stat, got, low)
             assert abs(math.log1p(got.high) - high) <= bound, (stat, got, high)
+
+
+@requires_root
+def test_a_duet_profile_is_its_a_a_pairs_spread_and_pools_with_the_pairs(duets, tmp_path):
+    """`calibrate --duet` saves the sd of its A/A pairs' log ratios (numpy on the raw
+    latencies); a later duet comparison of that shape pools it with its own pairs, as
+    analysis/paired.py says: s² = (2·s0² + 2·s_d²) / 4 for 3 calibration and 3 compared duets,
+    4 degrees of freedom (scipy's t)."""
+    results, _ = duets
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.format(a="a", b="unused", changed=""))
+    run_stallbench("calibrate", str(plan), "--duet", "--runs", "3", "--results", str(copy),
+                   "--no-progress", check=True)
+    [path] = (copy / "noise-profiles").rglob("*-duet.json")
+    profile = json.loads(path.read_text())
+    assert profile["duet"] is True and profile["runs"] == 3, profile
+    twins = {r["duet"]["id"]: r for r in _runs(copy, "calibrate-a-twin")}
+    pairs = [(_run_values(r), _run_values(twins[r["duet"]["id"]]))
+             for r in _runs(copy, "calibrate-a")]
+    n, error = 3, 2 * 0.004       # the histograms' quantiles are within 0.4% of numpy's
+    for k, stat, bound in ((1, "mean", 1e-6), (0, "p50", error * math.sqrt(n / (n - 1)))):
+        d = np.array([math.log(t[k] / a[k]) for a, t in pairs])
+        sd, dof, _ = profile["table"]["read"][stat]
+        assert dof == 2 and abs(sd - d.std(ddof=1)) <= bound, (stat, sd, d)
+    comparison = _compare(copy, "a", "big")
+    _paired_or_skip(comparison, "big")
+    assert "duet noise profile of 3 A/A duets" in comparison["noise_profile"], comparison
+    runs_big = {r["duet"]["id"]: r for r in _runs(copy, "big")}
+    values = [(_run_values(r), _run_values(runs_big[r["duet"]["id"]]))
+              for r in _runs(copy, "a")]
+    d = np.array([math.log(c[1] / b[1]) for b, c in values])       # the mean: exact
+    s0 = profile["table"]["read"]["mean"][0]
+    pooled = math.sqrt((2 * s0 ** 2 + 2 * d.var(ddof=1)) / 4)
+    half = stats.t.ppf(0.975, 4) * pooled / math.sqrt(3)
+    got = comparison["ops"]["read"]["variants"]["big"]["change"]["mean_ns"]
+    assert abs(math.log1p(got["low"]) - (d.mean() - half)) <= 1e-6, (got, d, s0)
+    assert abs(math.log1p(got["high"]) - (d.mean() + half)) <= 1e-6, (got, d, s0)
 
 
 @pytest.mark.parametrize("extra, words", [

@@ -68,6 +68,7 @@ class CompareOptions:
     run_to_run_sd: dict[str, float] | None = None  # prior τ0 per statistic; None: iv's table
     percentiles: tuple[float, ...] | None = None  # in per cent; None: DEFAULT_PERCENTS
     noise_profile: NoiseProfile | None = None  # this host's measured spread (calibrate)
+    duet_profile: NoiseProfile | None = None  # its measured A/A duet pair spread (--duet)
     use_profiles: bool = True  # look for the baseline's profile beside its runs
     metrics: tuple[tuple[str, str], ...] | None = None  # (op, stat) that decide; None: DECIDING
 
@@ -357,7 +358,10 @@ def _changes(base: _OpSide, cand: _OpSide, probabilities: list[float],
         floor = iv.prior_sd(stat, probability, options.run_to_run_sd) \
             if probability is not None and probability > iv.TAIL_PROBABILITY \
             and paired.TAIL_FLOOR else None
-        return paired.paired_change([b[i] for i, _ in pairs], [c[j] for _, j in pairs], floor)
+        measured = options.duet_profile.prior(op, stat) \
+            if options.duet_profile is not None and stat is not None else None
+        return paired.paired_change([b[i] for i, _ in pairs], [c[j] for _, j in pairs], floor,
+                                    measured)
 
     changes["rate"] = interval(iv.ratio_change(cs.rate, bs.rate), base.rate_statistics(),
                                cand.rate_statistics(), "rate")
@@ -606,7 +610,10 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     busier = {label: interference.busier_side(loads[base.label], loads[label])
               for label in cand_labels}
     profile, profile_problem = _noise_profile(options, variants, loads)
-    duets = {label: _duet_pairs(base, v, saturated[label])
+    duet_profile, duet_problem = _noise_profile(options, variants, loads, duet=True) \
+        if any(v.runs and v.runs[0].meta.duet for v in variants) else (None, None)
+    duets = {label: _duet_pairs(base, v, saturated[label],
+                                duet_profile.runs - 1 if duet_profile is not None else None)
              for label, v in zip(cand_labels, variants[1:], strict=True)}
     pairs_of = {label: d.pop("pairs_used", None) for label, d in duets.items()}
     for label in cand_labels:   # a duet's sides shared the machine's other work, by design
@@ -614,8 +621,8 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
             busier[label] = 0
     for label, d in duets.items():
         if d:
-            method[label] = paired.METHOD if pairs_of[label] else d["method"]
-    options = dataclasses.replace(options, noise_profile=profile)
+            method[label] = d["method"]
+    options = dataclasses.replace(options, noise_profile=profile, duet_profile=duet_profile)
     loaded: dict[tuple[str, str], dict[str, iv.Change]] = {}
     names = op_names(variants)
     ops: list[OpComparison] = []
@@ -678,9 +685,11 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
                   "run_to_run_prior_sd": dict(iv.RUN_TO_RUN_SD),
                   "prior_dof": iv.PRIOR_DOF},
     )
-    comparison.noise_profile = profile.describe() if profile is not None else None
+    comparison.noise_profile = "; ".join(p.describe() for p in (profile, duet_profile)
+                                         if p is not None) or None
     comparison.duet = {label: d for label, d in duets.items() if d}
-    comparison.profile_problem = profile_problem
+    comparison.profile_problem = "; ".join(p for p in (profile_problem, duet_problem)
+                                           if p) or None
     comparison.notes = _notes(comparison) + busier_notes
     comparison.environment = environment_diff(   # fidelity: what else differed
         {v.label: [r.meta.environment or {} for r in v.runs] for v in variants})
@@ -690,16 +699,18 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     return comparison
 
 
-def _duet_pairs(base: _VariantRuns, cand: _VariantRuns, saturated: int) -> dict[str, Any]:
+def _duet_pairs(base: _VariantRuns, cand: _VariantRuns, saturated: int,
+                profile_dof: int | None = None) -> dict[str, Any]:
     """How the candidate's runs pair with the baseline's (run.json `duet`, analysis/paired.py):
     {} when they are not duets of each other; else the rounds, the method, and `pairs_used`
-    (the index pairs behind the paired intervals: None with one pair, or on a saturated
-    machine, where the sequential model and its floor apply)."""
+    (the index pairs behind the paired intervals: None with one pair and no duet profile
+    (`profile_dof`: its degrees of freedom), or on a saturated machine, where the sequential
+    model and its floor apply)."""
     pairs = paired.pair_runs([r.meta.duet for r in base.runs], [r.meta.duet for r in cand.runs])
     if pairs is None:
         return {}
     rounds = [base.runs[i].meta.duet.get("round") for i, _ in pairs]
-    if len(pairs) < 2:
+    if len(pairs) < 2 and not profile_dof:
         return {"pairs": 1, "rounds": rounds, "interval": "two-level (1 duet)",
                 "method": paired.ONE_DUET_METHOD, "pairs_used": None}
     if saturated:
@@ -708,7 +719,8 @@ def _duet_pairs(base: _VariantRuns, cand: _VariantRuns, saturated: int) -> dict[
                 "method": iv.METHOD + "; duets, but the machine was saturated",
                 "pairs_used": None}
     return {"pairs": len(pairs), "rounds": rounds, "interval": "paired",
-            "method": paired.METHOD, "pairs_used": pairs}
+            "method": paired.PROFILED_METHOD if profile_dof else paired.METHOD,
+            "profile_dof": profile_dof, "pairs_used": pairs}
 
 
 def bands_from_histogram(histogram: np.ndarray) -> np.ndarray:
@@ -848,17 +860,19 @@ def schedule_kept(response: _OpSide) -> float | None:
 
 
 def _noise_profile(options: CompareOptions, variants: list[_VariantRuns],
-                   loads: dict[str, interference.OutsideLoad | None]
+                   loads: dict[str, interference.OutsideLoad | None], duet: bool = False
                    ) -> tuple[NoiseProfile | None, str | None]:
-    """The noise profile behind the priors: the one given, else the one calibrated for the
-    baseline's shape on its host (RESULTS/noise-profiles), while every run compared is on that
-    host and no busier than the calibration was."""
-    if options.noise_profile is not None or not options.use_profiles:
-        return options.noise_profile, None
+    """The noise profile behind the priors (`duet`: the duet profile behind the paired
+    intervals): the one given, else the one calibrated for the baseline's shape on its host
+    (RESULTS/noise-profiles), while every run compared is on that host and no busier than
+    the calibration was."""
+    given = options.duet_profile if duet else options.noise_profile
+    if given is not None or not options.use_profiles:
+        return given, None
     from .noiseprofiles import find_profile
 
     first = variants[0].runs[0]
-    profile, problem = find_profile(first.path.parents[2], first.meta)
+    profile, problem = find_profile(first.path.parents[2], first.meta, duet)
     if profile is None:
         return None, problem
     hosts = {r.meta.host or "" for v in variants for r in v.runs}

@@ -34,25 +34,31 @@ def run_settings(meta: RunMeta) -> dict[str, Any]:
     }
 
 
-def profile_path(results: Path, host: str, shape: str) -> Path:
-    return results / PROFILE_DIR / (host or "unknown-host") / f"{shape}.json"
+def profile_path(results: Path, host: str, shape: str, duet: bool = False) -> Path:
+    return results / PROFILE_DIR / (host or "unknown-host") / \
+        f"{shape}{'-duet' if duet else ''}.json"
 
 
 def save_profile(results: Path, profile: NoiseProfile) -> Path:
-    path = profile_path(results, profile.host, profile.shape)
+    path = profile_path(results, profile.host, profile.shape, profile.duet)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, profile.to_json())
     return path
 
 
-def find_profile(results: Path, meta: RunMeta) -> tuple[NoiseProfile | None, str | None]:
-    """The profile of this run's host and shape, if one was made: (profile, None), or
-    (None, why a file that is there cannot be used), or (None, None) when there is none."""
-    path = profile_path(results, meta.host or "", run_shape(meta))
+def find_profile(results: Path, meta: RunMeta, duet: bool = False
+                 ) -> tuple[NoiseProfile | None, str | None]:
+    """The profile (`duet`: the duet profile) of this run's host and shape, if one was made:
+    (profile, None), or (None, why a file that is there cannot be used), or (None, None) when
+    there is none."""
+    path = profile_path(results, meta.host or "", run_shape(meta), duet)
     if not path.is_file():
         return None, None
     try:
         data: Any = json.loads(path.read_text())
-        return NoiseProfile.from_json(data, str(path)), None
+        profile = NoiseProfile.from_json(data, str(path))
+        if profile.duet != duet:
+            raise ValueError("a duet profile and a sequential one swapped names")
+        return profile, None
     except (OSError, ValueError) as exc:
         return None, f"noise profile {path} not used: {exc}"

@@ -14,6 +14,11 @@ of runs of the same shape on the same host uses τ̂ as its prior with those deg
 profile's weight falls as measured runs grow. A profile is only used while the runs compared
 were no busier than the calibration (interference.BUSIER_SHARE): a spread measured on a quiet
 machine says nothing about a loaded one.
+
+`stallbench calibrate PLAN --duet` runs the baseline against itself in duet rounds (duet.py)
+instead: a duet profile (`duet` true) holds, per op and statistic, the sd of the pairs' log
+ratios d_i = y_twin,i − y_a,i with N − 1 degrees of freedom (pair_to_pair), the prior of the
+paired intervals (analysis/paired.py) of duets of that shape on that host.
 """
 
 from __future__ import annotations
@@ -41,6 +46,17 @@ def run_to_run(runs: list[RunStatistic]) -> tuple[float, int, float] | None:
     within = float(np.mean([r.within_var for r in usable]))
     tau2 = max(0.0, float(np.var(y, ddof=1)) - within)
     return float(np.sqrt(tau2)), len(usable) - 1, within
+
+
+def pair_to_pair(baseline: list[RunStatistic], twin: list[RunStatistic]
+                 ) -> tuple[float, int] | None:
+    """(sd of the pairs' log ratios, degrees of freedom) of one statistic over A/A duets, the
+    runs of each round at the same index; None with fewer than 2 usable pairs."""
+    d = [t.log_value - b.log_value for b, t in zip(baseline, twin, strict=True)
+         if b.log_value is not None and t.log_value is not None]
+    if len(d) < 2:
+        return None
+    return float(np.std(d, ddof=1)), len(d) - 1
 
 
 def resolution(sd: float, dof: float, within: float, runs: int) -> float:
@@ -74,9 +90,10 @@ class NoiseProfile:
     created_utc: str
     outside_cpus: float | None                  # mean others + steal during the calibration
     duration_s: float
-    # op -> stat -> [sd, dof, within-run variance]
+    # op -> stat -> [sd, dof, within-run variance]; duet: [pair sd, dof, 0]
     table: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     version: int = PROFILE_VERSION
+    duet: bool = False                          # A/A duets: the table holds pair sds
     source: str = ""                            # where it was read from (not stored)
 
     def prior(self, op: str, stat: str) -> Prior | None:
@@ -95,7 +112,7 @@ class NoiseProfile:
         if not isinstance(data, dict) or data.get("version") != PROFILE_VERSION:
             raise ValueError("not a stallbench noise profile of this version")
         names = {f for f in cls.__dataclass_fields__ if f != "source"}
-        missing = names - set(data) - {"version"}
+        missing = names - set(data) - {"version", "duet"}
         if missing:
             raise ValueError(f"noise profile without {', '.join(sorted(missing))}")
         profile = cls(**{k: data[k] for k in names if k in data}, source=source)
@@ -109,6 +126,8 @@ class NoiseProfile:
         return profile
 
     def describe(self) -> str:
-        return (f"noise profile of {self.runs} A/A runs of {self.variant} on {self.host} "
+        what = "duet noise profile" if self.duet else "noise profile"
+        unit = "A/A duets" if self.duet else "A/A runs"
+        return (f"{what} of {self.runs} {unit} of {self.variant} on {self.host} "
                 f"({self.created_utc[:16].replace('T', ' ')}, {self.runs - 1} degrees of "
                 "freedom)")

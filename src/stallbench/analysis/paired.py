@@ -27,9 +27,20 @@ What is not added, and why:
   time-block variance where their quarters wander): a run's time-block variance includes the
   host's drift within the run, which both sides of a pair share, so w_B + w_C overstates the
   variance of d_i; the spread of the d_i measures the whole variance of a pair directly.
-- No prior: the pairs measure their own spread from 2 pairs on. With one pair nothing is
-  measured, so the comparison uses the sequential one-run path (with its prior) and says
-  "1 duet".
+- No assumed prior: the pairs measure their own spread from 2 pairs on. With one pair and
+  nothing measured on this host the comparison uses the sequential one-run path (with its
+  prior) and says "1 duet".
+- A measured prior where one was made: `stallbench calibrate PLAN --duet` runs A/A duets of
+  the baseline on this host and saves each statistic's pair sd s0 with its n0 - 1 degrees of
+  freedom (a duet noise profile, analysis/noise.py). Pooled with the comparison's own pairs,
+
+      s² = ((n0 - 1)·s0² + (n - 1)·s_d²) / (n0 - 1 + n - 1),   dof = n0 - 1 + n - 1,
+
+  so one duet gets an interval and three get the t quantile of ~n0 degrees of freedom instead
+  of 2 (t = 4.30 at 95%, the width that made 3 duets find +10% at p50 in 75% of trials), and
+  the profile's weight falls as pairs grow. It assumes the pair spread of the A/A duets is
+  the pair spread of the compared configurations; BENCHMARKS.md "Duet" checks that on real
+  A/A duets (coverage) and real changes.
 - The tail-regime floor of the sequential model beyond TAIL_PROBABILITY (whole runs falling
   into a tail regime, p99.9 about 5 µs in six of ten quiet runs and 12-43 µs in four) is kept
   when `floor_sd` is given: a regime that falls on one process and not on its partner does not
@@ -49,6 +60,8 @@ from . import intervals as iv
 
 METHOD = ("paired (duet): the runs of each round ran at the same time, each on its own CPUs; a "
           "t interval on the pairs' log ratios (n pairs, n - 1 degrees of freedom)")
+PROFILED_METHOD = (METHOD[:-1] + "), pooled with this host's duet noise profile (its A/A "
+                   "pairs' spread and degrees of freedom added)")
 ONE_DUET = "1 duet"
 ONE_DUET_METHOD = (f"{ONE_DUET}: no interval from one pair; the two-level model of one run "
                    "each (with its prior)")
@@ -72,10 +85,11 @@ def pair_runs(baseline: list[dict[str, Any] | None],
 
 
 def paired_change(baseline: list[iv.RunStatistic], candidate: list[iv.RunStatistic],
-                  floor_sd: float | None = None,
+                  floor_sd: float | None = None, prior: iv.Prior | None = None,
                   confidence: float = iv.CONFIDENCE) -> iv.Change:
     """The paired interval of one statistic: baseline[i] and candidate[i] ran at the same
-    time. `floor_sd`: the tail-regime floor (see the module docstring)."""
+    time. `floor_sd`: the tail-regime floor; `prior`: a duet noise profile's pair sd and its
+    degrees of freedom (see the module docstring)."""
     if len(baseline) != len(candidate) or not baseline:
         raise ValueError("paired_change needs as many baseline as candidate runs")
     if any(r.log_value is None for r in (*baseline, *candidate)):
@@ -86,23 +100,27 @@ def paired_change(baseline: list[iv.RunStatistic], candidate: list[iv.RunStatist
     if any(r.within_var is None for r in (*baseline, *candidate)):
         return iv.Change(estimate, note="too few for an interval")
     n = d.size
-    if n < 2:
+    prior_dof = prior.dof if prior is not None else 0.0
+    if n < 2 and not prior_dof:
         return iv.Change(estimate, note=ONE_DUET)
-    pair_var = float(np.var(d, ddof=1))
+    measured = float(np.var(d, ddof=1)) if n > 1 else 0.0
+    pair_var = (prior_dof * (prior.sd ** 2 if prior else 0.0) + (n - 1) * measured) \
+        / (prior_dof + n - 1)
     floored = floor_sd is not None and pair_var < 2 * floor_sd ** 2
     if floored:
         pair_var = 2 * floor_sd ** 2
-    dof = float(n - 1)
+    dof = float(prior_dof + n - 1)
     se = float(np.sqrt(pair_var / n))
     half = iv.t_quantile(0.5 + confidence / 2, dof) * se
     p_value = iv.t_two_sided_p(mean / se, dof) if se > 0 else (0.0 if mean != 0 else 1.0)
     groups = (min(r.groups for r in baseline), min(r.groups for r in candidate))
     return iv.Change(estimate, float(np.expm1(mean - half)), float(np.expm1(mean + half)),
                      p_value, runs=(n, n), blocks=groups,
-                     run_sd=float(np.sqrt(pair_var / 2)), run_sd_measured=True,
+                     run_sd=float(np.sqrt(pair_var / 2)), run_sd_measured=n > 1,
                      variance={"paired": True, "pair_var": pair_var, "pairs": n,
-                               "tail_floor": floored},
-                     prior_dof=0.0)
+                               "tail_floor": floored, "prior_pair_sd": prior.sd if prior
+                               else None},
+                     prior_dof=prior_dof, prior_source=prior.source if prior else None)
 
 
 def pairs_needed(change: iv.Change, noise: float,
@@ -114,8 +132,9 @@ def pairs_needed(change: iv.Change, noise: float,
     target = iv.decision_half_width(change.change, noise)
     if target is None:
         return None
+    prior_dof = change.prior_dof or 0.0
     for n in range(change.variance["pairs"] + 1, iv.MAX_ITERATIONS_ADVICE + 1):
-        half = iv.t_quantile(0.5 + confidence / 2, n - 1) * np.sqrt(
+        half = iv.t_quantile(0.5 + confidence / 2, prior_dof + n - 1) * np.sqrt(
             change.variance["pair_var"] / n)
         if half < target:
             return n

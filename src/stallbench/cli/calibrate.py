@@ -1,6 +1,7 @@
 """stallbench calibrate PLAN — A/A runs of the plan's baseline, saved as this host's noise
 profile for the workload's shape (analysis/noise.py); later comparisons of that shape on this
-host use it as their run-to-run prior and name it."""
+host use it as their run-to-run prior and name it. With --duet: A/A duets (the baseline against
+itself, duet.py), saved as the duet profile that paired comparisons of that shape use."""
 
 from __future__ import annotations
 
@@ -24,7 +25,12 @@ def register(subparsers) -> None:
         "comparisons will have.")
     parser.add_argument("plan", metavar="PLAN", type=Path)
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS,
-                        help=f"A/A runs (default {DEFAULT_RUNS}; at least 3)")
+                        help=f"A/A runs, or duet rounds with --duet (default {DEFAULT_RUNS}; "
+                        "at least 3)")
+    parser.add_argument("--duet", action="store_true",
+                        help="A/A duets: the baseline against itself at the same time, each "
+                        "side on its own CPUs (as `run --duet`); the profile is the prior of "
+                        "paired comparisons (`compare` of duet runs)")
     add_results_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
     parser.set_defaults(func=run)
@@ -46,10 +52,16 @@ def run(args: argparse.Namespace) -> int:
                          "each host of a fleet on that host)")
     baseline = plan.variants[0]
     variant = dataclasses.replace(baseline, name=f"calibrate-{baseline.name}")
-    plan = dataclasses.replace(plan, variants=[variant], iterations=args.runs,
-                               until_decided=None)
+    sides = [variant]
+    if args.duet:
+        sides.append(dataclasses.replace(baseline, name=f"calibrate-{baseline.name}-twin"))
+    plan = dataclasses.replace(plan, variants=sides, iterations=args.runs,
+                               until_decided=None, duet=bool(args.duet))
+    if args.duet:
+        from ..duet import check_plan
+        check_plan(plan)
 
-    from ..calibration import profile_from_runs
+    from ..calibration import duet_profile_from_runs, profile_from_runs
     from ..noiseprofiles import save_profile
     from ..report.noise import render_profile
     from ..runmeta import Status
@@ -61,8 +73,12 @@ def run(args: argparse.Namespace) -> int:
     if any(o.status == Status.INTERRUPTED for o in outcomes):
         print("stallbench: calibrate interrupted; no profile saved")
         return ExitCode.INTERRUPTED
-    runs = [load_run(o.path) for o in outcomes if o.status == Status.COMPLETE]
-    profile = profile_from_runs(Resolved(variant.name, runs, []))
+    def runs_of(side: str) -> Resolved:
+        return Resolved(side, [load_run(o.path) for o in outcomes
+                               if o.status == Status.COMPLETE and o.variant == side], [])
+
+    profile = duet_profile_from_runs(runs_of(sides[0].name), runs_of(sides[1].name)) \
+        if args.duet else profile_from_runs(runs_of(variant.name))
     profile.variant = baseline.name
     path = save_profile(plan.results, profile)
     print(render_profile(profile, path), end="")

@@ -158,8 +158,11 @@ def duet_lines(comparison: Comparison) -> list[str]:
     lines = []
     for label, duet in comparison.duet.items():
         if duet["interval"] == "paired":
+            dof = f"{duet['pairs'] - 1} degrees of freedom"
+            if duet.get("profile_dof"):
+                dof += f" and {duet['profile_dof']} of the duet noise profile's"
             how = (f"intervals paired: a t interval on the {duet['pairs']} pairs' log ratios "
-                   f"({duet['pairs'] - 1} degrees of freedom), the change their geometric mean")
+                   f"({dof}), the change their geometric mean")
         else:
             how = f"intervals {duet['interval']}"
         lines.append(f"DUET: {label} ran at the same time as {comparison.baseline}, each on its "
