@@ -76,6 +76,15 @@ def test_longest_blkio_delay_matches_the_longest_throttled_read(tmp_path: Path) 
                              str(tmp_path / "results"), check=True).stdout
         assert "slow: the longest single block I/O wait" not in out
         return
+    if longest["max_ns"] > latency.max() * 1.05 + 1e6:
+        # a longest wait longer than every read (seen on 6.18: 511 ms, two reads long): the
+        # kernel timed it from an earlier wait's start; run.json keeps what the kernel said,
+        # the comparison must not show it as a wait
+        out = run_stallbench("compare", "free", "slow", "--results",
+                             str(tmp_path / "results"), check=True).stdout
+        assert "slow: the longest single block I/O wait" not in out, out
+        assert "longer than any op of the worker's run" in out, out
+        return
     # the oracle: the reads stallbench timed. A throttled read is one wait in io_schedule plus
     # the run-queue wait after it (a busy machine) and a few µs on the CPU, so the longest
     # blkio wait lies between the longest read less the longest run-queue wait, and that read

@@ -26,6 +26,19 @@ def test_a_step_larger_than_the_wall_time_between_samples_is_dropped():
     assert task_delays(tid, born, {"blkio": blkio})[7]["blkio"] == 6036 * S
 
 
+def test_a_task_whose_waits_outrun_time_is_left_out_of_the_run_totals():
+    # task 7 accrues 30 s of block I/O per 1 s sample (CI's fresh VM), task 8 a real 0.25 s
+    tid = np.array([7, 8, 7, 8, 7, 8])
+    t_ns = np.array([1, 1, 2, 2, 3, 3]) * S
+    born = np.array([True, False, True, False, True, False])
+    blkio = np.array([30 * S, 50 * S, 60 * S, 50 * S + S // 4, 90 * S, 50 * S + S // 2],
+                     dtype=float)
+    impossible: dict[str, float] = {}
+    result = task_delays(tid, born, {"blkio": blkio}, t_ns, impossible)
+    assert "blkio" not in result[7] and result[8]["blkio"] == S // 2
+    assert impossible == {"blkio": 30.0}
+
+
 def test_delays_outside_the_ops_are_not_attributed_to_them():
     # a paced writer: 0.1 s of ops per 1 s step, 0.5 s of run-queue wait per step (after each
     # wake-up from its pacing sleep): at most 0.1 s of it can be inside the ops, none must be

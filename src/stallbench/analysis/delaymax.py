@@ -7,7 +7,11 @@ wait before the run (the run's own longest is then at most that): counted as `un
 A maximum longer than the time since the run started is impossible (a wait in flight when
 kernel.task_delayacct was switched on is reported from a zero start), and so is any maximum of
 a task whose total of that kind grew by more than the time it was watched: both are counted as
-`impossible` and not reported.
+`impossible` and not reported. At comparison time a worker's maximum is bounded by its run's
+ops too (`beyond_ops`): a worker's main thread is always in an op or between two, so no single
+wait of it outlasts both the run's longest op and its longest time without a completion (seen on
+6.18: a throttled reader's "longest block I/O wait" 511 ms, two reads long, where no read took
+more than 269 ms: a wait timed from the previous wait's start).
 Pure: numpy arrays in, a dict out.
 """
 
@@ -65,6 +69,17 @@ def longest_delays(tid: np.ndarray, born_in_run: np.ndarray,
                         "tid": None if best is None else best[1],
                         "unattributed": unattributed, "impossible": impossible}
     return result
+
+
+def beyond_ops(entry: Mapping[str, Any], longest_op_ns: int | None) -> dict[str, Any]:
+    """A worker's longest-delay entry (longest_delays' form), made impossible when its maximum
+    exceeds `longest_op_ns` (the run's longest op or time without a completion, whichever is
+    longer) by more than sampling allows."""
+    value = entry.get("max_ns")
+    if value is None or longest_op_ns is None or value <= longest_op_ns * 1.05 + 1e6:
+        return dict(entry)
+    return {**entry, "max_ns": None, "tid": None,
+            "impossible": int(entry.get("impossible") or 0) + 1}
 
 
 def _total_impossible(total: np.ndarray, t_ns: np.ndarray, born: bool) -> bool:

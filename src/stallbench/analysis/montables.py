@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .delaymax import longest_delays
+from .inops import IMPOSSIBLE_RATE, accounted_per_second
 from .stalls import decimate
 
 
@@ -129,7 +130,8 @@ def diskstats_totals(columns: Mapping[str, np.ndarray], schema: Declaration) -> 
 
 
 def task_delays(tid: np.ndarray, born_in_run: np.ndarray, delays: Mapping[str, np.ndarray],
-                t_ns: np.ndarray | None = None) -> dict[int, dict[str, int]]:
+                t_ns: np.ndarray | None = None, impossible: dict[str, float] | None = None
+                ) -> dict[int, dict[str, int]]:
     """{tid: {kind: ns accrued during the run}} from cumulative samples in time order.
 
     With sample times, each step between two samples counts only when it is possible: no
@@ -137,7 +139,9 @@ def task_delays(tid: np.ndarray, born_in_run: np.ndarray, delays: Mapping[str, n
     hold a wait that began samples earlier, but not before the run: the rule delaymax.py
     applies to maxima). A kernel that had a wait in flight when kernel.task_delayacct was
     switched on reports it from a zero start, i.e. the whole uptime (seen on 6.18: blkio
-    6035 s in a 20 s run); such a step is dropped, not summed."""
+    6035 s in a 20 s run); such a step is dropped, not summed. A task whose waits of a kind add
+    up faster than time passes (inops.accounted_per_second) has that kind left out: a kernel
+    accounting fault, not a delay (`impossible`, if given, collects {kind: the largest rate})."""
     tid = np.asarray(tid)
     if tid.size == 0:
         return {}
@@ -161,8 +165,16 @@ def task_delays(tid: np.ndarray, born_in_run: np.ndarray, delays: Mapping[str, n
             previous = np.where(at_start, base[segment], np.r_[0.0, filled[:-1]])
             steps = filled - previous
             since_start = np.maximum(np.asarray(t_ns, dtype=np.float64)[order], 0)
-            possible = (steps >= 0) & (steps <= since_start * 1.05 + 1e6)
+            possible = (steps >= 0) & (steps <= since_start * IMPOSSIBLE_RATE + 1e6)
             accrued = np.add.reduceat(np.where(possible, steps, 0.0), starts)
+            wall = np.where(at_start, since_start, np.r_[0.0, np.diff(since_start)])
+            for i, (first, last) in enumerate(zip(starts, ends, strict=True)):
+                rate = accounted_per_second(steps[first:last + 1], wall[first:last + 1])
+                if rate is not None:
+                    known = known.copy()
+                    known[i] = False
+                    if impossible is not None:
+                        impossible[kind] = max(rate, impossible.get(kind, 0.0))
         per_kind[kind] = (accrued, known)
     result: dict[int, dict[str, int]] = {}
     for i, task in enumerate(tasks[starts].tolist()):
@@ -177,12 +189,13 @@ def delay_columns(columns: Mapping[str, np.ndarray], kinds: Iterable[str],
             if f"{k}{suffix}" in columns}
 
 
-def delay_totals(columns: Mapping[str, np.ndarray], kinds: Iterable[str]) -> dict[str, int]:
+def delay_totals(columns: Mapping[str, np.ndarray], kinds: Iterable[str],
+                 impossible: dict[str, float] | None = None) -> dict[str, int]:
     """Sum over tasks of each delay accrued during the run (task_delays' rule)."""
     kinds = list(kinds)
     totals = dict.fromkeys(kinds, 0)
     per_task = task_delays(columns["tid"], columns["born_in_run"],
-                           delay_columns(columns, kinds), columns["t_ns"])
+                           delay_columns(columns, kinds), columns["t_ns"], impossible)
     for delays in per_task.values():
         for kind, value in delays.items():
             totals[kind] += value
@@ -207,7 +220,10 @@ def delay_run_totals(columns: Mapping[str, np.ndarray], schema: Declaration) -> 
     kernel records no maxima); the kinds are the table's declared `<kind>_ns` counters."""
     kinds = [name[:-3] for name in columns if name.endswith("_ns") and name != "t_ns"
              and not name.endswith("_max_ns") and schema.is_counter(name)]
-    out: dict[str, Any] = {"totals_ns": delay_totals(columns, kinds)}
+    impossible: dict[str, float] = {}
+    out: dict[str, Any] = {"totals_ns": delay_totals(columns, kinds, impossible)}
+    if impossible:     # kind -> waits accounted per second of a task's time, left out
+        out["impossible_per_s"] = impossible
     longest = delay_longest(columns, kinds)
     if longest is not None:
         out["max_ns"] = longest

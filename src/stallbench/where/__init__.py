@@ -86,8 +86,9 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
         if dropped:
             section.warnings.append(
                 f"{label}: taskstats accounted more {', '.join(dropped)} delay to some tasks "
-                "than they lived, or a longest wait longer than the run: those tasks' "
-                "maxima are not shown (a kernel accounting fault, not a measurement)")
+                "than they lived, or a longest wait longer than the run or than any op of "
+                "the worker's run: those tasks' maxima are not shown (a kernel accounting "
+                "fault, not a measurement)")
         if missing:
             section.skipped.append(ws.Skipped(label, "delay maximum", missing))
         section.stacks[label] = ws.stacks(variant.folded(), variant.trace_dstate())
@@ -112,6 +113,17 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
             section.delay_max.get(baseline_label, {}), facts, section.device[label],
             section.delay.get(baseline_label, []), section.facts.get(baseline_label))
     return section
+
+
+def _longest_op(run: Run) -> int | None:
+    """The run's longest op or longest time without a completion of one, whichever is longer
+    (what bounds any single wait of a worker's main thread); None without a summary."""
+    try:
+        ops = run.summary().ops
+    except RunDataError:
+        return None
+    longest = [int(max(op.block_max.max(initial=-1), op.gap_ns)) for op in ops.values()]
+    return max(longest) if longest else None
 
 
 class _VariantData:
@@ -213,7 +225,10 @@ class _VariantData:
                 roles = _worker_roles(run)
                 role_of = {pid: roles.get(w, f"worker {w}")
                            for w, pid in _worker_pids(run, "delay").items()}
-                per_run.append({kind: {**entry, "run": role_of.get(entry.get("tid"))}
+                longest = _longest_op(run)
+                per_run.append({kind: {**(delaymax.beyond_ops(entry, longest)
+                                          if entry.get("tid") in role_of else entry),
+                                       "run": role_of.get(entry.get("tid"))}
                                 for kind, entry in summary["max_ns"].items()})
             else:
                 reasons.append(summary.get("max_unavailable")
