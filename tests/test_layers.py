@@ -138,11 +138,10 @@ def test_no_import_circles_between_modules():
 FLOORS = {
     6: ["cli", "clidocs", "demo", "__main__", "vm.guest"],
     5: ["report", "exporters"],
-    4: ["runner", "duet", "untildecided", "bisect", "fleet", "comparison", "stallsummary", "gate",
-        "showsummary", "where", "views", "vm.host", "plan", "calibration"],
+    4: ["runner", "duet", "untildecided", "bisect", "fleet", "compare", "vm.host", "plan"],
     3: ["env", "workloads", "monitors", "importers", "vm"],
     2: ["store", "opsfile", "rundirs", "runselect", "summaryfile", "record", "metadata",
-        "journal", "recovery", "context", "tracefs", "logformats", "blocked", "progress",
+        "journal", "recovery", "context", "tracefs", "logformats", "progress",
         "variant", "options", "fleet.planhosts", "noiseprofiles"],
     1: ["analysis"],
     0: ["runmeta", "hostfacts", "jsonfile", "machineload", "signals", "syscalls", "units", "errors",

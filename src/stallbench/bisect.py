@@ -1,5 +1,5 @@
 """`stallbench bisect`: the first bad variant of a plan's ordered variants, in about log2(n)
-measured steps, each step deciding as `stallbench check` decides (gate.py) with rounds added
+measured steps, each step deciding as `stallbench check` decides (compare/gate.py) with rounds added
 until decided; or, with `knee`, the first variant whose change against the FIRST crosses the
 bound (the memory limit below which read p99 doubles).
 
@@ -25,13 +25,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .comparison import CompareOptions, Comparison, build_comparison, parse_percent
+from .compare.comparison import build_comparison
+from .compare.gate import GateResult, Metric, gate, gate_exit_code, metric_percents, parse_metric
+from .compare.model import CompareOptions, Comparison
 from .errors import ExitCode, UsageError
-from .gate import GateResult, Metric, gate, gate_exit_code, metric_percents, parse_metric
 from .jsonfile import write_json_atomic
 from .plan import DEFAULT_MAX_ITERATIONS, Plan, VariantSettings
 from .runmeta import Status
 from .runselect import Resolved, complete_runs
+from .units import parse_percent
 from .workloads import get_workload
 
 STATE_FILE = "bisect.json"

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     plan = dataclasses.replace(plan, variants=[variant], iterations=args.runs,
                                until_decided=None)
 
-    from ..calibration import profile_from_runs
+    from ..compare.calibration import profile_from_runs
     from ..noiseprofiles import save_profile
     from ..report.noise import render_profile
     from ..runmeta import Status

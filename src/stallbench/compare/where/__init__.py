@@ -14,17 +14,17 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..analysis import delaymax, device, montables, slowops, whyline
-from ..analysis import histogram as hist
-from ..analysis import mechanism as mech
-from ..analysis import monitors as am
-from ..analysis import wheresection as ws
-from ..analysis.summary import RESPONSE_SUFFIX, op_totals
-from ..errors import RunDataError
-from ..monitors.base import table_columns
-from ..monitors.counters import COUNTERS
-from ..rundirs import TRACE_TABLES
-from ..store import Run
+from ...analysis import delaymax, device, montables, slowops, whyline
+from ...analysis import histogram as hist
+from ...analysis import mechanism as mech
+from ...analysis import monitors as am
+from ...analysis import wheresection as ws
+from ...analysis.summary import RESPONSE_SUFFIX, op_totals
+from ...errors import RunDataError
+from ...monitors.base import table_columns
+from ...monitors.counters import COUNTERS
+from ...rundirs import TRACE_TABLES
+from ...store import Run
 from .facts import busy_at_rows, variant_facts
 
 SLOW_FACTOR = 10.0
