@@ -24,13 +24,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import __version__
 from ..analysis import windows as win
 from ..errors import RunDataError, UsageError
 from ..opsfile import OPS_ROW_GROUP
 from ..rundirs import OPS_FILE
 from ..runmeta import run_end_s
 from ..store import Run
+from ..version import __version__
 from .perfettoevents import (
     ExportSummary,
     Writer,

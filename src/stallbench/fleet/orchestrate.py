@@ -31,10 +31,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..jsonfile import write_json_atomic
 from ..plan import Plan
 from ..store import load_run
+from ..version import __version__
 from .ansible import Runner, check_ansible
 from .boot import boot_failed, boot_tasks
 from .inventory import HostConfig, assign, load_inventory

@@ -39,7 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..analysis import montables
+from ..analysis import monitornames, montables
 from ..context import RunContext
 from ..logformats.ftrace import parse_block_trace, parse_trace
 from ..syscalls import header_for, names_unavailable, syscall_names
@@ -60,7 +60,7 @@ D_STATE_TRIGGER = "stacktrace if prev_state & 2"
 
 
 class TraceMonitor(Monitor):
-    name = "trace"
+    name = monitornames.TRACE
     full = False
     table_name = "trace"
 
@@ -220,7 +220,7 @@ class TraceMonitor(Monitor):
 
 
 class TraceFullMonitor(TraceMonitor):
-    name = "trace-full"
+    name = monitornames.TRACE_FULL
     full = True
     table_name = "trace_full"
 
