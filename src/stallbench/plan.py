@@ -20,6 +20,7 @@ from .options import (
     SWITCH,
     Field,
     NestedUsageError,
+    check_relations,
     fields_of,
     option,
     parse_values,
@@ -28,14 +29,8 @@ from .options import (
 from .rundirs import default_results_dir
 from .tomllines import key_lines
 from .units import parse_duration
-from .variant import (
-    RELATIONS,
-    VARIANT_FIELDS,
-    VariantSettings,
-    check_plain_path,
-    check_relations,
-    workload_options_table,
-)
+from .variant import RELATIONS, VARIANT_FIELDS, VariantSettings, workload_options_table
+from .variantshapes import check_plain_path
 from .workloads import available_workloads, get_workload
 
 MAX_PLAN_BYTES = 1 << 20

@@ -16,7 +16,7 @@ def plan_json_schema() -> dict[str, Any]:
     the reader accepts, so a key it refuses fails validation too (each workload's option table
     names its keys, chosen by the plan's `workload`)."""
     from .fleet.planhosts import BOOT_SCHEMA
-    from .variant import OPTION_KEY_RE
+    from .variantshapes import OPTION_KEY_RE
 
     workloads = available_workloads()
     variant = json_schema(VARIANT_FIELDS)
