@@ -42,9 +42,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stallbench import store
+from stallbench.analysis.distrust import MACHINE_BUSIER
 from stallbench.analysis.quantiles import LATENCY_STATS
-from stallbench.comparison import MACHINE_BUSIER, CompareOptions, build_comparison
-from stallbench.gate import Metric, gate, gate_exit_code
+from stallbench.compare.comparison import build_comparison
+from stallbench.compare.gate import Metric, gate, gate_exit_code
+from stallbench.compare.model import CompareOptions
 from stallbench.rundirs import OPS_FILE
 from stallbench.runmeta import Status
 from stallbench.runselect import Resolved

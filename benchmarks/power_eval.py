@@ -24,9 +24,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from aa import scaled_copy  # noqa: E402
 
-from stallbench.calibration import duet_profile_from_runs, profile_from_runs  # noqa: E402
-from stallbench.comparison import CompareOptions, build_comparison  # noqa: E402
-from stallbench.gate import Metric, gate, gate_exit_code  # noqa: E402
+from stallbench.compare.calibration import duet_profile_from_runs, profile_from_runs  # noqa: E402
+from stallbench.compare.comparison import build_comparison  # noqa: E402
+from stallbench.compare.gate import Metric, gate, gate_exit_code  # noqa: E402
+from stallbench.compare.model import CompareOptions  # noqa: E402
 from stallbench.runselect import Resolved  # noqa: E402
 from stallbench.store import Run, load_run  # noqa: E402
 

@@ -13,7 +13,8 @@ from stallbench.analysis import histogram as hist
 from stallbench.analysis import intervals as iv
 from stallbench.analysis import stationarity
 from stallbench.analysis import summary as sm
-from stallbench.comparison import CompareOptions, compare_summaries
+from stallbench.compare.changes import compare_summaries
+from stallbench.compare.model import CompareOptions
 
 DURATION_S = 10.0
 BLOCK_NS = sm.block_ns_for(DURATION_S)

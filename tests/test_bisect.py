@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_stallbench, stallbench_cmd
-from stallbench.bisect import BAD, FOUND, GOOD, NOT_BAD, RANGE, SKIP, UNDECIDED, Search
+from stallbench.bisectsearch import BAD, FOUND, GOOD, NOT_BAD, RANGE, SKIP, UNDECIDED, Search
 
 
 def _simulate(n: int, first_bad: int | None, undecidable: set[int], knee: bool = False):

@@ -335,12 +335,12 @@ def test_an_op_that_stops_while_others_go_on_is_starved(tmp_path, capsys):
 def test_a_failing_where_analysis_leaves_the_latency_comparison(results, capsys, monkeypatch):
     """A bug in the monitors' analysis must not hide the comparison: every format says it in one
     line where the section would be, and the op tables are all there."""
-    import stallbench.where
+    import stallbench.compare.where
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(stallbench.where, "build", broken)
+    monkeypatch.setattr(stallbench.compare.where, "build", broken)
     said = "where did the time go: analysis failed (RuntimeError: a bug)"
     for fmt in ("text", "markdown", "html"):
         code, out, _ = run_cli(capsys, "compare", "vanilla", "memcg", "--results", str(results),

@@ -1,5 +1,5 @@
-"""comparison.py against numpy on the raw ops: the pooled statistics of each variant, the rate,
-the sample counts and their change, the parsers; and its refusals."""
+"""compare/comparison.py against numpy on the raw ops: the pooled statistics of each variant,
+the rate, the sample counts and their change, the parsers; and its refusals."""
 
 from __future__ import annotations
 
@@ -7,14 +7,12 @@ import numpy as np
 import pytest
 from test_compare_fixtures import lognormal_ns, write_run
 
-from stallbench.comparison import (
-    CompareOptions,
-    build_comparison,
-    parse_percent,
-    parse_percentiles,
-)
+from stallbench.cli.common import parse_percentiles
+from stallbench.compare.comparison import build_comparison
+from stallbench.compare.model import CompareOptions
 from stallbench.errors import UsageError
 from stallbench.runselect import resolve_runs
+from stallbench.units import parse_percent
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from stallbench.env.iocgroup import find_io_controller
 from stallbench.env.memcg import find_memory_controller
 from stallbench.errors import UsageError
 from stallbench.plan import load_plan
-from stallbench.variant import parse_io_max
+from stallbench.variantshapes import parse_io_max
 
 RECORD = 64 << 10
 LIMIT = 4 << 20

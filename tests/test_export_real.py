@@ -539,7 +539,7 @@ def test_trace_full_sees_the_first_ops_and_monitors_stop_with_the_last(pair, ful
         assert t.min() <= ops["start_ns"].min(), table
         assert t.max() <= last_op + 100_000_000, (table, t.max() / 1e9, last_op / 1e9)
     # the plots of time stop at the run's end
-    from stallbench.comparison import build_comparison
+    from stallbench.compare.comparison import build_comparison
     from stallbench.report import plots
     comparison = build_comparison(resolve_runs("full", results), [resolve_runs("tight", results)])
     ends = [(_ops(run)["start_ns"] + _ops(run)["latency_ns"]).max() / 1e9 for run in (full, tight)]
@@ -611,7 +611,7 @@ def test_differential_flame_graph_colours_each_frames_own_change(pair) -> None:
 
 def test_shift_plot_axis_follows_the_changes_and_marks_clipped_intervals(pair, full) -> None:
     _base, results, tight, roomy = pair
-    from stallbench.comparison import build_comparison
+    from stallbench.compare.comparison import build_comparison
     from stallbench.report import plots
     comparison = build_comparison(resolve_runs("roomy", results),
                                   [resolve_runs("tight", results), resolve_runs("full", results)])

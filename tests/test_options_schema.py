@@ -13,7 +13,8 @@ import pytest
 
 from stallbench.cli import build_parser
 from stallbench.cli.run import plan_from_args
-from stallbench.plan import load_plan, plan_json_schema
+from stallbench.plan import load_plan
+from stallbench.planschema import plan_json_schema
 from stallbench.workloads import available_workloads, get_workload
 
 ROOT = Path(__file__).resolve().parent.parent

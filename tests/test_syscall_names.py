@@ -15,8 +15,8 @@ import pytest
 
 from stallbench.context import EnvState, RunContext
 from stallbench.journal import Journal
+from stallbench.logformats.ftrace import parse_trace
 from stallbench.monitors import monitor_class
-from stallbench.monitors.trace import parse_trace
 from stallbench.syscalls import header_for, parse_table, syscall_names
 
 needs_table = pytest.mark.skipif(header_for() is None,

@@ -13,9 +13,9 @@ import pytest
 
 from stallbench.analysis.monitors import parse_folded
 from stallbench.analysis.wheresection import CounterRow, WhereSection
+from stallbench.compare.where import explain
 from stallbench.report.where import render_html, render_markdown, render_text
 from stallbench.runselect import resolve_runs
-from stallbench.where import explain
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (memory cgroup, tracefs)")
 

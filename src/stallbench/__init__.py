@@ -8,7 +8,7 @@ Public API for notebooks and scripts::
     run.meta.status, run.op_arrays()["read"].latency_ns
 """
 
-__version__ = "0.3.0"
+from .version import __version__
 
 __all__ = ["Run", "load_run", "resolve_runs", "__version__"]
 

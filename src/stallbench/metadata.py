@@ -65,7 +65,7 @@ def describe(schema: pa.Schema, path: Path, table: str | None = None,
              units: Mapping[str, str] | None = None) -> dict[str, str]:
     """The key-value metadata for a table with this schema written to `path`; `units` are the
     table's declared ones (a monitor's TableSchema), the naming conventions fill the rest."""
-    from . import __version__
+    from .version import __version__
 
     path = Path(path)
     table = table or path.name.removesuffix(".parquet")

@@ -20,22 +20,17 @@ from .options import (
     SWITCH,
     Field,
     NestedUsageError,
+    check_relations,
     fields_of,
-    json_schema,
     option,
     parse_values,
     unknown_key,
 )
 from .rundirs import default_results_dir
+from .tomllines import key_lines
 from .units import parse_duration
-from .variant import (
-    RELATIONS,
-    VARIANT_FIELDS,
-    VariantSettings,
-    check_plain_path,
-    check_relations,
-    workload_options_table,
-)
+from .variant import RELATIONS, VARIANT_FIELDS, VariantSettings, workload_options_table
+from .variantshapes import check_plain_path
 from .workloads import available_workloads, get_workload
 
 MAX_PLAN_BYTES = 1 << 20
@@ -133,73 +128,14 @@ class Plan:
 
 PLAN_FIELDS: tuple[Field, ...] = fields_of(Plan)
 RUN_FIELDS = tuple(f for f in PLAN_FIELDS if f.option is not None)   # flags and plan keys
-_OTHER_TOP_KEYS = (   # plan keys read by the reader itself
+OTHER_TOP_KEYS = (   # plan keys read by the reader itself
     Field("options", flag=None, schema={"$ref": "#/$defs/options"}),
     Field("max_iterations", flag=None, schema={"type": "integer", "minimum": 1}),
     Field("metrics", flag=None, schema={"type": "array", "minItems": 1, "items": {
         "type": "string", "pattern": "^[^:]+:[A-Za-z0-9_.]+$"}}),
 )
-_TOP_KEYS = {f.name for f in PLAN_FIELDS + _OTHER_TOP_KEYS}
+_TOP_KEYS = {f.name for f in PLAN_FIELDS + OTHER_TOP_KEYS}
 _VARIANT_KEYS = {f.name for f in VARIANT_FIELDS}
-
-
-def plan_json_schema() -> dict[str, Any]:
-    """schemas/plan.schema.json, from the tables (tests/test_plan_schema.py compares them): what
-    the reader accepts, so a key it refuses fails validation too (each workload's option table
-    names its keys, chosen by the plan's `workload`)."""
-    from .fleet.planhosts import BOOT_SCHEMA
-    from .variant import OPTION_KEY_RE
-
-    workloads = available_workloads()
-    variant = json_schema(VARIANT_FIELDS)
-    variant["boot"] = BOOT_SCHEMA
-    properties = json_schema(PLAN_FIELDS + _OTHER_TOP_KEYS)
-    properties["workload"] = {"enum": workloads}
-    by_workload = []
-    for name in workloads:
-        ref = {"$ref": f"#/$defs/options-{name}"}
-        by_workload.append({
-            "if": {"required": ["workload"], "properties": {"workload": {"const": name}}},
-            "then": {"properties": {"options": ref, "workload_options": ref, "variants": {
-                "items": {"properties": {"workload_options": ref}}}}}})
-    auto = {"required": ["iterations"], "properties": {"iterations": {"const": "auto"}}}
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "stallbench/plan.schema.json",
-        "title": "stallbench plan file (TOML, as parsed)",
-        "description": "stallbench run --plan PLAN.toml. Keys mirror the command-line flags; "
-                       "unknown keys are refused. Sizes are strings like 512M or integers in "
-                       "bytes, durations strings like 20s or numbers of seconds.",
-        "type": "object", "required": ["workload", "variants"], "additionalProperties": False,
-        "properties": properties,
-        "allOf": [
-            *by_workload,
-            {"not": {"required": ["options", "workload_options"]}},
-            {"if": auto, "then": {"required": ["metrics"]},
-             "else": {"not": {"anyOf": [{"required": ["metrics"]},
-                                        {"required": ["max_iterations"]}]}}},
-        ],
-        "$defs": {
-            "size": {"oneOf": [{"type": "string", "pattern": "^[0-9.]+ ?[KMGTkmgt]?i?[Bb]?$"},
-                               {"type": "integer", "minimum": 1}]},
-            "duration": {"oneOf": [{"type": "string"},
-                                   {"type": "number", "exclusiveMinimum": 0}]},
-            "options": {"type": "object",
-                        "propertyNames": {"pattern": OPTION_KEY_RE.pattern}},
-            "variant": {"type": "object", "required": ["name"], "additionalProperties": False,
-                        "properties": variant},
-            **{f"options-{name}": _options_schema(name) for name in workloads},
-        },
-    }
-
-
-def _options_schema(workload: str) -> dict[str, Any]:
-    """A workload's option table: its keys, as written with underscores or dashes."""
-    properties: dict[str, Any] = {}
-    for f in get_workload(workload).option_fields():
-        for key in dict.fromkeys((f.name, f.name.replace("_", "-"))):
-            properties[key] = dict(f.schema)
-    return {"type": "object", "additionalProperties": False, "properties": properties}
 
 
 def load_plan(path: Path | str) -> Plan:
@@ -233,7 +169,7 @@ class _PlanReader:
     def __init__(self, path: Path, text: str):
         self.path = path
         try:
-            self.lines = _key_lines(text)
+            self.lines = key_lines(text)
         except Exception:  # noqa: BLE001 - line numbers are a courtesy; never fail on them
             self.lines = {}
 
@@ -426,59 +362,3 @@ def _dotted(key_path: tuple[Any, ...]) -> str:
 def _default_variant_name() -> str:
     release = re.sub(r"[^A-Za-z0-9._+@=,:-]", "_", os.uname().release)[:100]
     return release if release and release[0].isalnum() else f"v{release}"[:100]
-
-
-# -- where keys are: a small line scanner, since tomllib keeps no positions -----------------------
-
-_HEADER_RE = re.compile(r"^\s*(\[\[?)\s*(.+?)\s*(\]\]?)\s*(#.*)?$")
-_KEY_RE = re.compile(r"^\s*((?:[A-Za-z0-9_-]+|\"[^\"\n]*\"|'[^'\n]*')"
-                     r"(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"\n]*\"|'[^'\n]*'))*)\s*=")
-_KEY_PART_RE = re.compile(r"[A-Za-z0-9_-]+|\"[^\"\n]*\"|'[^'\n]*'")
-
-
-def _split_key(text: str) -> list[str]:
-    return [p[1:-1] if p[0] in "\"'" else p for p in _KEY_PART_RE.findall(text)]
-
-
-def _key_lines(text: str) -> dict[tuple[Any, ...], int]:
-    """Map key paths like ('variants', 1, 'memory') to the line where they are written."""
-    lines: dict[tuple[Any, ...], int] = {}
-    array_counts: dict[tuple[str, ...], int] = {}
-    table: tuple[Any, ...] = ()
-    in_multiline: str | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if in_multiline:
-            if line.count(in_multiline) % 2 == 1:
-                in_multiline = None
-            continue
-        header = _HEADER_RE.match(line)
-        if header and header.group(1) == header.group(3)[::-1].replace("]", "["):
-            names = _split_key(header.group(2))
-            resolved = _resolve_arrays(tuple(names), array_counts)
-            if header.group(1) == "[[":
-                count = array_counts.get(tuple(names), 0)
-                array_counts[tuple(names)] = count + 1
-                resolved = (*_resolve_arrays(tuple(names[:-1]), array_counts), names[-1], count)
-            table = resolved
-            lines.setdefault(table, number)
-            continue
-        key = _KEY_RE.match(line)
-        if key:
-            lines.setdefault((*table, *_split_key(key.group(1))), number)
-            rest = line[key.end():]
-            for quote in ('"""', "'''"):
-                if rest.count(quote) % 2 == 1:
-                    in_multiline = quote
-    return lines
-
-
-def _resolve_arrays(names: tuple[str, ...], array_counts: dict[tuple[str, ...], int]
-                    ) -> tuple[Any, ...]:
-    """[variants.sysctls] after [[variants]] means the last variants entry: add its index."""
-    resolved: list[Any] = []
-    for i, name in enumerate(names):
-        resolved.append(name)
-        count = array_counts.get(names[: i + 1])
-        if count:
-            resolved.append(count - 1)
-    return tuple(resolved)

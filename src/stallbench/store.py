@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import __version__, metadata
+from . import metadata
 from .errors import RunDataError, UsageError
 from .hostfacts import kernel_info, pid_alive, utc_now
 from .opsfile import OPS_ROW_GROUP, OpArrays, empty_op, split_by_op, write_ops_file
@@ -36,6 +36,7 @@ from .rundirs import (
     refuse_symlinks,
 )
 from .runmeta import RUN_FILE, RunMeta, Status, read_meta, write_meta
+from .version import __version__
 
 
 class RunWriter:

@@ -1,4 +1,4 @@
-"""Parsing of sizes and durations, and choosing display units for nanoseconds."""
+"""Parsing of sizes, durations and percentages, and choosing display units for nanoseconds."""
 
 from __future__ import annotations
 
@@ -58,6 +58,18 @@ def parse_duration(text: str | float | int, what: str = "duration") -> float:
     if seconds > 366 * 86400:
         raise UsageError(f"{what}: {text!r} is longer than a year")
     return seconds
+
+
+def parse_percent(text: str, what: str) -> float:
+    """'10%' or '10' -> 0.10."""
+    raw = str(text).strip().removesuffix("%").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"{what}: {text!r} is not a percentage (use e.g. 10%)") from None
+    if not math.isfinite(value) or value < 0 or value > 10000:
+        raise UsageError(f"{what}: {text!r} must be a percentage between 0 and 10000")
+    return value / 100.0
 
 
 def size_text(nbytes: int) -> str:

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .analysis.intervals import DECIDED, Verdict
-from .comparison import CompareOptions, build_comparison
+from .compare.comparison import build_comparison
+from .compare.gate import Metric, metric_change, metric_percents, parse_metric
+from .compare.model import CompareOptions
 from .errors import UsageError
-from .gate import Metric, metric_change, metric_percents, parse_metric
 from .runselect import Resolved, complete_runs
 
 

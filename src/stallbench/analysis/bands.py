@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import histogram as hist
+
 N_BANDS = 50
 
 
@@ -69,3 +71,12 @@ def distribution_shift(baseline_counts: np.ndarray, candidate_counts: np.ndarray
         return Shift(moved, lost, gained, lost_share, gained_share, True,
                      min(lost_share, gained_share), mixed)
     return Shift(moved, lost, gained, lost_share, gained_share)
+
+
+def bands_from_histogram(histogram: np.ndarray) -> np.ndarray:
+    """Log2 bands from the log-linear histogram: bucket // SUB_BUCKETS is the power of two."""
+    counts = histogram.reshape(-1, hist.SUB_BUCKETS).sum(axis=1)
+    out = np.zeros(N_BANDS, dtype=np.int64)
+    out[:min(len(counts), N_BANDS)] = counts[:N_BANDS]
+    out[-1] += counts[N_BANDS:].sum()
+    return out

@@ -72,6 +72,24 @@ def quantiles_from_counts(counts: np.ndarray, probabilities: np.ndarray,
     return result
 
 
+def quantiles(counts: np.ndarray, probabilities: list[float]) -> list[float]:
+    """Quantiles of one fine histogram (N_BUCKETS counts), as floats (NaN when it is empty)."""
+    return quantiles_from_counts(counts, np.asarray(probabilities),
+                                 bucket_lower_edges())[0].tolist()
+
+
+def ccdf(counts: np.ndarray) -> dict[str, list[float]]:
+    """Fraction of ops slower than each bucket's upper edge (for the log-log CCDF plot)."""
+    total = counts.sum()
+    if total == 0:
+        return {"latency_ns": [], "fraction_above": []}
+    used = np.flatnonzero(counts)
+    upper = bucket_lower_edges()[used + 1]
+    above = 1.0 - np.cumsum(counts)[used] / total
+    keep = above > 0
+    return {"latency_ns": upper[keep].tolist(), "fraction_above": above[keep].tolist()}
+
+
 def count_above(counts: np.ndarray, threshold: float) -> int:
     """How many samples exceed `threshold` (the bucket holding it counted by interpolation)."""
     edges = bucket_lower_edges()

@@ -51,37 +51,77 @@ The model, on the log scale of each statistic (p50 ... p99.9, mean, rate), for r
 
 min and max have no interval: one extreme value per run says nothing about the next run.
 
-Verdicts (comparison._adjust): only the statistics that decide (DECIDING_STATS of each op:
-p50, p99 and rate, or the metrics named with --metric) share the candidate's false-discovery
-budget, Benjamini-Hochberg within each candidate, so adding a variant takes no verdict from
-another; the other rows keep their unadjusted interval, verdict INTERVAL_ONLY. better/worse
-when the interval excludes 0, the adjusted p-value is below 5% and |change| exceeds the noise
-threshold; same when the whole interval lies within ±noise; unclear otherwise, with the reason
-where the interval alone does not show it (ADJUSTED, the distrust rules' notes, TOO_WIDE: an
-interval wider than MAX_INTERVAL_RATIO either way is not shown), and the number of runs per
-variant that would likely decide it (the same formula with k runs, given the variance seen).
-A paced op's rate is PACED: its schedule sets it (comparison._pace_rates).
+Verdicts (compare/verdicts.adjust; the rule in change.py): only the statistics that decide
+(DECIDING_STATS of each op: p50, p99 and rate, or the metrics named with --metric) share the
+candidate's false-discovery budget, Benjamini-Hochberg within each candidate, so adding a
+variant takes no verdict from another; the other rows keep their unadjusted interval, verdict
+INTERVAL_ONLY. better/worse when the interval excludes 0, the adjusted p-value is below 5% and
+|change| exceeds the noise threshold; same when the whole interval lies within ±noise; unclear
+otherwise, with the reason where the interval alone does not show it (ADJUSTED, the distrust
+rules' notes, TOO_WIDE: an interval wider than MAX_INTERVAL_RATIO either way is not shown), and
+the number of runs per variant that would likely decide it (the same formula with k runs, given
+the variance seen). A paced op's rate is PACED: its schedule sets it
+(compare/verdicts.pace_rates).
 """
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 
 import numpy as np
 
-from . import histogram as hist
-from . import summary as sm
+# the parts of the model in their own modules, re-exported: the per-run statistics (e_ji),
+# the change and its verdict, the t distribution
+from .change import (
+    ADJUSTED,
+    BEHIND_SCHEDULE,
+    DECIDED,
+    DIRECTED,
+    MAX_INTERVAL_RATIO,
+    TOO_WIDE,
+    Change,
+    Verdict,
+    excludes_zero,
+    ratio_change,
+    too_wide,
+    verdict,
+)
+from .runstats import (
+    MAX_GROUPS,
+    MIN_BLOCKS_PER_GROUP,
+    MIN_GROUPS,
+    MIN_TAIL_PER_GROUP,
+    QUARTERS,
+    RunStatistic,
+    mean_statistic,
+    quantile_statistics,
+    rate_statistic,
+    wandering,
+)
+from .tdist import (
+    CONFIDENCE,
+    benjamini_hochberg,
+    combine_log_se,
+    p_value_from_interval,
+    t_quantile,
+    t_two_sided_p,
+    welch_dof,
+    z_quantile,
+)
 
-CONFIDENCE = 0.95
-MIN_GROUPS = 4
-MAX_GROUPS = 32
-MIN_BLOCKS_PER_GROUP = 2
-MIN_TAIL_PER_GROUP = 5
+__all__ = [
+    "ADJUSTED", "ASSUMED", "ASSUMED_FADE_DOF", "BEHIND_SCHEDULE", "CONFIDENCE", "DECIDED",
+    "DIRECTED", "MAX_GROUPS", "MAX_INTERVAL_RATIO", "MAX_ITERATIONS_ADVICE",
+    "MIN_BLOCKS_PER_GROUP", "MIN_GROUPS", "MIN_TAIL_PER_GROUP", "METHOD", "PRIOR_DOF",
+    "PROFILE", "QUARTERS", "RESPONSE_PRIOR_FACTOR", "RUN_TO_RUN_SD", "TAIL_PROBABILITY",
+    "TOO_WIDE", "Change", "Prior", "RunStatistic", "Verdict", "assumed_prior",
+    "benjamini_hochberg", "combine_log_se", "decision_half_width", "excludes_zero",
+    "iterations_to_decide", "mean_statistic", "p_value_from_interval", "prior_sd",
+    "quantile_statistics", "rate_statistic", "ratio_change", "t_quantile", "t_two_sided_p",
+    "too_wide", "two_level_change", "verdict", "wandering", "welch_dof", "z_quantile",
+]
+
 MAX_ITERATIONS_ADVICE = 30
-QUARTERS = 4
-WANDERING_ALPHA = 0.001
 PRIOR_DOF = 4.0
 ASSUMED_FADE_DOF = 3.0   # the A/A table's weight falls from PRIOR_DOF to 0 as these are measured
 # Run-to-run standard deviation of the log statistic, assumed where runs cannot show it:
@@ -103,73 +143,6 @@ METHOD = ("two-level: time blocks within each run, and the spread between runs (
           "3+3 runs partly assumed from A/A runs)")
 
 
-@functools.cache
-def _special():
-    """scipy.special, imported on first use (0.4 s; scipy.stats would take 2 s)."""
-    from scipy import special
-
-    return special
-
-
-def t_quantile(probability: float, dof: float) -> float:
-    """Student t quantile."""
-    return float(_special().stdtrit(dof, probability))
-
-
-def t_two_sided_p(t: float, dof: float) -> float:
-    """P(|T| >= |t|) for Student t with `dof` degrees of freedom."""
-    return float(2 * _special().stdtr(dof, -abs(t)))
-
-
-def z_quantile(probability: float) -> float:
-    return float(_special().ndtri(probability))
-
-
-class Verdict(StrEnum):
-    """A change's verdict, with the word the reports and the comparison JSON print."""
-
-    BETTER = "better"
-    WORSE = "worse"
-    SAME = "same"
-    UNCLEAR = "unclear"
-    NA = "n/a"                         # no interval
-    PACED = "paced"                    # a rate set by the workload's own schedule
-    INTERVAL_ONLY = "interval only"    # outside the false-discovery budget: no verdict
-
-
-DIRECTED = (Verdict.BETTER, Verdict.WORSE)      # an interval that excludes 0, beyond the noise
-DECIDED = (*DIRECTED, Verdict.SAME)             # what --iterations auto waits for
-
-
-@dataclass
-class Change:
-    """ratio - 1 of candidate vs baseline with its interval (None where there is none)."""
-
-    change: float | None
-    low: float | None = None
-    high: float | None = None
-    p_value: float | None = None
-    p_adjusted: float | None = None
-    verdict: str = Verdict.NA
-    note: str | None = None
-    runs: tuple[int, int] | None = None         # (baseline, candidate) runs behind the interval
-    blocks: tuple[int, int] | None = None       # time-block groups per run (smallest per side)
-    run_sd: float | None = None                 # the run-to-run sd used (log scale)
-    run_sd_measured: bool = False               # False: the prior alone (one run each)
-    iterations_needed: int | None = None        # runs per variant likely to decide an unclear row
-    interval_shown: bool = True                 # False: wider than MAX_INTERVAL_RATIO (too_wide)
-    prior_dof: float | None = None              # the prior's weight in runs' degrees of freedom
-    prior_source: str | None = None             # ASSUMED | PROFILE
-    variance: dict = field(default_factory=dict, repr=False)   # the terms, for the advice
-
-
-def ratio_change(candidate: float | None, baseline: float | None) -> float | None:
-    if candidate is None or baseline is None or not np.isfinite(candidate) \
-            or not np.isfinite(baseline) or baseline <= 0:
-        return None
-    return candidate / baseline - 1.0
-
-
 def prior_sd(stat: str | None = None, probability: float | None = None,
              table: dict[str, float] | None = None) -> float:
     """τ0 for a statistic by name ('p99', 'mean', 'rate') or for any quantile probability,
@@ -183,127 +156,6 @@ def prior_sd(stat: str | None = None, probability: float | None = None,
     xs = [-np.log10(1.0 - p) for p, _ in _QUANTILE_PRIOR]
     ys = [table[name] for _, name in _QUANTILE_PRIOR]
     return float(np.interp(x, xs, ys))
-
-
-# ----------------------------------------------------------------------------------------------
-# one run: its estimate and its own variance from groups of time blocks
-
-
-@dataclass
-class RunStatistic:
-    """log of one statistic of one run, and the variance of that log from its time blocks."""
-
-    log_value: float | None
-    within_var: float | None    # None: too few blocks or tail samples to estimate it
-    groups: int = 0
-    quarter_var: float | None = None   # variance of the statistic over the run's quarters
-
-
-def _groups(blocks: int, wanted: int) -> list[np.ndarray]:
-    if blocks <= 0 or wanted <= 0:
-        return []
-    return [g for g in np.array_split(np.arange(blocks), min(wanted, blocks)) if g.size]
-
-
-def quantile_statistics(op: sm.OpSummary, warmup_blocks: int,
-                        probabilities: list[float]) -> list[RunStatistic]:
-    """Per probability: the run's log quantile (fine histogram) and its batch variance."""
-    n = int(op.histogram.sum())
-    if n == 0:
-        return [RunStatistic(None, None) for _ in probabilities]
-    estimates = hist.quantiles_from_counts(op.histogram, np.asarray(probabilities),
-                                           hist.bucket_lower_edges())[0]
-    blocks = op.block_hist[warmup_blocks:]
-    coarse_edges = sm.coarse_lower_edges()[op.coarse_first:op.coarse_first + blocks.shape[1] + 1]
-    out = []
-    cumulative_blocks = blocks.shape[0]
-    for p, estimate in zip(probabilities, estimates, strict=True):
-        log_value = float(np.log(max(estimate, 1.0)))
-        wanted = min(MAX_GROUPS, int(round(n * (1.0 - p))) // MIN_TAIL_PER_GROUP,
-                     cumulative_blocks // MIN_BLOCKS_PER_GROUP)
-        if wanted < MIN_GROUPS:
-            out.append(RunStatistic(log_value, None))
-            continue
-        groups = _groups(cumulative_blocks, wanted)
-        counts = np.stack([blocks[g].sum(axis=0) for g in groups])
-        if (counts.sum(axis=1) > 0).sum() < MIN_GROUPS:
-            out.append(RunStatistic(log_value, None))
-            continue
-        left_out = counts.sum(axis=0)[None, :] - counts
-        values = hist.quantiles_from_counts(left_out, np.array([p]), coarse_edges)[:, 0]
-        logs = np.log(np.maximum(values, 1.0))
-        g = logs.size
-        jackknife = (g - 1) / g * float(np.sum((logs - logs.mean()) ** 2))
-        quarters = np.stack([blocks[q].sum(axis=0) for q in _groups(cumulative_blocks, QUARTERS)])
-        drift = None
-        if quarters.shape[0] == QUARTERS and (quarters.sum(axis=1) * (1 - p)
-                                              >= MIN_TAIL_PER_GROUP).all():
-            level = hist.quantiles_from_counts(quarters, np.array([p]), coarse_edges)[:, 0]
-            drift = float(np.var(np.log(np.maximum(level, 1.0)), ddof=1))
-        out.append(RunStatistic(log_value, jackknife, g, drift))
-    return out
-
-
-def wandering(runs: list[RunStatistic]) -> float:
-    """Variance of the runs' quarter levels beyond sampling (each quarter alone has about
-    QUARTERS times the whole run's variance), counted only when the quarters differ
-    significantly more than sampling explains (χ² test at 1%): 0 for a stationary run."""
-    usable = [r for r in runs if r.quarter_var is not None and r.within_var]
-    if not usable:
-        return 0.0
-    statistic = sum((QUARTERS - 1) * r.quarter_var / (QUARTERS * r.within_var) for r in usable)
-    dof = (QUARTERS - 1) * len(usable)
-    if float(_special().chdtrc(dof, statistic)) >= WANDERING_ALPHA:
-        return 0.0
-    return max(0.0, float(np.mean([r.quarter_var - QUARTERS * r.within_var for r in usable])))
-
-
-def mean_statistic(op: sm.OpSummary, warmup_blocks: int) -> RunStatistic:
-    """log mean latency and its variance by batch means (ratio estimator) over time."""
-    count = op.block_count[warmup_blocks:].astype(np.float64)
-    total = op.block_sum[warmup_blocks:].astype(np.float64)
-    return _ratio_statistic(total, count)
-
-
-def rate_statistic(op: sm.OpSummary, warmup_blocks: int,
-                   block_seconds: np.ndarray) -> RunStatistic:
-    """log ops/s and its variance by batch means over time (counts per group over its time)."""
-    count = op.block_count[warmup_blocks:].astype(np.float64)
-    return _ratio_statistic(count, np.asarray(block_seconds[warmup_blocks:], np.float64))
-
-
-def _ratio_statistic(numerator: np.ndarray, denominator: np.ndarray) -> RunStatistic:
-    if denominator.sum() <= 0 or numerator.sum() <= 0:
-        return RunStatistic(None, None)
-    ratio = numerator.sum() / denominator.sum()
-    groups = _groups(numerator.size, min(MAX_GROUPS, numerator.size // MIN_BLOCKS_PER_GROUP))
-    if len(groups) < MIN_GROUPS:
-        return RunStatistic(float(np.log(ratio)), None)
-    num = np.array([numerator[g].sum() for g in groups])
-    den = np.array([denominator[g].sum() for g in groups])
-    k = len(groups)
-    residual = num - ratio * den
-    variance = float(k / (k - 1) * np.sum(residual ** 2) / den.sum() ** 2 / ratio ** 2)
-    quarters = _groups(numerator.size, QUARTERS)
-    q_num = np.array([numerator[q].sum() for q in quarters])
-    q_den = np.array([denominator[q].sum() for q in quarters])
-    drift = None
-    if len(quarters) == QUARTERS and (q_num > 0).all() and (q_den > 0).all():
-        drift = float(np.var(np.log(q_num / q_den), ddof=1))
-    return RunStatistic(float(np.log(ratio)), variance, k, drift)
-
-
-# ----------------------------------------------------------------------------------------------
-# two variants: runs and blocks combined
-
-
-def welch_dof(terms: list[tuple[float, float]]) -> float:
-    """Welch-Satterthwaite degrees of freedom of a sum of variance terms (variance, dof)."""
-    total = sum(v for v, _ in terms)
-    denominator = sum(v ** 2 / d for v, d in terms if v > 0 and d > 0)
-    if total <= 0 or denominator <= 0:
-        return float(max(sum(d for _, d in terms), 1.0))
-    return float(max(total ** 2 / denominator, 1.0))
 
 
 @dataclass(frozen=True)
@@ -462,80 +314,3 @@ def iterations_to_decide(change: Change, noise: float,
         if half < target:
             return k
     return None
-
-
-def combine_log_se(candidate: tuple[float, float, int], baseline: tuple[float, float, int],
-                   confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """Welch t interval for exp(log c - log b) - 1 from (log value, standard error, dof)."""
-    log_ratio = candidate[0] - baseline[0]
-    se = float(np.hypot(candidate[1], baseline[1]))
-    dof = welch_dof([(candidate[1] ** 2, candidate[2]), (baseline[1] ** 2, baseline[2])])
-    half = t_quantile(0.5 + confidence / 2, dof) * se
-    return float(np.expm1(log_ratio)), float(np.expm1(log_ratio - half)), \
-        float(np.expm1(log_ratio + half))
-
-
-def p_value_from_interval(change: float, low: float, high: float,
-                          confidence: float = CONFIDENCE) -> float:
-    """Two-sided p-value of 'no change', reading the interval as normal on the log scale."""
-    log_ratio = np.log1p(change)
-    bound = np.log1p(low) if log_ratio > 0 else np.log1p(high)
-    z_crit = z_quantile(0.5 + confidence / 2)
-    se = abs(log_ratio - bound) / z_crit
-    if se <= 0:
-        return 0.0 if log_ratio != 0 else 1.0
-    return float(_special().erfc(abs(log_ratio) / se / np.sqrt(2)))
-
-
-# ----------------------------------------------------------------------------------------------
-# verdicts
-
-
-def benjamini_hochberg(p_values: list[float]) -> list[float]:
-    """BH-adjusted p-values (false discovery rate), same order as given."""
-    m = len(p_values)
-    if m == 0:
-        return []
-    p = np.asarray(p_values, dtype=np.float64)
-    order = np.argsort(p)
-    scaled = p[order] * m / np.arange(1, m + 1)
-    adjusted_sorted = np.minimum.accumulate(scaled[::-1])[::-1]
-    adjusted = np.empty(m)
-    adjusted[order] = np.minimum(adjusted_sorted, 1.0)
-    return adjusted.tolist()
-
-
-# why a row is unclear although its interval may exclude 0 (Change.note)
-ADJUSTED = "adjusted"              # the multiple-comparison adjustment left it above alpha
-TOO_WIDE = "interval > ×10"      # the interval would be wider than MAX_INTERVAL_RATIO
-BEHIND_SCHEDULE = "behind schedule"
-MAX_INTERVAL_RATIO = 10.0
-
-
-def excludes_zero(change: Change) -> bool:
-    return change.low is not None and change.high is not None and \
-        (change.low > 0 or change.high < 0)
-
-
-def too_wide(change: Change) -> bool:
-    """The interval reaches beyond MAX_INTERVAL_RATIO times the estimate, or below 1/that."""
-    if change.change is None or change.low is None or change.high is None:
-        return False
-    ratio = 1.0 + change.change
-    return (1.0 + change.high) > MAX_INTERVAL_RATIO * ratio or \
-        (1.0 + change.low) * MAX_INTERVAL_RATIO < ratio
-
-
-def verdict(change: Change, higher_is_better: bool, noise: float,
-            alpha: float = 1.0 - CONFIDENCE) -> str:
-    """better/worse: interval excludes 0, adjusted p < alpha and |change| > noise;
-    same: the whole interval lies within +-noise; unclear: otherwise; n/a: no interval."""
-    if change.change is None or change.low is None or change.high is None:
-        return Verdict.NA
-    significant = change.p_adjusted is None or change.p_adjusted < alpha
-    if excludes_zero(change) and significant and abs(change.change) > noise:
-        larger = change.change > 0
-        return Verdict.BETTER if larger == higher_is_better else Verdict.WORSE
-    if -noise <= change.low and change.high <= noise:
-        return Verdict.SAME
-    return Verdict.UNCLEAR

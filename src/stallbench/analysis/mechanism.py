@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..units import format_size
+from . import monitornames as names
 
 IO_LIMIT_NAMES = {"read_iops": "riops", "write_iops": "wiops", "read_bps": "rbps",
                   "write_bps": "wbps"}
@@ -82,7 +83,7 @@ def _counter(facts: Facts, *prefixes: str) -> float:
 
 
 def _has_stacks(facts: Facts) -> bool:
-    return bool({"stacks", "trace", "trace-full"} & set(facts.monitors))
+    return bool(set(names.STACK_MONITORS) & set(facts.monitors))
 
 
 def mechanism(kind: str, op: str, direction: str, facts: Facts,
@@ -120,7 +121,7 @@ def mechanism(kind: str, op: str, direction: str, facts: Facts,
         where = (f"direct reclaim under low system memory ({format_size(facts.system_memory)} "
                  "left to the system)" if facts.system_memory is not None else "direct reclaim")
         text = where + (f", {stalls:.0f} allocation stalls" if stalls else "")
-        if "trace" not in facts.monitors and "trace-full" not in facts.monitors:
+        if not set(names.TRACE_MONITORS) & set(facts.monitors):
             text += "; --monitors trace would show reclaim throttling (mm_vmscan_throttled)"
         return text
     if kind == "cpu":

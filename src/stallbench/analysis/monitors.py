@@ -1,6 +1,6 @@
 """Where did the time go: pure functions over monitor columns (numpy arrays, plain dicts).
 
-No file I/O and no printing: where.py loads the tables and calls these (and montables.py for
+No file I/O and no printing: compare/where/ loads the tables and calls these (and montables.py for
 the totals run.json also holds, slowops.py for the slow operations). Times are int64 ns.
 """
 

@@ -1,7 +1,8 @@
 """Numbers derived from the monitor tables, driven by each table's declaration.
 
 One function per derived number, used both for run.json (monitors/base.py MonitorResult.summary,
-through the table schema's `totals`) and for the report (where.py), so the two cannot disagree.
+through the table schema's `totals`) and for the report (compare/where/), so the two cannot
+disagree.
 Pure and vectorised: numpy columns in (rows in time order), plain dicts out, no I/O. A schema is
 anything with `is_counter(name)` (monitors/base.py TableSchema).
 """

@@ -12,8 +12,9 @@ import importlib
 import sys
 import traceback
 
-from .. import __version__, verbosity
+from .. import verbosity
 from ..errors import ExitCode, UndecidedError, UsageError
+from ..version import __version__
 
 # command name -> (module, one-line help for the listing)
 COMMANDS = {

@@ -50,7 +50,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bisect import NOT_BAD, Settings, run_bisect
+    from ..bisect import Settings, run_bisect
+    from ..bisectsearch import NOT_BAD
     from ..plan import load_plan
     from ..report import bisect as bisect_report
     from ..report import render

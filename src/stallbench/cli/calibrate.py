@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         from ..duet import check_plan
         check_plan(plan)
 
-    from ..calibration import duet_profile_from_runs, profile_from_runs
+    from ..compare.calibration import duet_profile_from_runs, profile_from_runs
     from ..noiseprofiles import save_profile
     from ..report.noise import render_profile
     from ..runmeta import Status

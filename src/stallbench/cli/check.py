@@ -30,9 +30,11 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..comparison import CompareOptions, build_comparison, parse_percent
-    from ..gate import gate, gate_exit_code, metric_percents, parse_metric
+    from ..compare.comparison import build_comparison
+    from ..compare.gate import gate, gate_exit_code, metric_percents, parse_metric
+    from ..compare.model import CompareOptions
     from ..report import check as check_report
+    from ..units import parse_percent
 
     metrics = [parse_metric(m) for m in args.metric]
     bound = parse_percent(args.max_regression, "--max-regression")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import UsageError
 from ..rundirs import RESULTS_HELP, default_results_dir
 
 
@@ -30,10 +31,22 @@ def results_dir(args: argparse.Namespace) -> Path:
 def print_comparison(baseline: str, candidates: list[str], results: Path,
                      workload: str | None = None) -> None:
     """Print the text comparison of variants just run (after `run --plan` and `demo`)."""
-    from ..comparison import CompareOptions, build_comparison
+    from ..compare.comparison import build_comparison
+    from ..compare.model import CompareOptions
     from ..report import render
     from ..runselect import resolve_runs
 
     base = resolve_runs(baseline, results, workload)
     others = [resolve_runs(name, results, workload) for name in candidates]
     print(render(build_comparison(base, others, CompareOptions()), "text"), end="")
+
+
+def parse_percentiles(text: str) -> tuple[float, ...]:
+    """--percentiles '50,99,99.99' -> (50.0, 99.0, 99.99)."""
+    from ..analysis.quantiles import parse_percents
+
+    try:
+        return parse_percents(text)
+    except ValueError as exc:
+        raise UsageError(f"--percentiles {text}: {exc}; give percentiles between 0 and 100 "
+                         "separated by commas, e.g. 50,99,99.99") from None

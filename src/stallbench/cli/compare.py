@@ -69,8 +69,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"stallbench: a comparison needs two variants; this is {args.baseline} alone "
               "(give a CANDIDATE to compare it with)", file=sys.stderr)
         return ExitCode.OK
-    from ..comparison import CompareOptions, build_comparison, parse_percent, parse_percentiles
+    from ..compare.comparison import build_comparison
+    from ..compare.model import CompareOptions
     from ..report import render
+    from ..units import parse_percent
+    from .common import parse_percentiles
 
     options = CompareOptions(noise=parse_percent(args.noise, "--noise"),
                              percentiles=parse_percentiles(args.percentiles)

@@ -67,7 +67,8 @@ def run_fleet_plan(plan: Plan, hosts: str | None) -> int:
 
 def _comparison(plan: Plan, variants: list[str]) -> bool:
     """One comparison of everything pulled, hosts shown apart (VARIANT@HOST)."""
-    from ..comparison import CompareOptions, build_comparison
+    from ..compare.comparison import build_comparison
+    from ..compare.model import CompareOptions
     from ..fleet.labels import split_hosts
     from ..report import render
     from ..runselect import resolve_runs

@@ -26,9 +26,9 @@ def run(args: argparse.Namespace) -> int:
 
 def print_summary(target: str, results, workload: str | None, fmt: str = "text") -> None:
     """The summary of one run or variant (also `compare X` with one variant)."""
+    from ..compare.show import summarize_runs
     from ..report.show import render_json, render_text
     from ..runselect import resolve_runs
-    from ..showsummary import summarize_runs
 
     resolved = resolve_runs(target, results, workload, allow_incomplete=True)
     for problem in resolved.problems:

@@ -11,7 +11,8 @@ from pathlib import Path
 from ..errors import UsageError
 from ..options import root_reasons
 from ..units import format_size
-from ..variant import VARIANT_FIELDS, VariantSettings, check_plain_path, check_shape
+from ..variant import VARIANT_FIELDS, VariantSettings, check_shape
+from ..variantshapes import check_plain_path
 from .loopfs import MIN_SIZE
 from .memcg import find_memory_controller
 from .sysctl import check_sysctl_key

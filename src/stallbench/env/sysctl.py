@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..journal import Journal, register_undo
-from ..variant import check_sysctl
+from ..variantshapes import check_sysctl
 from .locks import exclusive
 
 PROC_SYS = Path("/proc/sys")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from .. import blocked
 from ..analysis import folded
+from ..compare import blocked
 from ..errors import UsageError
 from ..store import Run
 

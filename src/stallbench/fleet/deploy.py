@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from .. import __version__
 from ..errors import UsageError
+from ..version import __version__
 from .ansible import Runner, check_ansible
 from .inventory import HostConfig, host_config, load_inventory
 
@@ -171,9 +171,7 @@ def repack(dist: metadata.Distribution, out: Path) -> Path:
 
 def _source_tree() -> Path | None:
     """The source tree this stallbench runs from (an editable install or a checkout)."""
-    import stallbench
-
-    package = Path(stallbench.__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]   # src/stallbench, fleet/'s parent
     root = package.parent.parent
     if package.parent.name == "src" and (root / "pyproject.toml").is_file():
         return root

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .. import __version__
 from ..errors import UsageError
 from ..plan import Plan
+from ..version import __version__
 from .ansible import list_inventory
 from .planhosts import TARGET_RE
 

@@ -27,104 +27,35 @@ import shutil
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..jsonfile import write_json_atomic
 from ..plan import Plan
 from ..store import load_run
+from ..version import __version__
 from .ansible import Runner, check_ansible
+from .boot import boot_failed, boot_tasks
 from .inventory import HostConfig, assign, load_inventory
+from .outcome import FleetOutcome, HostReport
 from .planhosts import describe_boot
+from .probe import (
+    NO_SPACE_RE,
+    PROBE_LINES,
+    PYTHON_KNOWN,
+    PYTHON_PROBED,
+    last_line,
+    probe_failure,
+    probe_lines,
+    probe_task,
+)
 from .pull import import_runs
 from .subplan import Segment, check_plan_size, segments
-
-NO_SPACE_RE = re.compile(r"no space left on device|ENOSPC|disk quota exceeded", re.I)
-PROBE_NO_PYTHON = 4     # the probe's exit status when no Python runs Ansible's modules
-PROBE_LINES = 5
-# $1-$4: boot id file, results directory, plan path and text; $5: Ansible's INTERPRETER_PYTHON
-# for the host (a path, or auto...: discovery), $6: its INTERPRETER_PYTHON_FALLBACK list (the
-# candidates discovery takes the first of that `command -v` finds); then the stallbench command.
-# Prints PROBE_LINES lines, the last of its output (a host's login shell may print before it):
-# stallbench's version, the boot id, uname -r, a note (when the Python to use is not the one
-# discovery found: which one that was and why it does not run; else empty), the Python to use.
-PROBE_SCRIPT = r"""b="$1"; r="$2"; p="$3"; t="$4"; w="$5"; fb="$6"; shift 6
-"$@" --version && cat "$b" && uname -r && mkdir -p -m 0700 "$r" &&
-{ command -v rsync >/dev/null || { echo "rsync is not installed" >&2; exit 3; }; } &&
-{ [ -z "$p" ] || { umask 077; printf %s "$t" > "$p"; }; } || exit $?
-runs() {
-    why=$($1 -c 'import sys; sys.exit(sys.version_info < (3, 8) and "older than 3.8")' \
-          2>&1 </dev/null)
-    s=$?
-    why=$(printf '%s\n' "$why" | sed -n '/[^[:space:]]/{p;q;}' | cut -c1-200)
-    [ -n "$why" ] || why="exit status $s"
-    return $s
-}
-case "$w" in
-auto*)
-    d=/usr/bin/python3
-    for c in $fb; do
-        f=$(command -v "$c" 2>/dev/null) && case "$f" in /*) d=$f; break;; esac
-    done
-    runs "$d" && { echo; echo "$d"; exit 0; }
-    dw=$why
-    if [ "$d" != /usr/bin/python3 ] && runs /usr/bin/python3; then
-        echo "$d, which does not run ($dw)"; echo /usr/bin/python3; exit 0
-    fi
-    also=""
-    [ "$d" = /usr/bin/python3 ] || also=", nor does /usr/bin/python3 ($why)"
-    echo "python: interpreter discovery found $d, which does not run ($dw)$also" >&2
-    exit @NO_PYTHON@;;
-*)
-    runs "$w" && { echo; echo "$w"; exit 0; }
-    echo "python: ansible_python_interpreter $w does not run ($why)" >&2
-    exit @NO_PYTHON@;;
-esac""".replace("@NO_PYTHON@", str(PROBE_NO_PYTHON))
-
-
-@dataclass
-class HostReport:
-    host: str
-    variants: list[str]
-    ok: bool = True
-    failure: str | None = None          # what went wrong, in one line
-    events: list[str] = field(default_factory=list)
-    runs: list[Path] = field(default_factory=list)
-    status_checks: int = 0
-    boot_ids: list[str] = field(default_factory=list)
-    release: str | None = None
-
-    def fail(self, what: str) -> None:
-        if self.failure is None:
-            self.failure = what
-        else:
-            self.events.append(what)
-        self.ok = False
-
-
-@dataclass
-class FleetOutcome:
-    fleet_run: str
-    directory: Path
-    reports: list[HostReport]
-    variants: list[str]
-    interrupted: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return all(r.ok for r in self.reports)
 
 
 class _Stopped(Exception):
     pass
-
-
-# the Python of a host's modules: the probe's choice, from this playbook's probe or an earlier
-_PYTHON_PROBED = {"ansible_python_interpreter": "{{ probe.stdout_lines[-1] | trim }}"}
-_PYTHON_KNOWN = {"ansible_python_interpreter": "{{ sb_python }}"}
 
 
 class FleetRun:
@@ -198,31 +129,10 @@ class FleetRun:
             report.fail(f"internal error: {type(exc).__name__}: {exc}")
 
     # -- one host -------------------------------------------------------------------------------
-    def _probe_task(self, cfg: HostConfig, remote_results: str, plan_path: str = "",
-                    plan_text: str = "") -> dict[str, Any]:
-        """One command, no Python on the host (`raw`), before a start: stallbench --version
-        (must be ours), the boot id, uname -r, the run's directory, the host's plan, and the
-        Python for Ansible's modules (PROBE_SCRIPT: the interpreter Ansible would use, checked
-        to run; when discovery found one that does not, the host's /usr/bin/python3)."""
-        argv = ["sh", "-c", PROBE_SCRIPT, "probe", cfg.boot_id_path, remote_results, plan_path,
-                plan_text]
-        python = "{{ sb_python_setting | quote }} {{ sb_python_fallback | quote }}"
-        return {"name": "probe", "raw": f"{shlex.join(argv)} {python} {shlex.join(cfg.command)}",
-                "register": "probe",
-                "vars": {"sb_python_setting": "{{ query('ansible.builtin.config', "
-                                              "'INTERPRETER_PYTHON') | first }}",
-                         "sb_python_fallback": "{{ query('ansible.builtin.config', "
-                                               "'INTERPRETER_PYTHON_FALLBACK') | first "
-                                               "| join(' ') }}"},
-                "failed_when": f"probe.rc != 0 or probe.stdout_lines | length < {PROBE_LINES} "
-                               f"or probe.stdout_lines[-{PROBE_LINES}] | trim != sb_version or "
-                               "(sb_release | default('') != '' and "
-                               f"probe.stdout_lines[{2 - PROBE_LINES}] | trim != sb_release)"}
-
     def _probed(self, cfg: HostConfig, report: HostReport, result) -> None:
         """Keep the Python the probe chose for this host's later playbooks; say once when it
         is not the one Ansible's discovery found."""
-        lines = _probe_lines(result)
+        lines = probe_lines(result)
         if len(lines) < PROBE_LINES or not lines[4]:
             return
         self._python[cfg.name] = lines[4]
@@ -234,30 +144,6 @@ class FleetRun:
 
     def _python_vars(self, cfg: HostConfig) -> dict[str, Any]:
         return {"sb_python": self._python.get(cfg.name, "auto_silent")}
-
-    def _probe_failed(self, report: HostReport, result, first: bool) -> None:
-        probe = result.task("probe")
-        version = next((line for line in _probe_lines(result) if line.startswith("stallbench ")),
-                       None)
-        if result.state == "unreachable":
-            report.fail(f"unreachable at start: {result.message}" if first
-                        else f"lost before a start: {result.message}")
-        elif NO_SPACE_RE.search(result.message):
-            report.fail(f"disk full at start: {result.message}")
-        elif version is not None and version != self._version:
-            report.fail(f"runs {version}, this controller {self._version}: install the same "
-                        "version on every host (`stallbench deploy --hosts INVENTORY`)")
-        elif probe.get("rc") == PROBE_NO_PYTHON:
-            detail = result.message.split("python: ", 1)[-1]
-            report.fail(f"no Python for Ansible's modules on {report.host}: {detail}; set "
-                        f"ansible_python_interpreter for {report.host} in the inventory to a "
-                        "Python 3.8 or newer that runs there (e.g. /usr/bin/python3)")
-        elif probe and probe.get("rc") not in (0, None) and version is None:
-            report.fail(f"stallbench is not usable there ({result.message}); install this "
-                        "controller's with `stallbench deploy --hosts INVENTORY`, or set the "
-                        "host variable `stallbench` to its command")
-        else:
-            report.fail(f"{'at start: ' if first else ''}{result.message}")
 
     _version = f"stallbench {__version__}"
 
@@ -274,61 +160,16 @@ class FleetRun:
             if segment.boot:
                 if first:        # before the first reboot: is stallbench there at all?
                     pre = self.runner.run(cfg.name, "preflight",
-                                          [self._probe_task(cfg, remote_results)],
+                                          [probe_task(cfg, remote_results)],
                                           {"sb_version": self._version, "sb_release": ""})
                     if not pre.ok:
-                        self._probe_failed(report, pre, True)
+                        report.fail(probe_failure(pre, report.host, True, self._version))
                         return
                     self._probed(cfg, report, pre)
             if not self._segment(cfg, report, segment, remote, remote_results, mirror,
                                  imported, first):
                 return
             first = False
-
-    def _boot_tasks(self, cfg: HostConfig, segment: Segment) -> list[dict[str, Any]]:
-        """The one-shot boot entry (or kexec -l), then Ansible's reboot, which waits until the
-        boot id changes; the probe after it checks uname -r against the plan."""
-        boot = segment.boot or {}
-        reboot: dict[str, Any] = {"boot_time_command": f"cat {shlex.quote(cfg.boot_id_path)}",
-                                  "reboot_timeout": int(cfg.reboot_timeout_s),
-                                  "test_command": "uname -r"}
-        if "entry" in boot:
-            prepare = [cfg.grub_reboot, boot["entry"]]
-            if cfg.reboot_command:
-                reboot["reboot_command"] = cfg.reboot_command
-        else:
-            prepare = [cfg.kexec, "-l", boot["kexec"]]
-            if boot.get("initrd"):
-                prepare.append(f"--initrd={boot['initrd']}")
-            prepare.append(f"--append={boot['append']}" if boot.get("append")
-                           else "--reuse-cmdline")
-            reboot["reboot_command"] = cfg.reboot_command or "systemctl kexec"
-        self.log(f"{cfg.name}: segment {segment.number}: {describe_boot(boot)}, reboot")
-        return [{"name": "boot entry", "raw": shlex.join(prepare)},
-                {"name": "reboot", "reboot": reboot, "vars": _PYTHON_KNOWN}]
-
-    def _boot_failed(self, report: HostReport, segment: Segment, result) -> bool:
-        """After a start playbook that booted first: did the boot go wrong? (reports it)"""
-        boot = segment.boot or {}
-        what = f"{describe_boot(boot)} for {segment.variants[0]}"
-        for name in ("boot entry", "reboot"):
-            outcome = result.task(name)
-            if not outcome or outcome.get("failed") or outcome.get("unreachable"):
-                report.fail(f"reboot ({what}) failed at {name}: {result.message}")
-                return True
-        lines = _probe_lines(result)
-        if len(lines) == PROBE_LINES and lines[0] == self._version:
-            if lines[1] in report.boot_ids:
-                report.fail(f"reboot ({what}): the boot id did not change")
-                return True
-            if lines[2] != boot.get("release"):
-                report.fail(f"booted {what}, but uname -r says {lines[2]!r} where the plan "
-                            f"expects {boot.get('release')!r}: refused; no more runs on this "
-                            "host")
-                return True
-            report.events.append(f"segment {segment.number}: booted {lines[2]} ({what}), "
-                                 f"boot id {lines[1]}")
-        return False
 
     def _segment(self, cfg: HostConfig, report: HostReport, segment: Segment, remote: str,
                  remote_results: str, mirror: Path, imported: set[str], first: bool) -> bool:
@@ -339,27 +180,30 @@ class FleetRun:
         budget = int(check_after * 3 + 600)
         argv = ["sh", "-c", 'echo $$ > "$0"; exec "$@"', pidfile, *cfg.command, "run",
                 "--plan", plan_path, "--results", remote_results, "--no-progress"]
-        boot = self._boot_tasks(cfg, segment) if segment.boot else []
+        if segment.boot:
+            self.log(f"{cfg.name}: segment {segment.number}: "
+                     f"{describe_boot(segment.boot)}, reboot")
+        boot = boot_tasks(cfg, segment) if segment.boot else []
         started = self.runner.run(cfg.name, f"start{segment.number}", [
             *boot,
-            self._probe_task(cfg, remote_results, plan_path, segment.text),
+            probe_task(cfg, remote_results, plan_path, segment.text),
             {"name": "start", "command": {"argv": argv}, "environment": env,
-             "async": budget, "poll": 0, "vars": _PYTHON_PROBED},
+             "async": budget, "poll": 0, "vars": PYTHON_PROBED},
         ], {"sb_version": self._version, **self._python_vars(cfg),
             "sb_release": (segment.boot or {}).get("release", "")},
             timeout=900 + (cfg.reboot_timeout_s if boot else 0))
-        if boot and self._boot_failed(report, segment, started):
+        if boot and boot_failed(report, segment, started, self._version):
             return False
         if not started.ok:
             if started.task("probe").get("failed") or not started.task("probe") \
                     or started.state == "unreachable" and "start" not in started.tasks:
-                self._probe_failed(report, started, first)
+                report.fail(probe_failure(started, report.host, first, self._version))
             else:
                 kind = "disk full" if NO_SPACE_RE.search(started.message) else "could not start"
                 report.fail(f"{kind}: {started.message}")
             return False
         self._probed(cfg, report, started)
-        probe = _probe_lines(started)
+        probe = probe_lines(started)
         boot_id, report.release = probe[1], probe[2]
         if boot_id not in report.boot_ids:
             report.boot_ids.append(boot_id)
@@ -410,10 +254,10 @@ class FleetRun:
             needs_cleanup = True
         elif NO_SPACE_RE.search(output):
             report.fail(f"segment {segment.number}: disk full on the host: "
-                        f"{_last_line(NO_SPACE_RE, output)}")
+                        f"{last_line(NO_SPACE_RE, output)}")
             needs_cleanup = True
         elif rc not in (0, None):
-            detail = _last_line(re.compile(r"failed|stallbench:"), output) or f"exit {rc}"
+            detail = last_line(re.compile(r"failed|stallbench:"), output) or f"exit {rc}"
             report.fail(f"segment {segment.number}: stallbench exited {rc}: {detail}")
             needs_cleanup = rc != 1
         elif job_result.get("failed"):         # e.g. Ansible's async time limit killed it
@@ -422,7 +266,7 @@ class FleetRun:
         if needs_cleanup:
             cleanup = self.runner.run(cfg.name, f"cleanup{segment.number}", [
                 {"name": "cleanup", "command": {"argv": [*cfg.command, "cleanup"]},
-                 "environment": env, "vars": _PYTHON_KNOWN}], self._python_vars(cfg))
+                 "environment": env, "vars": PYTHON_KNOWN}], self._python_vars(cfg))
             lines = cleanup.task("cleanup").get("stdout_lines", [])
             report.events.append(f"segment {segment.number}: `stallbench cleanup` there: "
                                  + ("; ".join(lines) if lines else cleanup.message or "done"))
@@ -479,7 +323,7 @@ class FleetRun:
             report.status_checks += 1
             result = self.runner.run(cfg.name, "status", [
                 {"name": "status", "async_status": {"jid": job}, "failed_when": False,
-                 "register": "job", "vars": _PYTHON_KNOWN},
+                 "register": "job", "vars": PYTHON_KNOWN},
                 {"name": "boot now", "raw": shlex.join(["cat", cfg.boot_id_path])},
                 *self._pull_tasks(cfg, remote_results, mirror, job_file),
             ], self._python_vars(cfg))
@@ -513,18 +357,6 @@ class FleetRun:
                   ' ; exit 0')
         self.runner.run(cfg.name, "stop", [
             {"name": "stop", "raw": shlex.join(["sh", "-c", script, pidfile, plan_path])}])
-
-
-def _probe_lines(result) -> list[str]:
-    """The probe's own lines: its last PROBE_LINES (what a host's login shell printed first,
-    such as pyenv's "cannot rehash" on a read-only home, is not the probe's)."""
-    lines = [line.strip() for line in result.task("probe").get("stdout_lines") or []]
-    return lines[-PROBE_LINES:]
-
-
-def _last_line(pattern: re.Pattern[str], text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if pattern.search(line)]
-    return lines[-1][:300] if lines else ""
 
 
 def run_fleet(plan: Plan, source: Path | list[str], log=print) -> FleetOutcome:

@@ -18,7 +18,7 @@ TARGET_RE = re.compile(r"^(?:(?P<user>[A-Za-z0-9._-]{1,64})@)?"
                        r"(?::(?P<port>[0-9]{1,5}))?$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 BOOT_KEYS = ("entry", "kexec", "initrd", "append", "release")
-# the plan schema's `boot` (plan.plan_json_schema): what check_boot accepts
+# the plan schema's `boot` (planschema.plan_json_schema): what check_boot accepts
 _ONE_LINE = {"type": "string", "minLength": 1, "maxLength": 4096,
              "pattern": f"^[^{_CONTROL_RE.pattern[1:-1]}]+$"}
 BOOT_SCHEMA = {

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import importlib
 
+from ..analysis import monitornames as names
 from ..errors import UsageError
 from .base import Monitor, MonitorResult
 
-# the one list of monitor names: (name, module, in the default set, in "all"); "all" leaves
+# the one list of monitors (their names are analysis/monitornames.py's): (name, module, in the
+# default set, in "all"); "all" leaves
 # trace-full out, which records what trace does and more at a higher cost. Each module's
 # MONITORS maps its classes' `name` to them (tests/test_monitor_parsing.py checks they agree).
 _REGISTRY = (
-    ("counters", "counters", True, True),
-    ("psi", "psi", True, True),
-    ("diskstats", "diskstats", True, True),
-    ("delay", "delay", True, True),
-    ("stacks", "stacks", False, True),
-    ("trace", "trace", False, True),
-    ("trace-full", "trace", False, False),
+    (names.COUNTERS, "counters", True, True),
+    (names.PSI, "psi", True, True),
+    (names.DISKSTATS, "diskstats", True, True),
+    (names.DELAY, "delay", True, True),
+    (names.STACKS, "stacks", False, True),
+    (names.TRACE, "trace", False, True),
+    (names.TRACE_FULL, "trace", False, False),
 )
 _MODULES = {name: module for name, module, _default, _all in _REGISTRY}
 

@@ -5,7 +5,7 @@ notes), nothing derived from the tables. Each table is declared once as a TableS
 columns' Arrow types, and what each one means (a cumulative counter, a gauge, a per-row value,
 a time or a key) and its unit. Every derived number (totals, rates, deltas) is computed by
 analysis/ from the table and that declaration, for run.json (`MonitorResult.summary`, through
-the schema's `totals` function) and for the report (where.py) alike.
+the schema's `totals` function) and for the report (compare/where/) alike.
 """
 
 from __future__ import annotations

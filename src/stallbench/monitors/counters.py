@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..analysis import montables
+from ..analysis import monitornames, montables
 from ..context import RunContext
 from ._sampling import RowStore, SamplerThread, read_text, spill_dir
 from .base import COUNTER, GAUGE, TIME, Column, Monitor, MonitorResult, TableSchema
@@ -123,7 +123,7 @@ def read_memcg(cgroup: dict[str, Any]) -> dict[str, int]:
 
 
 class CountersMonitor(Monitor):
-    name = "counters"
+    name = monitornames.COUNTERS
 
     def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s

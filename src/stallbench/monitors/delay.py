@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Any
 
-from ..analysis import montables
+from ..analysis import monitornames, montables
 from ..analysis.delaykinds import DELAY_KIND_NAMES, DELAY_KINDS
 from ..context import RunContext
 from ..journal import Journal
@@ -223,7 +223,7 @@ def _start_ticks(pid: int, tid: int) -> int | None:
 
 
 class DelayMonitor(Monitor):
-    name = "delay"
+    name = monitornames.DELAY
 
     def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..analysis import montables
+from ..analysis import monitornames, montables
 from ..context import RunContext
 from ._sampling import SamplerThread, read_text
 from .base import COUNTER, GAUGE, KEY, TIME, Column, Monitor, MonitorResult, TableSchema
@@ -85,7 +85,7 @@ def _device_from_mountinfo(path: str | os.PathLike) -> str | None:
 
 
 class DiskstatsMonitor(Monitor):
-    name = "diskstats"
+    name = monitornames.DISKSTATS
 
     def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..analysis import montables
+from ..analysis import monitornames, montables
 from ..context import RunContext
 from ._sampling import RowStore, SamplerThread, read_text, spill_dir
 from .base import COUNTER, GAUGE, KEY, TIME, Column, Monitor, MonitorResult, TableSchema
@@ -60,7 +60,7 @@ PSI_SCHEMA = PSI.arrow()
 
 
 class PsiMonitor(Monitor):
-    name = "psi"
+    name = monitornames.PSI
 
     def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s

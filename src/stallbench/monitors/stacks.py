@@ -12,6 +12,7 @@ import os
 from collections import Counter
 from typing import Any
 
+from ..analysis import monitornames
 from ..context import RunContext
 from ._sampling import RowStore, SamplerThread, read_text, spill_dir
 from .base import KEY, TIME, Column, Monitor, MonitorResult, TableSchema
@@ -46,7 +47,7 @@ STACKS_SCHEMA = STACKS.arrow()
 
 
 class StacksMonitor(Monitor):
-    name = "stacks"
+    name = monitornames.STACKS
 
     def __init__(self, interval_s: float = 0.02):
         self.interval_s = interval_s

@@ -1,4 +1,4 @@
-"""Render a Comparison (computed in comparison.py) as text, markdown, json or html; plots.
+"""Render a Comparison (computed in compare/comparison.py) as text, markdown, json or html; plots.
 
 Renderers only format numbers that the Comparison already holds; they compute no statistics.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:       # the CLI imports FORMATS for --help: keep numpy out of that
-    from ..comparison import Comparison
+    from ..compare.model import Comparison
 
 FORMATS = ("text", "markdown", "json", "html")
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..bisect import FOUND, NOT_BAD, RANGE, Answer, Result, Step
+from ..bisect import Result, Step
+from ..bisectsearch import FOUND, NOT_BAD, RANGE, Answer
 from .common import format_percent
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..gate import GateResult
+from ..compare.gate import GateResult
 from .common import format_interval, format_percent
 
 

@@ -14,7 +14,7 @@ from ..analysis.intervals import (
     Verdict,
 )
 from ..analysis.quantiles import RATE, Stat, latency_stats, row_stats
-from ..comparison import Comparison, OpComparison, OpStats
+from ..compare.model import Comparison, OpComparison, OpStats
 from ..units import choose_time_unit, format_ns
 
 NO_SAMPLES = "no samples"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import html
 
-from ..comparison import Comparison
+from ..compare.model import Comparison
 from . import flamegraph
 from . import plots as plots_mod
 from .tables import Cell, Section, comparison_sections

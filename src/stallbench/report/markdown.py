@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..analysis.intervals import DIRECTED
-from ..comparison import Comparison
+from ..compare.model import Comparison
 from .tables import RIGHT, Cell, Section, comparison_sections
 from .text import distribution, header, stalls
 

@@ -21,7 +21,7 @@ from matplotlib.ticker import (  # noqa: E402
     NullLocator,
 )
 
-from ..comparison import Comparison, OpComparison  # noqa: E402
+from ..compare.model import Comparison, OpComparison  # noqa: E402
 from ..runmeta import run_end_s  # noqa: E402
 from ..units import choose_time_unit  # noqa: E402
 

@@ -7,7 +7,7 @@ import textwrap
 from typing import Any
 
 from ..analysis.quantiles import latency_stats
-from ..showsummary import RunsSummary
+from ..compare.show import RunsSummary
 from ..units import choose_time_unit, format_size
 from .common import JSON_KEYS, format_count, format_rate, format_seconds
 from .jsonout import stats_dict

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..analysis.intervals import TOO_WIDE
 from ..analysis.quantiles import MIN_TAIL_SAMPLES, RATE
-from ..comparison import Comparison, CpuRow, OpComparison
+from ..compare.model import Comparison, CpuRow, OpComparison
 from .common import (
     change_cell,
     decide_advice,

@@ -160,10 +160,8 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
 def _installed_under_tmp() -> bool:
     """The guest gets its own /tmp, unless this stallbench (or its Python) lives under the
     host's /tmp: then the guest keeps seeing that, read-only, and writes under /run/tmp."""
-    import stallbench
-
-    paths = [sys.executable, os.path.realpath(sys.executable), sys.prefix,
-             os.path.dirname(stallbench.__file__)]
+    package = os.path.dirname(os.path.dirname(__file__))   # src/stallbench, vm/'s parent
+    paths = [sys.executable, os.path.realpath(sys.executable), sys.prefix, package]
     return any(os.path.realpath(p).startswith("/tmp/") or p.startswith("/tmp/") for p in paths)
 
 

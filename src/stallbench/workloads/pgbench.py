@@ -27,7 +27,6 @@ the comparison shows `txn (response)` too (see logformats/pgbench.py). `--latenc
 from __future__ import annotations
 
 import glob
-import re
 import shutil
 import signal
 import subprocess
@@ -49,107 +48,18 @@ from ..options import APPEND, SWITCH, option
 from ..units import parse_size
 from . import supervisor
 from .base import ProgressFn, Workload, WorkloadResult
+from .pgbenchargs import (
+    BUILTINS,
+    DEFAULT_SETTINGS,
+    PROTOCOLS,
+    as_list,
+    parse_pg_settings,
+    parse_script,
+    positive_number,
+    script_ops,
+    split_weight,
+)
 from .pgserver import DB_NAME, PostgresServer, add_server_cpu, postgres_bindir, server_user
-
-DEFAULT_SETTINGS = {
-    "shared_buffers": "16MB",
-    "max_wal_size": "256MB",
-    "fsync": "on",
-    "synchronous_commit": "on",
-}
-BUILTINS = ("tpcb-like", "simple-update", "select-only")
-PROTOCOLS = ("simple", "extended", "prepared")
-_SCRIPT_NAME_RE = re.compile(r"[^A-Za-z0-9_.-]+")
-_SETTING_RE = re.compile(r"^[a-z_][a-z0-9_.]*$")
-
-
-def parse_pg_settings(items: Any) -> dict[str, str]:
-    """--pg-setting key=value (repeatable) or a plan-file table -> {key: value}."""
-    settings: dict[str, str] = {}
-    if items is None:
-        return settings
-    if isinstance(items, dict):
-        pairs = [(str(k), v) for k, v in items.items()]
-    elif isinstance(items, (list, tuple)):
-        pairs = []
-        for item in items:
-            key, sep, value = str(item).partition("=")
-            if not sep:
-                raise UsageError(f"pgbench: --pg-setting {item!r}: use KEY=VALUE, "
-                                 "e.g. shared_buffers=128MB")
-            pairs.append((key, value))
-    else:
-        raise UsageError("pgbench: pg_setting must be a list of KEY=VALUE or a table")
-    for key, value in pairs:
-        key = key.strip()
-        if not _SETTING_RE.match(key):
-            raise UsageError(f"pgbench: {key!r} is not a PostgreSQL setting name")
-        if key in ("listen_addresses", "unix_socket_directories", "port", "data_directory"):
-            raise UsageError(f"pgbench: {key} is managed by stallbench (Unix socket only)")
-        value = str(value).strip()
-        if not value or any(c in value for c in "\n\r\x00"):
-            raise UsageError(f"pgbench: setting {key}: empty or multi-line value")
-        settings[key] = value
-    return settings
-
-
-def _as_list(value: Any, what: str) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, (str, Path)):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    raise UsageError(f"pgbench: {what} must be a FILE[@WEIGHT] string or a list of them")
-
-
-def _split_weight(text: str, what: str) -> tuple[str, int | None]:
-    """'file.sql@5' -> ('file.sql', 5); a name without '@' has no weight."""
-    name, sep, weight = text.rpartition("@")
-    if not sep:
-        return text, None
-    if not weight.isdigit() or not 0 <= int(weight) <= 1_000_000 or not name:
-        raise UsageError(f"pgbench: {what} {text!r}: the weight after @ must be a whole number "
-                         "(e.g. update.sql@3)")
-    return name, int(weight)
-
-
-def _parse_script(item: Any) -> tuple[Path, int | None]:
-    if not isinstance(item, (str, Path)):
-        raise UsageError(f"pgbench: --script {item!r}: expected FILE[@WEIGHT]")
-    name, weight = _split_weight(str(item), "--script")
-    path = Path(name).expanduser()
-    if not path.is_file():
-        raise UsageError(f"pgbench: --script {name}: no such file (give a pgbench script, "
-                         "see pgbench's -f)")
-    try:
-        path.read_bytes()[:1]
-    except OSError as exc:
-        raise UsageError(f"pgbench: --script {name}: cannot read it ({exc.strerror})") from None
-    return path.resolve(), weight
-
-
-def _positive_number(value: Any, what: str, limit: float) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= limit:
-        raise UsageError(f"pgbench: {what} must be a positive number, got {value!r}")
-    return float(value)
-
-
-def _script_ops(builtin: str | None, scripts: list[tuple[Path, int | None]]) -> list[str]:
-    """Op names in pgbench's script_no order (built-in first, as in the argument list);
-    [] when there is one script: its op is plain `txn`."""
-    names = ([builtin] if builtin else []) + [p.stem for p, _ in scripts]
-    if len(names) <= 1:
-        return []
-    ops: list[str] = []
-    for name in names:
-        op = "txn-" + (_SCRIPT_NAME_RE.sub("_", name) or "script")
-        while op in ops:
-            op += "'"
-        ops.append(op)
-    return ops
 
 
 # -- options: the one declaration of pgbench's flags, plan keys, defaults and checks -----------
@@ -205,7 +115,7 @@ class PgbenchWorkload(Workload):
         # (path, weight), pg_setting every setting with the defaults, pg_bin the directory
         self.options = options
         self.builtin_weight = builtin_weight
-        self.script_ops = _script_ops(options.builtin, options.script)
+        self.script_ops = script_ops(options.builtin, options.script)
         self.ops = tuple(dict.fromkeys(self.script_ops)) if self.script_ops else ("txn",)
         self.pg: PostgresServer | None = None
 
@@ -223,19 +133,19 @@ class PgbenchWorkload(Workload):
         if opts.threads > opts.clients:
             raise UsageError(f"pgbench: threads ({opts.threads}) cannot exceed clients "
                              f"({opts.clients})")
-        scripts = [_parse_script(item) for item in _as_list(opts.script, "script")]
+        scripts = [parse_script(item) for item in as_list(opts.script, "script")]
         builtin, builtin_weight = opts.builtin, None
         if builtin is not None:
             if not isinstance(builtin, str):
                 raise UsageError(f"pgbench: --builtin needs a name, got {builtin!r}")
-            builtin, builtin_weight = _split_weight(builtin, "--builtin")
+            builtin, builtin_weight = split_weight(builtin, "--builtin")
         elif not scripts:
             builtin = "tpcb-like"
         if builtin is not None and builtin not in BUILTINS:
             raise UsageError(f"pgbench: --builtin {builtin!r}: choose one of "
                              f"{', '.join(BUILTINS)}")
-        rate = _positive_number(opts.rate, "--rate", 1e7)
-        latency_limit = _positive_number(opts.latency_limit, "--latency-limit", 1e7)
+        rate = positive_number(opts.rate, "--rate", 1e7)
+        latency_limit = positive_number(opts.latency_limit, "--latency-limit", 1e7)
         if opts.protocol is not None and opts.protocol not in PROTOCOLS:
             raise UsageError(f"pgbench: --protocol {opts.protocol!r}: choose one of "
                              f"{', '.join(PROTOCOLS)}")

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .comparison import OpStats, VariantInfo, load_variant, op_names, op_side
-from .runselect import Resolved
+from ..runselect import Resolved
+from .loading import load_variant, op_names, op_side
+from .model import OpStats, VariantInfo
 
 
 @dataclass

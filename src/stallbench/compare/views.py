@@ -14,11 +14,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..analysis import heatmap as hm
+from ..errors import RunDataError
+from ..runmeta import run_end_s
+from ..store import Run
 from . import blocked
-from .analysis import heatmap as hm
-from .errors import RunDataError
-from .runmeta import run_end_s
-from .store import Run
 
 OVERLAY_PSI = ("memory", "io")
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis import inops
-from ..analysis import mechanism as mech
-from ..errors import RunDataError
-from ..store import Run
+from ...analysis import inops
+from ...analysis import mechanism as mech
+from ...errors import RunDataError
+from ...store import Run
 
 DATA_SIZE_PARAMS = ("file_size", "data_size")
 

@@ -14,17 +14,17 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..analysis import delaymax, device, montables, slowops, whyline
-from ..analysis import histogram as hist
-from ..analysis import mechanism as mech
-from ..analysis import monitors as am
-from ..analysis import wheresection as ws
-from ..analysis.summary import RESPONSE_SUFFIX, op_totals
-from ..errors import RunDataError
-from ..monitors.base import table_columns
-from ..monitors.counters import COUNTERS
-from ..rundirs import TRACE_TABLES
-from ..store import Run
+from ...analysis import delaymax, device, monitornames, montables, slowops, whyline
+from ...analysis import histogram as hist
+from ...analysis import mechanism as mech
+from ...analysis import monitors as am
+from ...analysis import wheresection as ws
+from ...analysis.summary import RESPONSE_SUFFIX, op_totals
+from ...errors import RunDataError
+from ...monitors.base import table_columns
+from ...monitors.counters import COUNTERS
+from ...rundirs import TRACE_TABLES
+from ...store import Run
 from .facts import busy_at_rows, variant_facts
 
 SLOW_FACTOR = 10.0
@@ -55,7 +55,7 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
     for label, variant in data.items():
         for monitor, reason in variant.skipped.items():
             section.skipped.append(ws.Skipped(label, monitor, reason))
-        if variant.used("trace-full"):
+        if variant.used(monitornames.TRACE_FULL):
             section.warnings.append(
                 f"{label}: trace-full ran (block requests and every syscall traced); it perturbs "
                 "the run, so its latencies are not comparable with untraced runs")
@@ -205,7 +205,7 @@ class _VariantData:
         out = []
         for run, columns in self._tables("delay"):
             roles = _worker_roles(run)
-            worker_of_pid = {p: w for w, p in _worker_pids(run, "delay").items()}
+            worker_of_pid = {p: w for w, p in _worker_pids(run, monitornames.DELAY).items()}
             pid_role = {p: roles.get(w, f"worker {w}") for p, w in worker_of_pid.items()}
             started = (run.meta.workload_summary or {}).get("workers_started_ns")
             busy, asleep = busy_at_rows(run, columns, worker_of_pid)
@@ -218,13 +218,13 @@ class _VariantData:
         with the worker role whose task had it as "run"; and why there is none, if none."""
         per_run, reasons = [], []
         for run in self.runs:
-            summary = (run.meta.monitors or {}).get("delay") or {}
+            summary = (run.meta.monitors or {}).get(monitornames.DELAY) or {}
             if summary.get("status") != "ok":
                 continue
             if isinstance(summary.get("max_ns"), Mapping):
                 roles = _worker_roles(run)
                 role_of = {pid: roles.get(w, f"worker {w}")
-                           for w, pid in _worker_pids(run, "delay").items()}
+                           for w, pid in _worker_pids(run, monitornames.DELAY).items()}
                 longest = _longest_op(run)
                 per_run.append({kind: {**(delaymax.beyond_ops(entry, longest)
                                           if entry.get("tid") in role_of else entry),
@@ -350,7 +350,8 @@ class _Breakdown:
 
     def __init__(self, run: Run):
         self.source: str | None = None
-        self.task_of_worker = _worker_pids(run, "trace") or _worker_pids(run, "stacks")
+        self.task_of_worker = _worker_pids(run, monitornames.TRACE) or \
+            _worker_pids(run, monitornames.STACKS)
         try:
             trace = run.trace_table()
         except RunDataError:
@@ -369,7 +370,7 @@ class _Breakdown:
             stacks = None
         if stacks is not None and stacks.num_rows:
             self.source = "stacks"
-            self.interval_ns = int(float((run.meta.monitors or {}).get("stacks", {})
+            self.interval_ns = int(float((run.meta.monitors or {}).get(monitornames.STACKS, {})
                                          .get("interval_s", 0.02)) * 1e9)
             labels = slowops.stack_labels(_coded(stacks.column("stack")))
             self.samples = (stacks.column("t_ns").to_numpy(), stacks.column("pid").to_numpy(),
@@ -399,7 +400,7 @@ def _worker_pids(run: Run, monitor: str) -> dict[int, int]:
     recorded = summary.get("worker_pids")
     if isinstance(recorded, Mapping) and recorded:
         return {int(k): int(v) for k, v in recorded.items()}
-    for name in (monitor, "delay", "stacks", "trace", "trace-full"):
+    for name in (monitor, monitornames.DELAY, *monitornames.STACK_MONITORS):
         pids = ((run.meta.monitors or {}).get(name) or {}).get("workload_pids")
         if pids:
             return dict(enumerate(sorted(int(p) for p in pids)))

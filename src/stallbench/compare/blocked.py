@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import pyarrow.compute as pc
 
-from .analysis import folded
-from .analysis.monitors import parse_folded
-from .store import Run
+from ..analysis import folded
+from ..analysis.monitors import parse_folded
+from ..store import Run
 
 UNITS = {"trace": "µs blocked (D state, trace monitor)",
          "stacks": "samples of D-state tasks (stacks monitor)"}

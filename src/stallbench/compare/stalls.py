@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from .analysis import histogram as hist
-from .analysis import stalls as stalls_mod
-from .analysis import summary as sm
-from .analysis.summary import RESPONSE_SUFFIX
+from ..analysis import histogram as hist
+from ..analysis import stalls as stalls_mod
+from ..analysis import summary as sm
+from ..analysis.summary import RESPONSE_SUFFIX
 
 
 @dataclass

@@ -1,18 +1,18 @@
 """A noise profile from A/A runs (`stallbench calibrate`): every op's and statistic's run-to-run
 spread beyond each run's own noise, or with --duet the spread of A/A duet pairs
 (analysis/noise.py), computed with the same per-run statistics as the comparison's intervals
-(comparison.op_side)."""
+(loading.op_side)."""
 
 from __future__ import annotations
 
-from .analysis import interference, paired
-from .analysis import noise as nz
-from .analysis.quantiles import percentiles
-from .comparison import load_variant, op_names, op_side
-from .errors import UsageError
-from .hostfacts import utc_now
-from .noiseprofiles import run_settings, run_shape
-from .runselect import Resolved
+from ..analysis import interference, paired
+from ..analysis import noise as nz
+from ..analysis.quantiles import percentiles
+from ..errors import UsageError
+from ..hostfacts import utc_now
+from ..noiseprofiles import run_settings, run_shape
+from ..runselect import Resolved
+from .loading import load_variant, op_names, op_side
 
 
 def _one_shape(resolved: Resolved) -> None:

@@ -5,21 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .analysis import intervals as iv
-from .analysis.quantiles import (
+from ..analysis import intervals as iv
+from ..analysis.distrust import MACHINE_BUSIER, NOT_STATIONARY
+from ..analysis.quantiles import (
     DEFAULT_PERCENTS,
     MIN_TAIL_SAMPLES,
     RATE,
     row_stats,
     stat_named,
 )
-from .comparison import (
-    MACHINE_BUSIER,
-    NOT_STATIONARY,
-    Comparison,
-    OpComparison,
-)
-from .errors import ExitCode, UsageError
+from ..errors import ExitCode, UsageError
+from .model import Comparison, OpComparison
 
 # verdicts the comparison distrusts (its note) -> why check cannot decide them
 _DISTRUSTED = {

@@ -1,0 +1,368 @@
+"""Build a Comparison (model.py): load the runs of each variant and call analysis/ for every
+number.
+
+Every number comes from the runs' summaries (summary.parquet, analysis/summary.py), so memory
+does not grow with the number of operations. Several iterations of a variant are pooled for
+the estimates; intervals come from analysis/intervals.py (runs and time blocks). The steps of
+build_comparison, each a function here or a module beside it: load the variants (loading.py),
+the outside load of each side and the duet pairing, per op each side's statistics and each
+candidate's changes (changes.py), the CPU rows, the verdicts (verdicts.py), the distrust policy
+(analysis/distrust.py), then the notes, counters (counters.py), where (where/) and views.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..analysis import bands as bands_mod
+from ..analysis import histogram as hist
+from ..analysis import interference, paired, stationarity
+from ..analysis import intervals as iv
+from ..analysis.distrust import (
+    distrust_busier_machine,
+    distrust_regime_mixes,
+    saturated_notes,
+)
+from ..analysis.environment import environment_diff  # fidelity
+from ..analysis.noise import NoiseProfile
+from ..analysis.quantiles import DECIDING_STATS, percentiles
+from ..analysis.summary import RESPONSE_SUFFIX
+from ..analysis.wheresection import WhereSection
+from ..errors import UsageError
+from ..runselect import Resolved
+from .changes import compare_op, cpu_rows
+from .counters import counter_timelines
+from .loading import OpSide, VariantRuns, load_variant, op_names, op_side
+from .model import CompareOptions, Comparison, OpComparison, VariantInfo
+from .stalls import activity, others_active, stall_summary, starved
+from .verdicts import adjust, pace_rates
+
+SHIFT_PROBABILITIES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999,
+                       0.9995, 0.9999)
+
+
+@dataclass
+class Loaded:
+    """The variants compared, the baseline first, and the one workload they hold."""
+
+    variants: list[VariantRuns]
+    infos: list[VariantInfo]
+    workload: str
+
+    @property
+    def labels(self) -> list[str]:
+        return [v.label for v in self.variants]
+
+
+@dataclass
+class SideLoads:
+    """The outside load (other processes and steal) of each variant's runs, and per candidate
+    what it means for its pair with the baseline (analysis/interference.py)."""
+
+    loads: dict[str, interference.OutsideLoad | None]   # variant -> its runs' outside load
+    saturated: dict[str, int]       # candidate -> saturated runs in the pair
+    saturated_sd: dict[str, float]  # candidate -> the run-to-run sd floor (0: none)
+    busier: dict[str, int]          # candidate -> +1 candidate busier, -1 baseline, 0 neither
+
+
+@dataclass
+class Pairing:
+    """Per candidate, how its runs pair with the baseline's as duets (run.json `duet`)."""
+
+    duets: dict[str, dict[str, Any]]   # the comparison JSON's `duet` ({} when not duets)
+    pairs: dict[str, list[tuple[int, int]] | None]   # behind the paired intervals, or None
+    method: dict[str, str]             # the interval method in words
+
+
+@dataclass
+class OpRows:
+    """Every op's comparison, each side's OpSide behind it, and the changes again with the
+    saturated machine's prior for the pairs MACHINE BUSIER may distrust."""
+
+    ops: list[OpComparison]
+    sides_of: dict[str, list[OpSide]]
+    saturated_bounds: dict[tuple[str, str], dict[str, iv.Change]]   # (op, candidate) ->
+
+
+def build_comparison(baseline: Resolved, candidates: list[Resolved],
+                     options: CompareOptions | None = None) -> Comparison:
+    """Every number of the comparison report: see docs/architecture.md and report/."""
+    options = options or CompareOptions()
+    loaded = _load(baseline, candidates)
+    variants, labels = loaded.variants, loaded.labels
+    loads = _side_loads(variants)
+    profile, profile_problem = _noise_profile(options, variants, loads.loads)
+    duet_profile, duet_problem = _noise_profile(options, variants, loads.loads, duet=True) \
+        if any(v.runs and v.runs[0].meta.duet for v in variants) else (None, None)
+    pairing = _pairing(variants, loads.saturated,
+                       duet_profile.runs - 1 if duet_profile is not None else None)
+    for label in labels[1:]:   # a duet's sides shared the machine's other work, by design
+        if pairing.pairs[label]:
+            loads.busier[label] = 0
+    options = dataclasses.replace(options, noise_profile=profile, duet_profile=duet_profile)
+    rows = _op_rows(variants, options, loads, pairing)
+    cpu = cpu_rows(variants, labels[1:])
+    pace_rates(rows.ops, rows.sides_of, labels, options.rate_drop)
+    adjust(rows.ops, cpu, labels[1:], options)
+    level_shifts = _level_shifts(variants, [op.op for op in rows.ops])
+    distrust_notes = _distrust(rows, cpu, level_shifts, loads, variants, options)
+    comparison = Comparison(
+        workload=loaded.workload, baseline=labels[0], candidates=labels[1:],
+        variants=loaded.infos, method=pairing.method, options=options, ops=rows.ops, cpu=cpu,
+        adjustment=_adjustment(options),
+        counters=counter_timelines(variants),
+        problems=[p for r in (baseline, *candidates) for p in r.problems],
+        level_shifts=level_shifts,
+        accuracy={"quantile_relative_error": hist.QUANTILE_RELATIVE_ERROR,
+                  "exact": ["samples", "rate", "min", "max", "mean"],
+                  "run_to_run_prior_sd": dict(iv.RUN_TO_RUN_SD),
+                  "prior_dof": iv.PRIOR_DOF},
+    )
+    comparison.noise_profile = "; ".join(p.describe() for p in (profile, duet_profile)
+                                         if p is not None) or None
+    comparison.duet = {label: d for label, d in pairing.duets.items() if d}
+    comparison.profile_problem = "; ".join(p for p in (profile_problem, duet_problem)
+                                           if p) or None
+    comparison.notes = _notes(comparison) + distrust_notes
+    comparison.environment = environment_diff(   # fidelity: what else differed
+        {v.label: [r.meta.environment or {} for r in v.runs] for v in variants})
+    comparison.where = _where(comparison, variants) if options.explain else None
+    from . import views  # heatmaps and blocked-time profiles, computed when a report draws
+    comparison.views = views.build(variants) if options.explain else None
+    return comparison
+
+
+def _load(baseline: Resolved, candidates: list[Resolved]) -> Loaded:
+    """The variants' runs and summaries; refuses no candidate, a variant named twice and
+    variants of different workloads."""
+    if not candidates:
+        raise UsageError("compare needs a baseline and at least one candidate")
+    labels = [baseline.label, *(c.label for c in candidates)]
+    if len(set(labels)) != len(labels):
+        raise UsageError(f"variants named twice ({', '.join(labels)}): give each variant once")
+    loaded = [load_variant(r) for r in (baseline, *candidates)]
+    variants = [v for v, _ in loaded]
+    workloads = sorted({run.workload for v in variants for run in v.runs})
+    if len(workloads) > 1:
+        raise UsageError(f"the variants hold different workloads ({', '.join(workloads)}): "
+                         "pick one with --workload")
+    return Loaded(variants, [i for _, i in loaded], workloads[0])
+
+
+def _side_loads(variants: list[VariantRuns]) -> SideLoads:
+    base, cand_labels = variants[0].label, [v.label for v in variants[1:]]
+    loads = {v.label: interference.outside_load([r.meta.machine_load for r in v.runs])
+             for v in variants}
+    return SideLoads(
+        loads=loads,
+        saturated={label: sum(load.saturated for load in (loads[base], loads[label])
+                              if load is not None) for label in cand_labels},
+        saturated_sd={label: interference.saturated_sd([loads[base], loads[label]])
+                      for label in cand_labels},
+        busier={label: interference.busier_side(loads[base], loads[label])
+                for label in cand_labels})
+
+
+def _pairing(variants: list[VariantRuns], saturated: dict[str, int],
+             profile_dof: int | None = None) -> Pairing:
+    duets = {v.label: _duet_pairs(variants[0], v, saturated[v.label], profile_dof)
+             for v in variants[1:]}
+    pairs = {label: d.pop("pairs_used", None) for label, d in duets.items()}
+    method = {label: d["method"] if d else iv.METHOD for label, d in duets.items()}
+    return Pairing(duets, pairs, method)
+
+
+def _duet_pairs(base: VariantRuns, cand: VariantRuns, saturated: int,
+                profile_dof: int | None = None) -> dict[str, Any]:
+    """How the candidate's runs pair with the baseline's (run.json `duet`, analysis/paired.py):
+    {} when they are not duets of each other; else the rounds, the method, and `pairs_used`
+    (the index pairs behind the paired intervals: None with one pair and no duet profile
+    (`profile_dof`: its degrees of freedom), or on a saturated machine, where the sequential
+    model and its floor apply)."""
+    pairs = paired.pair_runs([r.meta.duet for r in base.runs], [r.meta.duet for r in cand.runs])
+    if pairs is None:
+        return {}
+    rounds = [base.runs[i].meta.duet.get("round") for i, _ in pairs]
+    if len(pairs) < 2 and not profile_dof:
+        return {"pairs": 1, "rounds": rounds, "interval": "two-level (1 duet)",
+                "method": paired.ONE_DUET_METHOD, "pairs_used": None}
+    if saturated:
+        return {"pairs": len(pairs), "rounds": rounds,
+                "interval": "two-level (machine saturated)",
+                "method": iv.METHOD + "; duets, but the machine was saturated",
+                "pairs_used": None}
+    return {"pairs": len(pairs), "rounds": rounds, "interval": "paired",
+            "method": paired.PROFILED_METHOD if profile_dof else paired.METHOD,
+            "profile_dof": profile_dof, "pairs_used": pairs}
+
+
+def _op_rows(variants: list[VariantRuns], options: CompareOptions, loads: SideLoads,
+             pairing: Pairing) -> OpRows:
+    probabilities = sorted(set(SHIFT_PROBABILITIES) |
+                           {s.probability for s in percentiles(options.percentiles)})
+    active = [activity(v.summaries, options.interval_s) for v in variants]
+    rows = OpRows([], {}, {})
+    for name in op_names(variants):
+        sides = [op_side(name, v, options.percentiles) for v in variants]
+        rows.sides_of[name] = sides
+        rows.ops.append(_op_comparison(name, variants, sides, active, probabilities, options,
+                                       loads, pairing, rows.saturated_bounds))
+    return rows
+
+
+def _op_comparison(name: str, variants: list[VariantRuns], sides: list[OpSide],
+                   active: list[list[dict[str, np.ndarray]]], probabilities: list[float],
+                   options: CompareOptions, loads: SideLoads, pairing: Pairing,
+                   saturated_bounds: dict[tuple[str, str], dict[str, iv.Change]]
+                   ) -> OpComparison:
+    """One op: each variant's statistics, bands and stalls, each candidate's changes (and,
+    where one side was busier, its changes under the saturated prior into saturated_bounds)."""
+    kind = "response" if name.endswith(RESPONSE_SUFFIX) else "service"
+    base = sides[0]
+    workers_seen = np.unique(np.concatenate(
+        [op.workers for side in sides for op in side.ops] or [np.empty(0, np.int64)]))
+    result = OpComparison(op=name, kind=kind, stats={}, changes={}, starved={},
+                          slower_probability={}, shift={}, bands={}, shift_curve={}, ccdf={},
+                          stalls={})
+    for v, side, act in zip(variants, sides, active, strict=True):
+        result.stats[v.label] = side.stats
+        counts = bands_mod.bands_from_histogram(side.histogram)
+        result.bands[v.label] = counts.tolist()
+        total = counts.sum()
+        result.band_shares[v.label] = (counts / total).tolist() if total else \
+            [0.0] * counts.size
+        result.ccdf[v.label] = hist.ccdf(side.histogram)
+        result.stalls[v.label] = stall_summary(
+            side.ops, side.runs, others_active(act, name.removesuffix(RESPONSE_SUFFIX)),
+            [r.meta.iteration for r in v.runs], workers_seen, options.interval_s,
+            options.stall_threshold_ns)
+    for v, side in zip(variants[1:], sides[1:], strict=True):
+        label = v.label
+        found = compare_op(base, side, probabilities, options, kind, loads.saturated_sd[label],
+                           name, pairing.pairs[label])
+        result.changes[label], result.shift_curve[label], result.rate_fell[label] = \
+            found.changes, found.curve, found.rate_fell
+        if loads.busier[label] and not loads.saturated[label]:   # its bound (saturated: the
+            heavier = loads.loads[label] if loads.busier[label] > 0 \
+                else loads.loads[variants[0].label]                # change itself)
+            saturated_bounds[name, label] = compare_op(
+                base, side, probabilities, options, kind, interference.load_sd(heavier), name,
+                pairing.pairs[label]).changes
+        result.samples_change[label] = iv.ratio_change(side.stats.samples, base.stats.samples)
+        result.starved[label] = starved(result.stalls[label], side.stats.samples,
+                                        base.stats.samples, base.stats.rate)
+        result.slower_probability[label] = hist.superiority(side.histogram, base.histogram)
+        result.shift[label] = bands_mod.distribution_shift(
+            np.asarray(result.bands[variants[0].label]), np.asarray(result.bands[label]))
+    return result
+
+
+def _level_shifts(variants: list[VariantRuns], names: list[str]) -> list[dict[str, Any]]:
+    """Runs that mix regimes (analysis/stationarity.py), first per op and variant."""
+    found = []
+    for variant in variants:
+        for name in names:
+            if name.endswith(RESPONSE_SUFFIX):
+                continue
+            for run, summary in zip(variant.runs, variant.summaries, strict=True):
+                op = summary.ops.get(name)
+                shift = stationarity.level_shift(op, summary) if op is not None else None
+                if shift is not None:
+                    found.append({"variant": variant.label, "op": name,
+                                  "iteration": run.meta.iteration,
+                                  **asdict(shift)})
+                    break
+    return found
+
+
+def _distrust(rows: OpRows, cpu: list, level_shifts: list[dict[str, Any]], loads: SideLoads,
+              variants: list[VariantRuns], options: CompareOptions) -> list[str]:
+    """The distrust policy (analysis/distrust.py) over the rows; its notes."""
+    base = variants[0].label
+    changes = {op.op: op.changes for op in rows.ops}
+    distrust_regime_mixes(changes, level_shifts, base, {v.label: len(v.runs) for v in variants})
+    return saturated_notes(base, loads.saturated, loads.saturated_sd) + \
+        distrust_busier_machine(changes, [row.changes for row in cpu], base, loads.loads,
+                                loads.saturated, loads.busier, rows.saturated_bounds,
+                                options.noise)
+
+
+def _noise_profile(options: CompareOptions, variants: list[VariantRuns],
+                   loads: dict[str, interference.OutsideLoad | None], duet: bool = False
+                   ) -> tuple[NoiseProfile | None, str | None]:
+    """The noise profile behind the priors (`duet`: the duet profile behind the paired
+    intervals): the one given, else the one calibrated for the baseline's shape on its host
+    (RESULTS/noise-profiles), while every run compared is on that host and no busier than
+    the calibration was."""
+    given = options.duet_profile if duet else options.noise_profile
+    if given is not None or not options.use_profiles:
+        return given, None
+    from ..noiseprofiles import find_profile
+
+    first = variants[0].runs[0]
+    profile, problem = find_profile(first.path.parents[2], first.meta, duet)
+    if profile is None:
+        return None, problem
+    hosts = {r.meta.host or "" for v in variants for r in v.runs}
+    if hosts != {profile.host}:
+        return None, (f"noise profile {profile.source} not used: it is of {profile.host}, the "
+                      f"runs are of {', '.join(sorted(hosts))}")
+    for label, load in loads.items():
+        if load is None or profile.outside_cpus is None:
+            continue
+        if load.mean_cpus > profile.outside_cpus + interference.BUSIER_SHARE * load.cpus:
+            return None, (f"noise profile {profile.source} not used: other processes took "
+                          f"{load.mean_cpus:.2f} CPUs during {label}'s runs, "
+                          f"{profile.outside_cpus:.2f} during the calibration")
+    return profile, None
+
+
+def _adjustment(options: CompareOptions) -> str:
+    named = (", ".join(f"{op}:{stat}" for op, stat in options.metrics) if options.metrics
+             is not None else "/".join(DECIDING_STATS) + " of each op")
+    return (f"Benjamini–Hochberg within each candidate over {named}; other rows: unadjusted "
+            "intervals, no verdict")
+
+
+def _notes(comparison: Comparison) -> list[str]:
+    from ..vm.notes import guest_note
+
+    notes = []
+    emulated = [info.label for info in comparison.variants if guest_note(info.environment)]
+    if emulated:
+        notes.append(f"{', '.join(emulated)}: {guest_note({'vm': {'hypervisor': 'tcg'}})}")
+    for info in comparison.variants:
+        if info.interval_sampled:
+            notes.append(f"{info.label}: imported interval maxima (MMTests), not per-op "
+                         "latencies: percentiles describe per-interval maxima")
+        ops_source = [r for r in info.runs if r.duration_source != "run.json"]
+        if ops_source:
+            notes.append(f"{info.label}: {len(ops_source)} run(s) without duration_s in "
+                         "run.json; rate uses the time of the last completion")
+    return notes
+
+
+def _where(comparison: Comparison, variants: list[VariantRuns]) -> WhereSection | None:
+    from ..analysis.monitors import growth
+    from . import where
+
+    def change(op: OpComparison, label: str, stat: str) -> float | None:
+        found = op.changes[label].get(stat)
+        return found.change if found else None
+
+    tail_changes = {
+        label: {op.op: growth(change(op, label, "p99"), change(op, label, "mean"))
+                for op in comparison.ops if op.kind == "service"}
+        for label in comparison.candidates
+    }
+    try:
+        return where.build(variants[0].runs, {v.label: v.runs for v in variants[1:]},
+                           comparison.baseline, tail_changes)
+    except Exception as exc:  # a monitor analysis bug must not hide the latency comparison
+        comparison.where_error = (f"where did the time go: analysis failed "
+                                  f"({type(exc).__name__}: {exc})")
+        return None

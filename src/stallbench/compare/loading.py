@@ -1,0 +1,154 @@
+"""Loading the runs of a comparison: each variant's run summaries (summary.parquet, never raw
+ops) and, per op, each side's pooled statistics and per-run statistics (OpSide), which the
+intervals (changes.py), `show` (show.py) and `calibrate` (calibration.py) share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..analysis import histogram as hist
+from ..analysis import intervals as iv
+from ..analysis import summary as sm
+from ..analysis.quantiles import (
+    latency_stats,
+    needed_samples,
+    percentiles,
+    resolvable,
+    spread,
+    tail_samples,
+)
+from ..analysis.summary import RESPONSE_SUFFIX
+from ..runselect import Resolved
+from ..store import Run
+from .model import OpStats, RunInfo, VariantInfo
+
+
+@dataclass
+class VariantRuns:
+    label: str
+    runs: list[Run]
+    summaries: list[sm.RunSummary]
+    durations: list[float]  # seconds after the warm-up, per run
+
+
+def _run_seconds(run: Run, summary: sm.RunSummary) -> tuple[float, str]:
+    if run.duration_s > 0:
+        return run.duration_s, "run.json"
+    return summary.duration_ns / 1e9, "ops"
+
+
+def load_variant(resolved: Resolved) -> tuple[VariantRuns, VariantInfo]:
+    summaries = [run.summary() for run in resolved.runs]
+    durations, infos = [], []
+    for run, summary in zip(resolved.runs, summaries, strict=True):
+        seconds, source = _run_seconds(run, summary)
+        durations.append(max(seconds - summary.warmup_ns / 1e9, 0.0))
+        infos.append(RunInfo(run.meta.iteration, str(run.path), run.describe_status(),
+                             seconds, source, summary.warmup_ns / 1e9, summary.block_ns))
+    first = resolved.runs[0].meta
+    info = VariantInfo(
+        label=resolved.label,
+        runs=infos,
+        workload_summary=[r.meta.workload_summary or {} for r in resolved.runs],
+        interval_sampled=any(bool(r.meta.interval_sampled) for r in resolved.runs),
+        kernel=first.kernel.get("release"),
+        environment=first.environment,
+    )
+    return VariantRuns(resolved.label, resolved.runs, summaries, durations), info
+
+
+def op_names(variants: list[VariantRuns]) -> list[str]:
+    names: list[str] = []
+    for variant in variants:
+        for run, summary in zip(variant.runs, variant.summaries, strict=True):
+            for name in [*run.meta.ops_declared, *summary.ops]:
+                if name not in names:
+                    names.append(name)
+    service = [n for n in names if not n.endswith(RESPONSE_SUFFIX)]
+    ordered = []
+    for name in service:        # each paced op's response time right after it
+        ordered.append(name)
+        if name + RESPONSE_SUFFIX in names:
+            ordered.append(name + RESPONSE_SUFFIX)
+    return ordered + [n for n in names if n not in ordered]
+
+
+def _empty_op(blocks: int) -> sm.OpSummary:
+    zero = np.zeros(blocks, np.int64)
+    return sm.OpSummary(np.zeros(hist.N_BUCKETS, np.int64), zero, zero.copy(),
+                        np.full(blocks, np.iinfo(np.int64).max), np.full(blocks, -1, np.int64),
+                        np.zeros((blocks, 0), np.int64), 0, np.empty(0, np.int64),
+                        np.empty(0, np.int64), np.empty(0, np.int64), 0, 0, 0, True)
+
+
+@dataclass
+class OpSide:
+    """One op in one variant: each run's summary of it, and what is computed once from them."""
+
+    ops: list[sm.OpSummary]
+    runs: list[sm.RunSummary]
+    durations: list[float]
+    histogram: np.ndarray  # pooled fine histogram (after the warm-up)
+    stats: OpStats
+    _quantile_stats: dict[tuple[float, ...], list[list[iv.RunStatistic]]] = field(
+        default_factory=dict)
+
+    def quantile_statistics(self, probabilities: list[float]) -> list[list[iv.RunStatistic]]:
+        """Per run, per probability (cached)."""
+        key = tuple(probabilities)
+        if key not in self._quantile_stats:
+            self._quantile_stats[key] = [
+                iv.quantile_statistics(op, run.warmup_blocks, probabilities)
+                for op, run in zip(self.ops, self.runs, strict=True)]
+        return self._quantile_stats[key]
+
+    def mean_statistics(self) -> list[iv.RunStatistic]:
+        return [iv.mean_statistic(op, run.warmup_blocks)
+                for op, run in zip(self.ops, self.runs, strict=True)]
+
+    def rate_statistics(self) -> list[iv.RunStatistic]:
+        return [iv.rate_statistic(op, run.warmup_blocks, run.block_durations_ns() / 1e9)
+                for op, run in zip(self.ops, self.runs, strict=True)]
+
+
+def op_side(name: str, variant: VariantRuns, percents: tuple[float, ...] | None = None
+            ) -> OpSide:
+    ops = [summary.ops.get(name) or _empty_op(summary.blocks) for summary in variant.summaries]
+    histogram = np.sum([op.histogram for op in ops], axis=0) if ops else \
+        np.zeros(hist.N_BUCKETS, np.int64)
+    totals = [sm.op_totals(op, run.warmup_blocks)
+              for op, run in zip(ops, variant.summaries, strict=True)]
+    n = int(sum(t[0] for t in totals))
+    total_duration = float(sum(variant.durations))
+    rate = n / total_duration if total_duration > 0 else None
+    iteration_p99: list[float | None] = []
+    for op, t in zip(ops, totals, strict=True):
+        iteration_p99.append(hist.quantiles(op.histogram, [0.99])[0]
+                             if t[0] and resolvable(t[0], 0.99) else None)
+    iteration_samples = [int(t[0]) for t in totals]
+    warmup = int(sum(op.warmup_samples for op in ops))
+    wanted = percentiles(percents)
+    if n == 0:
+        stats = OpStats(0, rate, {s.key: None for s in latency_stats(percents)}, {},
+                        iteration_samples,
+                        iteration_p99, None, warmup)
+        return OpSide(ops, variant.summaries, variant.durations, histogram, stats)
+    values: dict[str, float | None] = {
+        "min": float(min(t[2] for t in totals if t[0])),
+        "max": float(max(t[3] for t in totals if t[0])),
+        "mean": float(sum(t[1] for t in totals)) / n,
+    }
+    unresolved: dict[str, int] = {}
+    needed: dict[str, int] = {}
+    for stat, estimate in zip(wanted, hist.quantiles(histogram, [s.probability for s in wanted]),
+                              strict=True):
+        values[stat.key] = estimate
+        if not resolvable(n, stat.probability):
+            unresolved[stat.key] = tail_samples(n, stat.probability)
+            needed[stat.key] = needed_samples(stat.probability)
+    values = {stat.key: values[stat.key] for stat in latency_stats(percents)}
+    stats = OpStats(n, rate, values, unresolved, iteration_samples, iteration_p99,
+                    spread(iteration_p99), warmup, needed)
+    return OpSide(ops, variant.summaries, variant.durations, histogram, stats)
