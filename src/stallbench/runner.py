@@ -21,11 +21,11 @@ from . import duet, env, machineload, recovery
 from .context import RunContext
 from .errors import UsageError
 from .journal import Journal
-from .monitors import Monitor, default_monitor_names, monitor_class
+from .monitorrun import start_monitors, stop_monitors
+from .monitors import default_monitor_names
 from .plan import Plan, VariantSettings
 from .progress import Progress
-from .rundirs import STACKS_FILE
-from .runmeta import MonitorStatus, Status
+from .runmeta import Status
 from .store import RunWriter
 from .workloads import Workload, get_workload
 
@@ -324,7 +324,7 @@ def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_nam
              before_run: Callable[[], None] | None = None) -> None:
     ctx.start_clock()
     clock_started()
-    monitors = _start_monitors(ctx, monitor_names, writer, log)
+    monitors = start_monitors(ctx, monitor_names, writer, log)
     result = None
     try:
         if before_run is not None:
@@ -339,7 +339,7 @@ def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_nam
     finally:
         with interrupt.deferred():
             ctx.workload_ended()     # (a second call does nothing)
-            _stop_monitors(monitors, writer, log)
+            stop_monitors(monitors, writer, log)
             if result is not None:
                 _store_result(ctx, writer, result)
             shutil.rmtree(ctx.run_dir / ".spool", ignore_errors=True)
@@ -361,49 +361,3 @@ def _store_result(ctx: RunContext, writer: RunWriter, result) -> None:
     meta.rusage = result.rusage
     meta.workload_summary = result.extra
     writer.save()
-
-
-def _start_monitors(ctx: RunContext, names: list[str], writer: RunWriter,
-                    log: Callable[[str], None]) -> list[tuple[str, Monitor]]:
-    started: list[tuple[str, Monitor]] = []
-    for name in names:
-        cls = monitor_class(name)
-        reason = cls.unavailable(ctx)
-        if reason is None and name in [n for n, _ in started]:
-            continue
-        if reason:
-            _skip(writer, name, reason, log)
-            continue
-        monitor = cls()
-        try:
-            monitor.start(ctx)
-        except Exception as exc:  # noqa: BLE001 - a monitor never stops the run
-            _skip(writer, name, f"failed to start: {exc}", log)
-            continue
-        started.append((name, monitor))
-    return started
-
-
-def _skip(writer: RunWriter, name: str, reason: str, log: Callable[[str], None]) -> None:
-    writer.meta.monitors[name] = {"status": MonitorStatus.SKIPPED.value, "reason": reason}
-    log(f"monitor {name} skipped: {reason}")
-
-
-def _stop_monitors(monitors: list[tuple[str, Monitor]], writer: RunWriter,
-                   log: Callable[[str], None]) -> None:
-    for name, monitor in reversed(monitors):
-        try:
-            result = monitor.stop()
-        except Exception as exc:  # noqa: BLE001
-            writer.meta.monitors[name] = {"status": MonitorStatus.FAILED.value,
-                                          "reason": str(exc)}
-            log(f"monitor {name} failed: {exc}")
-            continue
-        for table_name, table in result.tables.items():
-            schema = result.schemas.get(table_name)
-            writer.write_monitor(table_name, table,
-                                 schema.units(table.column_names) if schema else None)
-        if result.folded_stacks:
-            (writer.path / STACKS_FILE).write_text(result.folded_stacks)
-        writer.meta.monitors[name] = {"status": MonitorStatus.OK.value, **result.summary}
-

@@ -148,10 +148,11 @@ def accounted_per_second(step: np.ndarray, wall: np.ndarray) -> float | None:
     per second of their time, where that exceeds 1 (else None). The largest single step is
     left out: a wait that began before accounting was switched on is one step (dropped below),
     not a rate. Seen in CI on a fresh 6.18 VM: a throttled reader's block I/O waits accounted
-    at 30 s per second, every step (here on the same kernel: 0.98). A likely cause, not
-    established: a wait woken from another CPU is ended by the waker (try_to_wake_up calls
-    delayacct_blkio_end), so it is timed by two CPUs' clocks, and vCPUs whose sched_clock
-    disagree add their offset to every such wait."""
+    at 30 s per second, every step (here on the same kernel: 0.98). The cause is not established;
+    two candidates: a wait timed from an earlier wait's start (the same kernel here once gave a
+    throttled reader a "longest wait" two reads long, analysis/delaymax.py), or, since a wait
+    woken from another CPU is ended by the waker (try_to_wake_up calls delayacct_blkio_end),
+    vCPUs whose sched_clock disagree adding their offset to every such wait."""
     positive = np.clip(step, 0.0, None)
     total = float(wall.sum())
     if positive.size < 2 or total <= 0:

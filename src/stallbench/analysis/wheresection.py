@@ -290,6 +290,14 @@ def role_delays(runs: Sequence[RunDelays], ops_by_role: Mapping[str, int] | None
     return rows_out
 
 
+def impossible_warnings(label: str, delays: Sequence[RoleDelays]) -> list[str]:
+    """One line per role and kind whose waits the kernel accounted faster than time passes."""
+    return [f"{label}: taskstats accounted {kind} delay to a {role.role} worker at {rate:.1f} s "
+            "per second of its time, which no task can wait: a kernel accounting fault (a wait "
+            f"timed from an earlier start?); {kind} is left out of the delay shares"
+            for role in delays for kind, rate in sorted(role.impossible.items())]
+
+
 def role_io(delays: Sequence[RoleDelays]) -> dict[str, RoleIO]:
     """What analysis/device.py needs of each role: op time, block I/O waits in the ops, I/O."""
     return {row.role: RoleIO(row.ops_latency_ns, None if "blkio" in row.impossible

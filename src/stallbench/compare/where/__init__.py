@@ -25,7 +25,7 @@ from ...monitors.base import table_columns
 from ...monitors.counters import COUNTERS
 from ...rundirs import TRACE_TABLES
 from ...store import Run
-from .facts import busy_at_rows, variant_facts
+from .facts import busy_at_rows, longest_op, variant_facts
 
 SLOW_FACTOR = 10.0
 SKIPPED_STATUSES = ("skipped", "failed")
@@ -66,13 +66,7 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
         section.psi[label] = ws.pressure(variant.psi(), variant.seconds)
         section.diskstats[label] = ws.disk_summaries(variant.diskstats())
         section.delay[label] = ws.role_delays(variant.delays(), variant.ops_by_role())
-        for role in section.delay[label]:
-            for kind, rate in sorted(role.impossible.items()):
-                section.warnings.append(
-                    f"{label}: taskstats accounted {kind} delay to a {role.role} worker at "
-                    f"{rate:.1f} s per second of its time, which no task can wait: a kernel "
-                    f"accounting fault (vCPU clocks that disagree?); {kind} is left out of "
-                    "the delay shares")
+        section.warnings += ws.impossible_warnings(label, section.delay[label])
         section.device[label] = device.device_vs_above(
             section.diskstats[label], {op: (n, total) for op, (n, total, _)
                                        in variant.op_totals.items()}, len(variant.runs),
@@ -113,17 +107,6 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
             section.delay_max.get(baseline_label, {}), facts, section.device[label],
             section.delay.get(baseline_label, []), section.facts.get(baseline_label))
     return section
-
-
-def _longest_op(run: Run) -> int | None:
-    """The run's longest op or longest time without a completion of one, whichever is longer
-    (what bounds any single wait of a worker's main thread); None without a summary."""
-    try:
-        ops = run.summary().ops
-    except RunDataError:
-        return None
-    longest = [int(max(op.block_max.max(initial=-1), op.gap_ns)) for op in ops.values()]
-    return max(longest) if longest else None
 
 
 class _VariantData:
@@ -225,7 +208,7 @@ class _VariantData:
                 roles = _worker_roles(run)
                 role_of = {pid: roles.get(w, f"worker {w}")
                            for w, pid in _worker_pids(run, monitornames.DELAY).items()}
-                longest = _longest_op(run)
+                longest = longest_op(run)
                 per_run.append({kind: {**(delaymax.beyond_ops(entry, longest)
                                           if entry.get("tid") in role_of else entry),
                                        "run": role_of.get(entry.get("tid"))}

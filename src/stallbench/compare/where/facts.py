@@ -113,3 +113,14 @@ def busy_at_rows(run: Run, columns: Mapping[str, np.ndarray], worker_of_pid: Map
         if asleep is not None:
             asleep[rows] = sleeps[w]
     return busy, asleep
+
+
+def longest_op(run: Run) -> int | None:
+    """The run's longest op or longest time without a completion of one, whichever is longer
+    (what bounds any single wait of a worker's main thread); None without a summary."""
+    try:
+        ops = run.summary().ops
+    except RunDataError:
+        return None
+    longest = [int(max(op.block_max.max(initial=-1), op.gap_ns)) for op in ops.values()]
+    return max(longest) if longest else None
