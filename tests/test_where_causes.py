@@ -196,7 +196,9 @@ def test_throttled_direct_reads_are_in_the_throttle_the_variant_set(tmp_path: Pa
         faulty = [w for w in where["warnings"]
                   if w.startswith("riops-300:") and "accounting fault" in w]
         assert faulty, where["warnings"]
-        assert re.search(r"at (29|30)\.\d s per second", faulty[0]), faulty
+        # 30 times a share of the wall time between 2/3 (some steps dropped) and 1
+        rate = float(re.search(r"at (\d+\.\d) s per second", faulty[0]).group(1))
+        assert 20.0 <= rate <= 31.5, faulty
         assert where["device"]["riops-300"]["read"]["verdict"] == throttle, where["device"]
         lines = [e["text"] for e in where["explanations"] if e["op"] == "read"]
     assert all("blkio" not in role["delays"] for role in where["delay"]["riops-300"]), where

@@ -288,7 +288,7 @@ class _PlanReader:
             seen.add(variant.name)
         hosts = None
         if "hosts" in data:
-            from .fleet.planhosts import check_plan_hosts
+            from .planhosts import check_plan_hosts
             hosts = self.wrap(("hosts",), check_plan_hosts, data["hosts"], "hosts",
                               self.path.parent)
         return Plan(workload=workload, workload_options=options, variants=variants,

@@ -15,7 +15,7 @@ def plan_json_schema() -> dict[str, Any]:
     """schemas/plan.schema.json, from the tables (tests/test_plan_schema.py compares them): what
     the reader accepts, so a key it refuses fails validation too (each workload's option table
     names its keys, chosen by the plan's `workload`)."""
-    from .fleet.planhosts import BOOT_SCHEMA
+    from .planhosts import BOOT_SCHEMA
     from .variantshapes import OPTION_KEY_RE
 
     workloads = available_workloads()

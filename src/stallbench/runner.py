@@ -97,6 +97,10 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
     workload_cls = get_workload(plan.workload)
     for variant in plan.variants:
         env.check_settings(variant)
+        if variant.kernel is not None:
+            from .vm.checks import check_vm_settings  # the rest is checked inside the guest
+
+            check_vm_settings(variant)
     for variant in plan.variants:                         # validate before anything changes
         workload_cls.from_options({**plan.workload_options, **variant.workload_options})
     monitor_names = plan.monitors if plan.monitors is not None else default_monitor_names()

@@ -148,13 +148,13 @@ def workload_options_table(value: object, what: str) -> dict[str, Any]:
 
 
 def _hosts(value: object, what: str) -> list[str]:
-    from .fleet.planhosts import check_variant_hosts
+    from .planhosts import check_variant_hosts
 
     return check_variant_hosts(value, what)
 
 
 def _boot(value: object, what: str) -> dict[str, str]:
-    from .fleet.planhosts import check_boot
+    from .planhosts import check_boot
 
     return check_boot(value, what)
 
@@ -229,7 +229,7 @@ class VariantSettings:
     vm_memory: int | None = option(parse=_vm_memory, schema=_SIZE_SCHEMA,
                                    help="the guest's memory (with --kernel; 1G)")
     hosts: list[str] | None = option(flag=None, parse=_hosts, schema=_STRINGS)   # fleet
-    boot: dict[str, str] | None = option(  # fleet: kernel to boot first (fleet/planhosts.py,
+    boot: dict[str, str] | None = option(  # fleet: kernel to boot first (planhosts.py,
         flag=None, parse=_boot, schema={"type": "object"})  # whose BOOT_SCHEMA the plan's has
     # cgroup knobs (env/memknobs.py, env/iocgroup.py)
     memory_high: int | None = option(parse=_size, schema=_SIZE_OR_ZERO,

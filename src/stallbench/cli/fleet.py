@@ -11,7 +11,7 @@ from ..plan import Plan
 
 
 def _source(plan: Plan, hosts: str | None) -> Path | list[str]:
-    from ..fleet.planhosts import check_hosts_option
+    from ..planhosts import check_hosts_option
 
     if hosts:
         return check_hosts_option(hosts)

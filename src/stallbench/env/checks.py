@@ -43,10 +43,6 @@ def check_settings(settings: VariantSettings) -> None:
 
     check_name(settings.name)
     opt = f"variant {settings.name}: "
-    if settings.kernel is not None:
-        from ..vm.checks import check_vm_settings  # the rest is checked inside the guest
-
-        check_vm_settings(settings)
     check_shape(settings, opt)
     if settings.fs_size is not None and settings.fs is not None \
             and settings.fs_size < MIN_SIZE[settings.fs]:

@@ -1,6 +1,6 @@
 """Fleet mode: one plan over many hosts through Ansible, one comparison at the end.
 
-planhosts   the plan's `hosts` and `boot` keys (shape only; imported by plan.py)
+(planhosts.py, beside plan.py: the plan's `hosts` and `boot` keys, shape only)
 inventory   the inventory (ansible-inventory --list) and which variants run on which host
 subplan     each host's part of the plan as TOML, split into boot segments (A B A B)
 ansible     generated playbooks run by ansible-playbook, results read from its JSON callback

@@ -7,9 +7,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from ..planhosts import describe_boot
 from .inventory import HostConfig
 from .outcome import HostReport
-from .planhosts import describe_boot
 from .probe import PROBE_LINES, PYTHON_KNOWN, probe_lines
 from .subplan import Segment
 

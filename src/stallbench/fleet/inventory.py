@@ -34,9 +34,9 @@ from typing import Any
 
 from ..errors import UsageError
 from ..plan import Plan
+from ..planhosts import TARGET_RE
 from ..version import __version__
 from .ansible import list_inventory
-from .planhosts import TARGET_RE
 
 DEFAULT_WORKDIR = "/var/tmp/stallbench-fleet"
 DEFAULT_BOOT_ID = "/proc/sys/kernel/random/boot_id"

@@ -33,13 +33,13 @@ from typing import Any
 
 from ..jsonfile import write_json_atomic
 from ..plan import Plan
+from ..planhosts import describe_boot
 from ..store import load_run
 from ..version import __version__
 from .ansible import Runner, check_ansible
 from .boot import boot_failed, boot_tasks
 from .inventory import HostConfig, assign, load_inventory
 from .outcome import FleetOutcome, HostReport
-from .planhosts import describe_boot
 from .probe import (
     NO_SPACE_RE,
     PROBE_LINES,

@@ -30,7 +30,7 @@ from ..runmeta import RUN_FILE, Status, read_meta
 from ..store import RunWriter
 from ..units import format_size
 from ..workloads import Workload
-from . import exchange as guest_side  # the contract with vm/guest.py
+from . import exchange as guest_side  # the contract with guest.py
 from .checks import DEFAULT_CPUS, DEFAULT_MEMORY
 from .initramfs import build_initramfs
 from .kernel import KernelError, cache_dir, pvh_vmlinux, resolve_kernel
@@ -208,7 +208,7 @@ def _write_job(exchange: Path, plan: Plan, variant: VariantSettings, monitor_nam
         env["TMPDIR"] = "/run/tmp"
     lines = ["set -e", *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
              "mkdir -p /run/tmp", "cd /run/tmp",
-             f"exec {shlex.quote(sys.executable)} -m stallbench.vm.guest "
+             f"exec {shlex.quote(sys.executable)} -m stallbench.guest "
              f"{guest_side.EXCHANGE / guest_side.JOB_FILE}"]
     (exchange / "job.sh").write_text("\n".join(lines) + "\n")
 
