@@ -4,11 +4,13 @@ duplicates dropped, inside 100 columns (hand-built rows as the where section hol
 from __future__ import annotations
 
 from stallbench.analysis.monitors import counters_comparison
+from stallbench.analysis.wheresection import WhereSection
 from stallbench.monitors.counters import counter_unit
-from stallbench.report.where import render_text
+from stallbench.report.text import chapter_lines
+from stallbench.report.where import where_chapter
 
 
-def _section() -> dict:
+def _section() -> WhereSection:
     base = [{"vmstat.pgpgin": 185852, "vmstat.pgscan_file": 0, "vmstat.pgdeactivate": 2,
              "memcg.failcnt": 0, "memcg.pgpgout": 2543, "memcg.total_pgpgout": 2543,
              "vmstat.workingset_refault_file_with_a_long_name": 5}]
@@ -17,13 +19,14 @@ def _section() -> dict:
              "vmstat.workingset_refault_file_with_a_long_name": 500}]
     rows = counters_comparison(base, cand, 2.0, 2.0, 330_000, 28_000)
     rows = [{**r, "unit": counter_unit(r["counter"])} for r in rows]
-    return {"baseline": "unlimited", "variants": ["unlimited", "memcg-96M-long-name"],
-            "counters": {"memcg-96M-long-name": rows}}
+    return WhereSection.from_json({"baseline": "unlimited",
+                                   "variants": ["unlimited", "memcg-96M-long-name"],
+                                   "counters": {"memcg-96M-long-name": rows}})
 
 
 def test_counters_table_has_units_new_and_fits_100_columns():
-    text = render_text(_section())
-    lines = text.splitlines()
+    lines = chapter_lines(where_chapter(_section()))
+    text = "\n".join(lines)
     assert max(len(line) for line in lines) <= 100
     row = {line.split()[0]: line.split() for line in lines if line.strip()}
     assert row["pgpgin"][1] == "KiB" and row["pgscan_file"][1] == "pages"

@@ -14,7 +14,8 @@ import pytest
 from stallbench.analysis.monitors import parse_folded
 from stallbench.analysis.wheresection import CounterRow, WhereSection
 from stallbench.compare.where import explain
-from stallbench.report.where import render_html, render_markdown, render_text
+from stallbench.report import htmlout, markdown, text
+from stallbench.report.where import where_chapter
 from stallbench.runselect import resolve_runs
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (memory cgroup, tracefs)")
@@ -96,9 +97,11 @@ def test_explain_section_for_the_pair(randread_pair) -> None:
     assert sum(slow["breakdown_ns"].values()) > 0
     roles = {r["role"]: r for r in section["delay"]["tight"]}
     assert roles["reader"]["delays"]["freepages"]["total_ns"] > 0
-    text = render_text(section)
-    assert "memcg.failcnt" in text and "reclaim latency, tight" in text
-    assert "<table>" in render_html(section) and "| counter |" in render_markdown(section)
+    chapter = where_chapter(typed)
+    where_text = "\n".join(text.chapter_lines(chapter))
+    assert "memcg.failcnt" in where_text and "reclaim latency, tight" in where_text
+    assert "<table>" in "".join(htmlout.chapter_html(chapter))
+    assert "| counter |" in "\n".join(markdown.chapter_lines(chapter))
     if change > 0.1:
         assert section["explanations"] and section["explanations"][0]["op"] == "read"
 

@@ -1,8 +1,8 @@
 """The "where did the time go" section, typed, and the pure functions that fill it.
 
-where.py loads the monitor tables of each variant's runs and calls these; report/where.py
-renders a WhereSection. `to_json` is the comparison JSON's `where` (the same keys as the
-fields); `from_json` reads it back. No I/O, no printing.
+compare/where/ loads the monitor tables of each variant's runs and calls these; report/where.py
+builds the report's tables of a WhereSection. `to_json` is the comparison JSON's `where` (the
+same keys as the fields); `from_json` reads it back. No I/O, no printing.
 """
 
 from __future__ import annotations

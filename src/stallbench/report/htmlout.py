@@ -8,8 +8,9 @@ import html
 from ..compare.model import Comparison
 from . import flamegraph
 from . import plots as plots_mod
-from .tables import Cell, Section, comparison_sections
+from .tables import Cell, Chapter, Section, comparison_sections
 from .text import distribution, header, stalls
+from .where import where_chapter
 
 _CSS = """
 body{font-family:system-ui,-apple-system,sans-serif;margin:0 auto;max-width:1100px;padding:12px;
@@ -57,15 +58,36 @@ def render(comparison: Comparison, plots: list[plots_mod.Plot] | None = None) ->
 
 
 def _section(section: Section) -> list[str]:
-    """A section of the table model as a heading, scrollable tables and paragraphs."""
+    """A section of the table model as a heading of its level, scrollable tables, a
+    preformatted block, a list and paragraphs."""
     title = section.title + (f" ({section.context})" if section.context else "")
-    out = [f"<h2>{_e(title)}</h2>"]
+    out = [f"<h{section.level}>{_e(title)}</h{section.level}>"]
     for table in section.tables:
         rows = ["<tr>" + "".join(f"<th>{_e(c.title)}</th>" for c in table.columns) + "</tr>"]
         rows += ["<tr>" + "".join(_td(cell) for cell in row) + "</tr>" for row in table.rows]
         out.append('<div class="scroll"><table>' + "".join(rows) + "</table></div>")
+    if section.preformatted:
+        out.append("<pre>" + _e("\n".join(section.preformatted)) + "</pre>")
+    if section.items:
+        out.append(_list(section.items))
     out += [f"<p>{_e(note)}</p>" for note in section.notes]
     return out
+
+
+def _list(items: list[str]) -> str:
+    return "<ul>" + "".join(f"<li>{_e(item)}</li>" for item in items) + "</ul>"
+
+
+def chapter_html(chapter: Chapter) -> list[str]:
+    """A chapter as a <section> of its class: heading, warnings, findings, its sections."""
+    out = [f'<section class="{_e(chapter.css_class)}">', f"<h2>{_e(chapter.title)}</h2>"]
+    out += [f'<p class="warning"><strong>Warning:</strong> {_e(warning)}</p>'
+            for warning in chapter.warnings]
+    if chapter.findings:
+        out.append(_list(chapter.findings))
+    for section in chapter.sections:
+        out += _section(section)
+    return [*out, "</section>"]
 
 
 def _td(cell: Cell) -> str:
@@ -75,10 +97,8 @@ def _td(cell: Cell) -> str:
 
 
 def _where(comparison: Comparison) -> list[str]:
-    section = comparison.where
     if comparison.where_error:
         return [f"<p>{_e(comparison.where_error)}</p>"]
-    if section is None:
+    if comparison.where is None:
         return []
-    from . import where
-    return [where.render_html(section)]
+    return chapter_html(where_chapter(comparison.where))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from ..analysis.intervals import DIRECTED
 from ..compare.model import Comparison
-from .tables import RIGHT, Cell, Section, comparison_sections
+from .tables import RIGHT, Cell, Chapter, Section, comparison_sections
 from .text import distribution, header, stalls
+from .where import where_chapter
 
 BOLD = DIRECTED
 
@@ -28,17 +29,35 @@ def render(comparison: Comparison) -> str:
 
 
 def section_lines(section: Section) -> list[str]:
-    """A section of the table model as a heading, GitHub tables and paragraphs."""
+    """A section of the table model as a heading of its level, GitHub tables, a fenced block,
+    a list and paragraphs, each followed by a blank line."""
     title = section.title + (f" ({section.context})" if section.context else "")
-    lines = [f"## {_escape(title)}", ""]
+    lines = [f"{'#' * section.level} {_escape(title)}", ""]
     for table in section.tables:
         lines.append(_row([_escape(c.title) for c in table.columns]))
         lines.append("|" + "".join("---:|" if c.align == RIGHT else "---|"
                                    for c in table.columns))
         lines += [_row([_cell(cell) for cell in row]) for row in table.rows]
         lines.append("")
+    if section.preformatted:
+        lines += ["```", *section.preformatted, "```", ""]
+    if section.items:
+        lines += [*(f"- {item}" for item in section.items), ""]
     for note in section.notes:
         lines += [_escape(note), ""]
+    return lines
+
+
+def chapter_lines(chapter: Chapter) -> list[str]:
+    """A chapter as a heading, its warnings quoted, its findings a list, then its sections."""
+    lines = [f"## {_escape(chapter.title)}", ""]
+    lines += [f"> **Warning:** {warning}" for warning in chapter.warnings]
+    if chapter.warnings:
+        lines.append("")
+    lines += [f"- {finding}" for finding in chapter.findings]
+    lines.append("")
+    for section in chapter.sections:
+        lines += section_lines(section)
     return lines
 
 
@@ -55,10 +74,8 @@ def _cell(cell: Cell) -> str:
 
 
 def where_section(comparison: Comparison) -> list[str]:
-    section = comparison.where
     if comparison.where_error:
         return [comparison.where_error, ""]
-    if section is None:
+    if comparison.where is None:
         return []
-    from . import where
-    return [where.render_markdown(section), ""]
+    return [*chapter_lines(where_chapter(comparison.where)), ""]

@@ -1,9 +1,9 @@
 """The report's table model: sections of titled tables with notes, built once from a Comparison
-and laid out by each format (text.py, markdown.py, htmlout.py) without deciding any content.
+(here) or from its where section (where.py), and laid out by each format (text.py, markdown.py,
+htmlout.py) without deciding any content.
 
 As in hyperfine's MarkupExporter, the builder decides every cell's words once; an emitter only
-turns rows into its syntax. The model is general (any section, e.g. the monitor tables of
-report/where.py, fits it). Nothing is computed here: every number is a field of the Comparison,
+turns rows into its syntax. Nothing is computed here: every number is a field of the Comparison,
 formatted with common.py; the unit of an op's table is chosen from its values (units.py).
 """
 
@@ -47,6 +47,7 @@ class Cell:
 class Table:
     columns: list[Column]
     rows: list[list[Cell]]
+    cut: bool = False   # monospace emitters cut a line longer than the page to it, ending in …
 
 
 @dataclass
@@ -55,6 +56,19 @@ class Section:
     tables: list[Table]
     notes: list[str] = field(default_factory=list)  # sentences below the tables
     context: str = ""   # markup headings add it in parentheses; a text table's header names it
+    preformatted: list[str] = field(default_factory=list)  # lines shown as they are (histograms)
+    items: list[str] = field(default_factory=list)         # a list, one entry a line
+    level: int = 2      # its heading's depth: 2 in the report, 3 inside a Chapter
+
+
+@dataclass
+class Chapter:
+    """Sections under one heading, led by warnings and findings (the where section)."""
+    title: str
+    sections: list[Section]
+    warnings: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # one sentence each, a list
+    css_class: str = ""  # HTML: the class of the <section> that holds it
 
 
 def cells(*texts: str) -> list[Cell]:

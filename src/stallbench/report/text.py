@@ -17,7 +17,8 @@ from .common import (
     shift_sentence,
 )
 from .environment import render_lines as environment_lines  # fidelity
-from .tables import RIGHT, Section, Table, comparison_sections
+from .tables import RIGHT, Chapter, Section, Table, comparison_sections
+from .where import where_chapter
 
 MAX_EPISODES = 5
 
@@ -71,40 +72,58 @@ def header(comparison: Comparison, width: int) -> list[str]:
 
 
 def section_lines(section: Section, width: int = 100) -> list[str]:
-    """A section of the table model as text: title, tables, notes wrapped under them."""
-    lines = [section.title]
+    """A section of the table model as text: its title (a list's with a colon), tables, lines
+    kept as they are, the list indented, notes wrapped under them; a blank line after."""
+    lines = textwrap.wrap(section.title + (":" if section.items else ""), width,
+                          subsequent_indent="  ")
     for table in section.tables:
-        lines += table_lines(table)
+        lines += table_lines(table, width)
+    lines += section.preformatted
+    lines += [f"  {item}" for item in section.items]
     for note in section.notes:
         lines += _wrap(note, width, "  ")
     return [*lines, ""]
 
 
-def table_lines(table: Table) -> list[str]:
-    """Columns padded to their width (titles cut to it) or, width 0, to their widest cell."""
+def table_lines(table: Table, width: int = 100) -> list[str]:
+    """Columns padded to their width (titles cut to it) or, width 0, to their widest cell; in a
+    table to be cut, a line longer than the page is cut to it."""
     texts = [[cell.text + (f"  {cell.flag}" if cell.flag else "") for cell in row]
              for row in table.rows]
     widths = [column.width or max([len(column.title), *(len(r[i]) for r in texts)])
               for i, column in enumerate(table.columns)]
 
     def line(row: list[str]) -> str:
-        return "".join(" " * column.gap + (text.rjust(w) if column.align == RIGHT
+        text = "".join(" " * column.gap + (text.rjust(w) if column.align == RIGHT
                                            else text.ljust(w))
                        for column, text, w in zip(table.columns, row, widths, strict=True)
                        ).rstrip()
+        return text if len(text) <= width or not table.cut else text[:width - 1] + "…"
 
     header = [c.title[:c.width] if c.width else c.title for c in table.columns]
     return [line(header), *(line(row) for row in texts)]
 
 
+def chapter_lines(chapter: Chapter, width: int = 100) -> list[str]:
+    """A chapter as text: its title underlined, warnings (!) and findings (*) wrapped, a blank
+    line, then its sections."""
+    lines = [chapter.title, "=" * len(chapter.title)]
+    for mark, notes in (("!", chapter.warnings), ("*", chapter.findings)):
+        for note in notes:
+            lines += textwrap.wrap(note, width, initial_indent=f"{mark} ",
+                                   subsequent_indent="  ")
+    lines.append("")
+    for section in chapter.sections:
+        lines += section_lines(section, width)
+    return lines
+
+
 def where_section(comparison: Comparison, width: int) -> list[str]:
-    section = comparison.where
     if comparison.where_error:
         return [comparison.where_error, ""]
-    if section is None:
+    if comparison.where is None:
         return []
-    from . import where
-    return [where.render_text(section, width), ""]
+    return chapter_lines(where_chapter(comparison.where), width)
 
 
 def distribution(op: OpComparison, comparison: Comparison, width: int) -> list[str]:

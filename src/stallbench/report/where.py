@@ -1,18 +1,15 @@
-"""Renders the "where did the time go" section (analysis/wheresection.py WhereSection, built by
-stallbench.where; its JSON form is read back first).
+"""The "where did the time go" section as the report's table model (tables.py): a Chapter of
+Sections built from the typed WhereSection (analysis/wheresection.py, built by compare/where/),
+laid out by the same text, markdown and HTML emitters as the comparison's tables.
 
-Text, markdown and an HTML fragment; nothing is computed here beyond choosing units.
+As in tables.py, every cell's words are decided here; nothing is computed beyond choosing units.
 """
 
 from __future__ import annotations
 
-import html
-import textwrap
-from collections.abc import Mapping
-from typing import Any
-
 from ..analysis.wheresection import CounterRow, WhereSection
 from ..units import format_ns
+from .tables import LEFT, Chapter, Column, Section, Table, cells
 
 COUNTER_ROWS = 25
 HIST_BAR = 30
@@ -54,13 +51,16 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
-def _typed(section: WhereSection | Mapping[str, Any]) -> WhereSection:
-    return section if isinstance(section, WhereSection) else WhereSection.from_json(section)
+def _part(title: str, header: list[str], rows: list[list[str]]) -> Section:
+    """One table of the section under its title, its columns as wide as their widest cell, its
+    lines cut to the page."""
+    columns = [Column(h, LEFT, gap=2 if i else 0) for i, h in enumerate(header)]
+    return Section(title, [Table(columns, [cells(*row) for row in rows], cut=True)], level=3)
 
 
-def _tables(section: WhereSection) -> list[tuple[str, list[str], list[list[str]]]]:
-    """(title, header, rows) of every table in the section, in reading order."""
-    out: list[tuple[str, list[str], list[list[str]]]] = []
+def _table_sections(section: WhereSection) -> list[Section]:
+    """Every table of the section, in reading order."""
+    out: list[Section] = []
     base = section.baseline
     for label, rows in section.counters.items():
         if not rows:
@@ -82,58 +82,61 @@ def _tables(section: WhereSection) -> list[tuple[str, list[str], list[list[str]]
         if more > 0:
             title += f"; {more} more there"
         b, c = _short(base, 9), _short(label, 9)
-        out.append((title, ["counter", "unit", b, c, f"{_short(base, 6)}/op",
-                            f"{_short(label, 6)}/op", "per s", "per op"], body))
+        out.append(_part(title, ["counter", "unit", b, c, f"{_short(base, 6)}/op",
+                                 f"{_short(label, 6)}/op", "per s", "per op"], body))
     psi_rows = [[label, key, format_ns(item.stall_ns), _share(item.share_of_time)]
                 for label, values in section.psi.items() for key, item in values.items()
                 if item.stall_ns]
     if psi_rows:
-        out.append(("pressure stall (PSI) during the run", ["variant", "pressure", "stalled",
-                                                            "of run time"], psi_rows))
+        out.append(_part("pressure stall (PSI) during the run",
+                         ["variant", "pressure", "stalled", "of run time"], psi_rows))
     disk_rows = [[label, device, _num(d.iops), _num((d.read_bytes_per_s or 0) / 2**20),
                   _num((d.write_bytes_per_s or 0) / 2**20), format_ns(d.read_ns_per_request),
                   format_ns(d.write_ns_per_request), _num(d.queue_depth, 2),
                   _share(d.utilisation)]
                  for label, devices in section.diskstats.items() for device, d in devices.items()]
     if disk_rows:
-        out.append(("block devices", ["variant", "device", "IOPS", "read MiB/s", "write MiB/s",
-                                      "read/req", "write/req", "queue", "util"], disk_rows))
+        out.append(_part("block devices", ["variant", "device", "IOPS", "read MiB/s",
+                                           "write MiB/s", "read/req", "write/req", "queue",
+                                           "util"], disk_rows))
     device_rows = [[label, op, format_ns(d.op_mean_ns), _share(d.from_device),
                     _share(d.blkio_share), d.verdict or "-"]
                    for label, ops in section.device.items() for op, d in ops.items()]
     if device_rows:
-        out.append(("device or above it, from each op's own I/O (bytes its reads got from the "
-                    "block layer; its op time in block I/O waits)",
-                    ["variant", "op", "op mean", "from device", "I/O waits", "time spent"],
-                    device_rows))
+        out.append(_part("device or above it, from each op's own I/O (bytes its reads got from "
+                         "the block layer; its op time in block I/O waits)",
+                         ["variant", "op", "op mean", "from device", "I/O waits", "time spent"],
+                         device_rows))
     delay_rows = [[label, role.role, kind, format_ns(d.total_ns), format_ns(d.in_ops_ns),
                    _share(d.share)]
                   for label, roles in section.delay.items() for role in roles
                   for kind, d in role.delays.items() if d.total_ns]
     if delay_rows:
-        out.append(("delay accounting per worker role: accrued in the run, the part that must "
-                    "have been inside the ops, and its share of their op time",
-                    ["variant", "role", "delay", "total", "in ops", "of op time"], delay_rows))
+        out.append(_part("delay accounting per worker role: accrued in the run, the part that "
+                         "must have been inside the ops, and its share of their op time",
+                         ["variant", "role", "delay", "total", "in ops", "of op time"],
+                         delay_rows))
     longest_rows = [[label, kind, format_ns(d.max_ns), d.role or f"tid {d.tid}"]
                     for label, kinds in section.delay_max.items()
                     for kind, d in kinds.items() if d.max_ns]
     if longest_rows:
-        out.append(("longest single delay per kind (taskstats per-task maximum)",
-                    ["variant", "delay", "longest", "task"], longest_rows))
+        out.append(_part("longest single delay per kind (taskstats per-task maximum)",
+                         ["variant", "delay", "longest", "task"], longest_rows))
     for label, stacks in section.stacks.items():
         if stacks.top:
-            out.append((f"top blocked stacks: {label} (from {stacks.source})",
-                        ["share", "samples", "waiting on", "stack (leaf last)"],
-                        [[_share(s.share), str(s.samples), s.what, _short_stack(s.stack)]
-                         for s in stacks.top]))
+            out.append(_part(f"top blocked stacks: {label} (from {stacks.source})",
+                             ["share", "samples", "waiting on", "stack (leaf last)"],
+                             [[_share(s.share), str(s.samples), s.what, _short_stack(s.stack)]
+                              for s in stacks.top]))
     for label, ops in section.slow_ops.items():
         rows = [[op, str(slow.count), format_ns(slow.threshold_ns), cause, _share(share),
                  format_ns(slow.breakdown_ns[cause])]
                 for op, slow in ops.items()
                 for cause, share in sorted(slow.shares.items(), key=lambda kv: -kv[1])]
         if rows:
-            out.append((f"slow ops (> {section.slow_factor:g}x p50): {label}",
-                        ["op", "slow ops", "threshold", "time went to", "share", "total"], rows))
+            out.append(_part(f"slow ops (> {section.slow_factor:g}x p50): {label}",
+                             ["op", "slow ops", "threshold", "time went to", "share", "total"],
+                             rows))
     return out
 
 
@@ -143,7 +146,8 @@ def _short_stack(stack: str, frames: int = 5) -> str:
     return ("...;" if len(parts) > frames else "") + ";".join(parts[-frames:])
 
 
-def _histograms(section: WhereSection) -> list[tuple[str, list[str]]]:
+def _histogram_sections(section: WhereSection) -> list[Section]:
+    """bcc-style log2 histograms of the traced latencies, kept as lines."""
     out = []
     for label, groups in section.histograms.items():
         for name, rows in groups.items():
@@ -153,79 +157,19 @@ def _histograms(section: WhereSection) -> list[tuple[str, list[str]]]:
             lines = [f"{r.lo_ns // 1000:>10} -> {r.hi_ns // 1000 - 1:<10} : "
                      f"{r.count:<8} |{'*' * round(HIST_BAR * r.count / peak):<{HIST_BAR}}|"
                      for r in rows]
-            out.append((f"{name} latency, {label} (usecs : count)", lines))
+            out.append(Section(f"{name} latency, {label} (usecs : count)", [],
+                               preformatted=lines, level=3))
     return out
 
 
-def _notes(section: WhereSection) -> tuple[list[str], list[str], list[str]]:
-    explanations = [e.text + (f"  [{e.variant}]" if len(section.variants) > 2 else "")
-                    for e in section.explanations]
+def where_chapter(section: WhereSection) -> Chapter:
+    """The whole section: warnings and explanations, then its tables, histograms and the
+    monitors that were not used."""
+    findings = [e.text + (f"  [{e.variant}]" if len(section.variants) > 2 else "")
+                for e in section.explanations]
     skipped = [f"{s.variant}: {s.monitor} skipped: {s.reason}" for s in section.skipped]
-    return explanations, section.warnings, skipped
-
-
-def render_text(section: WhereSection | Mapping[str, Any], width: int = 100) -> str:
-    section = _typed(section)
-    lines = ["Where did the time go", "=" * 21]
-    explanations, warnings, skipped = _notes(section)
-    for mark, notes in (("!", warnings), ("*", explanations)):
-        for note in notes:
-            lines += textwrap.wrap(note, width, initial_indent=f"{mark} ",
-                                   subsequent_indent="  ")
-    for title, header, rows in _tables(section):
-        lines += ["", *textwrap.wrap(title, width, subsequent_indent="  ")]
-        widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
-        for row in [header, *rows]:
-            text = "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-            lines.append(text if len(text) <= width else text[:width - 1] + "…")
-    for title, hist in _histograms(section):
-        lines += ["", title, *hist]
+    parts = _table_sections(section) + _histogram_sections(section)
     if skipped:
-        lines += ["", "monitors not used:"] + [f"  {s}" for s in skipped]
-    return "\n".join(lines) + "\n"
-
-
-def _md_cell(text: str) -> str:
-    return str(text).replace("|", "\\|")
-
-
-def render_markdown(section: WhereSection | Mapping[str, Any]) -> str:
-    section = _typed(section)
-    lines = ["## Where did the time go", ""]
-    explanations, warnings, skipped = _notes(section)
-    lines += [f"> **Warning:** {w}" for w in warnings]
-    if warnings:
-        lines.append("")
-    lines += [f"- {e}" for e in explanations]
-    for title, header, rows in _tables(section):
-        lines += ["", f"### {title}", "", "| " + " | ".join(map(_md_cell, header)) + " |",
-                  "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(map(_md_cell, row)) + " |" for row in rows]
-    for title, hist in _histograms(section):
-        lines += ["", f"### {title}", "", "```", *hist, "```"]
-    if skipped:
-        lines += ["", "### monitors not used", ""] + [f"- {s}" for s in skipped]
-    return "\n".join(lines) + "\n"
-
-
-def render_html(section: WhereSection | Mapping[str, Any]) -> str:
-    section = _typed(section)
-    esc = html.escape
-    parts = ['<section class="stallbench-where">', "<h2>Where did the time go</h2>"]
-    explanations, warnings, skipped = _notes(section)
-    parts += [f'<p class="warning"><strong>Warning:</strong> {esc(w)}</p>' for w in warnings]
-    if explanations:
-        parts.append("<ul>" + "".join(f"<li>{esc(e)}</li>" for e in explanations) + "</ul>")
-    for title, header, rows in _tables(section):
-        parts.append(f'<h3>{esc(title)}</h3><div class="scroll"><table><thead><tr>'
-                     + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr></thead><tbody>")
-        parts += ["<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>"
-                  for row in rows]
-        parts.append("</tbody></table></div>")
-    for title, hist in _histograms(section):
-        parts.append(f"<h3>{esc(title)}</h3><pre>{esc(chr(10).join(hist))}</pre>")
-    if skipped:
-        parts.append("<h3>monitors not used</h3><ul>"
-                     + "".join(f"<li>{esc(s)}</li>" for s in skipped) + "</ul>")
-    parts.append("</section>")
-    return "\n".join(parts) + "\n"
+        parts.append(Section("monitors not used", [], items=skipped, level=3))
+    return Chapter("Where did the time go", parts, section.warnings, findings,
+                   css_class="stallbench-where")

@@ -2,8 +2,8 @@
 ops above a threshold) and hands it to the pure functions of analysis/wheresection.py,
 montables.py and slowops.py.
 
-`build` returns the typed WhereSection; `explain` its JSON form (the comparison's `where`);
-report/where.py renders either.
+`build` returns the typed WhereSection (the comparison's `where`), `explain` its JSON form;
+report/where.py builds the report's tables from the typed one.
 """
 
 from __future__ import annotations
