@@ -50,7 +50,7 @@ def variant_facts(runs: list[Run], counter_deltas: list[dict[str, int]]) -> mech
     if counter_deltas:
         names = {n for d in counter_deltas for n in d}
         facts.counters = {n: float(np.mean([d.get(n, 0) for d in counter_deltas]))
-                          for n in names}
+                          for n in sorted(names)}
     return facts
 
 
