@@ -158,9 +158,11 @@ def duet_lines(comparison: Comparison) -> list[str]:
     lines = []
     for label, duet in comparison.duet.items():
         if duet["interval"] == "paired":
-            dof = f"{duet['pairs'] - 1} degrees of freedom"
+            own = duet["pairs"] - 1
+            dof = f"{own} degrees of freedom" if own else ""
             if duet.get("profile_dof"):
-                dof += f" and {duet['profile_dof']} of the duet noise profile's"
+                profile = f"the duet noise profile's {duet['profile_dof']}"
+                dof = f"{dof} and {profile}" if dof else f"{profile} degrees of freedom"
             how = (f"intervals paired: a t interval on the {duet['pairs']} pairs' log ratios "
                    f"({dof}), the change their geometric mean")
         else:
