@@ -275,6 +275,19 @@ def test_a_duet_profile_is_its_a_a_pairs_spread_and_pools_with_the_pairs(duets, 
     got = comparison["ops"]["read"]["variants"]["big"]["change"]["mean_ns"]
     assert abs(math.log1p(got["low"]) - (d.mean() - half)) <= 1e-6, (got, d, s0)
     assert abs(math.log1p(got["high"]) - (d.mean() + half)) <= 1e-6, (got, d, s0)
+    # one duet (its run directories given): the profile alone gives its spread, t(2)
+    first_a = _runs(copy, "a")[0]
+    partner = runs_big[first_a["duet"]["id"]]
+    one = run_stallbench("compare", str(first_a["_path"]), str(partner["_path"]), "--format",
+                         "json", check=True)
+    one = json.loads(one.stdout)
+    label = one["candidates"][0] if "candidates" in one else next(iter(one["duet"]))
+    assert one["duet"][label]["interval"] == "paired" and one["duet"][label]["pairs"] == 1, one
+    d1 = math.log(_run_values(partner)[1] / _run_values(first_a)[1])
+    half = stats.t.ppf(0.975, 2) * s0
+    got = one["ops"]["read"]["variants"][label]["change"]["mean_ns"]
+    assert abs(math.log1p(got["low"]) - (d1 - half)) <= 1e-6, (got, d1, s0)
+    assert abs(math.log1p(got["high"]) - (d1 + half)) <= 1e-6, (got, d1, s0)
 
 
 @pytest.mark.parametrize("extra, words", [
