@@ -45,7 +45,7 @@ from stallbench import store
 from stallbench.analysis.distrust import MACHINE_BUSIER
 from stallbench.analysis.quantiles import LATENCY_STATS
 from stallbench.compare.comparison import build_comparison
-from stallbench.compare.gate import Metric, gate, gate_exit_code
+from stallbench.compare.gate import Metric, gate, gate_exit_code, gate_options
 from stallbench.compare.model import CompareOptions
 from stallbench.rundirs import OPS_FILE
 from stallbench.runmeta import Status
@@ -148,7 +148,10 @@ def aa(runs: list[store.Run], workload: str, rng: np.random.Generator) -> dict:
             busier += any("MACHINE BUSIER" in note for note in comparison.notes)
             held_only += held and not called    # a call only the machine-busier rule withheld
             metrics = [Metric(*m.rsplit(":", 1)) for m in CHECK_METRICS[workload]]
-            code = gate_exit_code(gate(comparison, metrics, 0.10))
+            gated = build_comparison(Resolved("A", [runs[i] for i in a], []),
+                                     [Resolved("B", [runs[i] for i in b], [])],
+                                     gate_options(metrics))
+            code = gate_exit_code(gate(gated, metrics, 0.10))
             check_fail += code == 1
             check_ok += code == 0
         total_called = sum(c for c, _ in rows.values())

@@ -26,7 +26,7 @@ from aa import scaled_copy  # noqa: E402
 
 from stallbench.compare.calibration import duet_profile_from_runs, profile_from_runs  # noqa: E402
 from stallbench.compare.comparison import build_comparison  # noqa: E402
-from stallbench.compare.gate import Metric, gate, gate_exit_code  # noqa: E402
+from stallbench.compare.gate import Metric, gate, gate_exit_code, gate_options  # noqa: E402
 from stallbench.compare.model import CompareOptions  # noqa: E402
 from stallbench.runselect import Resolved  # noqa: E402
 from stallbench.store import Run, load_run  # noqa: E402
@@ -54,8 +54,10 @@ def load_set(path: Path) -> dict[str, dict[int, Run]]:
 
 
 def compare(base: list[Run], cand: list[Run], profile=None, metrics=None, duet_profile=None):
-    options = CompareOptions(explain=False, use_profiles=False, noise_profile=profile,
-                             metrics=metrics, duet_profile=duet_profile)
+    """`metrics` (Metric list): the comparison `check` judges (gate_options)."""
+    options = gate_options(metrics) if metrics else CompareOptions(explain=False)
+    options.use_profiles, options.noise_profile = False, profile
+    options.duet_profile = duet_profile
     return build_comparison(Resolved("A", base, []), [Resolved("B", cand, [])], options)
 
 
@@ -138,7 +140,7 @@ def evaluate_set(path: Path, rng: np.random.Generator) -> dict:
                         cell["called"] += 1
                         called = True
             cell["any_call"] += called
-            gated = compare(base, twin, profile, tuple((m.op, m.stat) for m in metrics))
+            gated = compare(base, twin, profile, metrics)
             code = gate_exit_code(gate(gated, metrics, 0.10))
             cell["check_exit_1"] += code == 1
             cell["check_exit_0"] += code == 0
@@ -259,7 +261,7 @@ def _aa_cell(pairs: list[tuple[list[Run], list[Run]]], metrics: list[Metric],
                     cell["called"] += 1
                     called = True
         cell["any_call"] += called
-        gated = compare(base, twin, None, tuple((m.op, m.stat) for m in metrics), profile)
+        gated = compare(base, twin, None, metrics, profile)
         code = gate_exit_code(gate(gated, metrics, 0.10))
         cell["check_exit_1"] += code == 1
         cell["check_exit_0"] += code == 0

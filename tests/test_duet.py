@@ -281,7 +281,7 @@ def test_a_duet_profile_is_its_a_a_pairs_spread_and_pools_with_the_pairs(duets, 
     one = run_stallbench("compare", str(first_a["_path"]), str(partner["_path"]), "--format",
                          "json", check=True)
     one = json.loads(one.stdout)
-    label = one["candidates"][0] if "candidates" in one else next(iter(one["duet"]))
+    [label] = one["candidates"]
     assert one["duet"][label]["interval"] == "paired" and one["duet"][label]["pairs"] == 1, one
     d1 = math.log(_run_values(partner)[1] / _run_values(first_a)[1])
     half = stats.t.ppf(0.975, 2) * s0

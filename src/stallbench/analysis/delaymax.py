@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .delaykinds import DELAY_KINDS
+from .inops import IMPOSSIBLE_RATE
 
 
 def longest_delays(tid: np.ndarray, born_in_run: np.ndarray,
@@ -54,7 +55,7 @@ def longest_delays(tid: np.ndarray, born_in_run: np.ndarray,
                 attributable = False
                 unattributed += int(grew_count)
             if attributable and t_ns is not None \
-                    and last_max > float(np.asarray(t_ns)[rows[-1]]) * 1.05 + 1e6:
+                    and last_max > float(np.asarray(t_ns)[rows[-1]]) * IMPOSSIBLE_RATE + 1e6:
                 attributable = False
                 impossible += 1
             if attributable and t_ns is not None and totals is not None and kind in totals \
@@ -76,7 +77,7 @@ def beyond_ops(entry: Mapping[str, Any], longest_op_ns: int | None) -> dict[str,
     exceeds `longest_op_ns` (the run's longest op or time without a completion, whichever is
     longer) by more than sampling allows."""
     value = entry.get("max_ns")
-    if value is None or longest_op_ns is None or value <= longest_op_ns * 1.05 + 1e6:
+    if value is None or longest_op_ns is None or value <= longest_op_ns * IMPOSSIBLE_RATE + 1e6:
         return dict(entry)
     return {**entry, "max_ns": None, "tid": None,
             "impossible": int(entry.get("impossible") or 0) + 1}
@@ -93,7 +94,7 @@ def _total_impossible(total: np.ndarray, t_ns: np.ndarray, born: bool) -> bool:
     total, t_ns = total[known], t_ns[known]
     accrued = total[-1] - (0.0 if born else total[0])
     watched = t_ns[-1] - (0.0 if born else t_ns[0])
-    return bool(accrued > watched * 1.05 + 1e6)
+    return bool(accrued > watched * IMPOSSIBLE_RATE + 1e6)
 
 
 KIND_WORDS = {k.name: k.noun for k in DELAY_KINDS}

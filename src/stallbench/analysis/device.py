@@ -39,6 +39,7 @@ class RoleIO:
 PAGE_CACHE_FRACTION = 0.02     # bytes from the device below this share: page-cache reads
 DEVICE_WAIT_SHARE = 0.5        # block I/O waits above this share of the op time: the device
 PARTLY_SHARE = 0.2             # above this share: partly the device
+REACHED_DEVICE = 0.5           # bytes from the device at or above this share: reads reached it
 BINDING = 0.8                  # a throttle binds when the device ran at this share of its limit
 LIMIT_RATES = {"riops": "read_iops", "wiops": "write_iops", "rbps": "read_bytes_per_s",
                "wbps": "write_bytes_per_s"}      # io.max key -> the DiskSummary rate it limits
@@ -100,7 +101,7 @@ def _without_waits(direction: str, from_device: float | None, bound: float | Non
     device at its limit: the time was in that throttle."""
     if facts is None or bound is None or bound >= PARTLY_SHARE:
         return None
-    if direction == "read" and (from_device is None or from_device < 0.5):
+    if direction == "read" and (from_device is None or from_device < REACHED_DEVICE):
         return None
     throttle = throttle_words(facts, direction if direction == "read" else "write")
     if throttle and throttle_binds(facts, direction, disks):
@@ -137,6 +138,6 @@ def _verdict(direction: str, from_device: float | None, blkio: float | None,
         return f"in {throttle}, before the device"
     if blkio >= DEVICE_WAIT_SHARE:
         return "waiting for the device"
-    if blkio >= PARTLY_SHARE or (from_device is not None and from_device >= 0.5):
+    if blkio >= PARTLY_SHARE or (from_device is not None and from_device >= REACHED_DEVICE):
         return "partly the device, the rest above it"
     return ABOVE

@@ -31,8 +31,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..compare.comparison import build_comparison
-    from ..compare.gate import gate, gate_exit_code, metric_percents, parse_metric
-    from ..compare.model import CompareOptions
+    from ..compare.gate import gate, gate_exit_code, gate_options, parse_metric
     from ..report import check as check_report
     from ..units import parse_percent
 
@@ -44,9 +43,7 @@ def run(args: argparse.Namespace) -> int:
                   for run in r.runs if not run.complete]
     if incomplete:
         raise UndecidedError(f"incomplete run {incomplete[0]}")
-    options = CompareOptions(noise=parse_percent(args.noise, "--noise"), explain=False,
-                             percentiles=metric_percents(metrics),
-                             metrics=tuple((m.op, m.stat) for m in metrics))
+    options = gate_options(metrics, parse_percent(args.noise, "--noise"))
     comparison = build_comparison(baseline, candidates, options)
     results = gate(comparison, metrics, bound)
     print(check_report.render(results), end="")

@@ -8,11 +8,12 @@ from __future__ import annotations
 from ..analysis import interference, paired
 from ..analysis import noise as nz
 from ..analysis.quantiles import percentiles
+from ..analysis.runstats import RunStatistic
 from ..errors import UsageError
 from ..hostfacts import utc_now
 from ..noiseprofiles import run_settings, run_shape
 from ..runselect import Resolved
-from .loading import load_variant, op_names, op_side
+from .loading import OpSide, load_variant, op_names, op_side
 
 
 def _one_shape(resolved: Resolved) -> None:
@@ -27,7 +28,7 @@ def _one_shape(resolved: Resolved) -> None:
                          "settings or host; calibrate one shape on one host at a time")
 
 
-def _statistics(side) -> dict[str, list]:
+def _statistics(side: OpSide) -> dict[str, list[RunStatistic]]:
     """Each statistic's per-run values of one op's side (the comparison's own)."""
     stats = percentiles()
     columns = {"rate": side.rate_statistics(), "mean": side.mean_statistics()}

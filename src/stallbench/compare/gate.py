@@ -15,7 +15,7 @@ from ..analysis.quantiles import (
     stat_named,
 )
 from ..errors import ExitCode, UsageError
-from .model import Comparison, OpComparison
+from .model import CompareOptions, Comparison, OpComparison
 
 # verdicts the comparison distrusts (its note) -> why check cannot decide them
 _DISTRUSTED = {
@@ -61,6 +61,17 @@ def metric_percents(metrics: list[Metric]) -> tuple[float, ...]:
     named = {round(stat.probability * 100, 10) for m in metrics
              if (stat := stat_named(m.stat)).probability is not None}
     return tuple(sorted({float(p) for p in (*DEFAULT_PERCENTS, *named)}))
+
+
+def gate_options(metrics: list[Metric], noise: float | None = None) -> CompareOptions:
+    """The comparison `check` judges: the metrics named are the ones that decide (their own
+    false-discovery budget and distrust rules), their percentiles computed, no where section.
+    Benchmarks build it here too, so that what they count as `check` is what check does."""
+    options = CompareOptions(explain=False, percentiles=metric_percents(metrics),
+                             metrics=tuple((m.op, m.stat) for m in metrics))
+    if noise is not None:
+        options.noise = noise
+    return options
 
 
 def gate(comparison: Comparison, metrics: list[Metric], max_regression: float) -> list[GateResult]:
