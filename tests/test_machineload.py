@@ -14,6 +14,8 @@ from pathlib import Path
 
 from conftest import requires_root, run_stallbench
 from stallbench import machineload
+from stallbench.analysis import intervals as iv
+from stallbench.analysis.distrust import MACHINE_BUSIER, distrust_busier_machine
 from stallbench.analysis.interference import OutsideLoad, busier_side, outside_load, saturated
 
 BURN = "import time\nend = time.time() + 60\nwhile time.time() < end: pass\n"
@@ -126,8 +128,27 @@ def test_an_aa_run_next_to_a_cpu_hog_is_not_called_worse(tmp_path):
     assert said in text.stdout
     check = run_stallbench("check", "quiet", "hogged", "--results", str(results),
                            "--metric", "read:p50", "--metric", "read:p99",
-                           "--max-regression", "10%")
+                           "--metric", "read:p999", "--max-regression", "10%")
     assert check.returncode == 125, check.stdout + check.stderr
+
+
+def test_a_busier_sides_far_tail_is_never_called_worse():
+    """A 0.25-CPU neighbour multiplied the p99.9 of µs reads by 24 in an A/A pair (a few
+    preempted ops take a scheduler slice each): the load bound that lets a 30x p50 stand must
+    not let such a tail stand. Hand-made changes, each far beyond its bound."""
+    def worse() -> iv.Change:
+        return iv.Change(change=23.4, low=1.48, high=60.0, verdict=iv.Verdict.WORSE)
+    changes = {"read": {"b": {"p50": worse(), "p99": worse(), "p999": worse(),
+                              "p9999": worse()}}}
+    loaded = {("read", "b"): {stat: worse() for stat in ("p50", "p99", "p999", "p9999")}}
+    loads = {"a": OutsideLoad(2, 0.0, 3), "b": OutsideLoad(2, 0.25, 3)}
+    notes = distrust_busier_machine(changes, [], "a", loads, {"b": 0}, {"b": 1}, loaded, 0.02)
+    verdicts = {stat: (c.verdict, c.note) for stat, c in changes["read"]["b"].items()}
+    assert verdicts == {"p50": (iv.Verdict.WORSE, None), "p99": (iv.Verdict.WORSE, None),
+                        "p999": (iv.Verdict.UNCLEAR, MACHINE_BUSIER),
+                        "p9999": (iv.Verdict.UNCLEAR, MACHINE_BUSIER)}
+    [note] = notes
+    assert "(2 beyond what separate runs" in note and "2 of them beyond p99," in note, note
 
 
 def test_a_large_change_next_to_a_cpu_hog_still_stands(tmp_path):

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import intervals as iv
-from .interference import OutsideLoad
+from .interference import PREEMPTED_TAIL, OutsideLoad, bounded_by_load
 from .quantiles import stat_named
 from .summary import RESPONSE_SUFFIX
 
@@ -78,8 +78,8 @@ def distrust_busier_machine(changes: OpChanges, cpu: Sequence[Mapping[str, iv.Ch
     'unclear (machine busier)' (`busier`: interference.busier_side per candidate) unless the
     change's interval with the saturated machine's run-to-run prior (`loaded`, per op and
     candidate) gives the same verdict: a change beyond what separate runs on a saturated
-    machine differ by stands. CPU rows (`cpu`: candidate -> change per row) have no such
-    bound. Returns the notes that say so."""
+    machine differ by stands. Quantiles beyond 1 - PREEMPTED_TAIL and CPU rows (`cpu`:
+    candidate -> change per row) have no such bound. Returns the notes that say so."""
     notes = []
     for label, side in busier.items():
         if side == 0:
@@ -87,14 +87,17 @@ def distrust_busier_machine(changes: OpChanges, cpu: Sequence[Mapping[str, iv.Ch
         distrusted = iv.Verdict.WORSE if side > 0 else iv.Verdict.BETTER
         # a saturated pair's intervals already have the saturated prior
         judged = [(c, c if saturated[label] else loaded.get((op, label), {}).get(stat),
-                   stat_named(stat).higher_is_better)
+                   stat_named(stat))
                   for op, by_candidate in changes.items()
                   for stat, c in by_candidate[label].items()]
-        judged += [(row[label], None, False) for row in cpu if label in row]
-        kept = 0
-        for change, bound, higher_is_better in judged:
+        judged += [(row[label], None, None) for row in cpu if label in row]
+        kept = tails = 0
+        for change, bound, stat in judged:
             if change.verdict != distrusted:
                 continue
+            higher_is_better = stat is not None and stat.higher_is_better
+            if stat is not None and not bounded_by_load(stat.probability):
+                bound, tails = None, tails + 1
             if bound is not None and iv.verdict(bound, higher_is_better, noise) == distrusted:
                 kept += 1
                 continue
@@ -107,5 +110,8 @@ def distrust_busier_machine(changes: OpChanges, cpu: Sequence[Mapping[str, iv.Ch
             f"{label} are left unclear"
             + (f" ({kept} beyond what separate runs on a saturated machine differ by stand)"
                if kept else "")
+            + (f" ({tails} of them beyond p{100 * (1 - PREEMPTED_TAIL):g}, whatever their size:"
+               " outside load can lengthen that share of ops by a whole scheduler slice)"
+               if tails else "")
             + "; rerun on a quieter machine or interleave more iterations")
     return notes

@@ -33,6 +33,17 @@ SATURATED_SD = 2.0   # (1.0 let 25% of 3+3 A/A comparisons call something, 1.5 n
 SATURATED_AT_SHARE = 0.80
 QUIET_SHARE = 0.05      # outside load below this share of a full machine: none was waiting
 SATURATED_PRIOR_DOF = 4.0  # its weight beside a saturated pair's own runs
+# The share of a busier side's ops that outside load can lengthen by a whole scheduler slice
+# (milliseconds, whatever the op's own time): a quantile further out than this is not bounded by
+# load_sd. A/A runs of a cached randread (µs reads) beside a 0.25-CPU test suite had p99.9
+# x24 (+2343%, the interval with load_sd still above +148%) while p99 stayed (aa8, last session).
+PREEMPTED_TAIL = 0.01
+
+
+def bounded_by_load(probability: float | None) -> bool:
+    """Whether load_sd bounds what a busier side's outside load does to this statistic: every
+    non-quantile (rate, mean) and every quantile up to 1 - PREEMPTED_TAIL."""
+    return probability is None or probability <= 1.0 - PREEMPTED_TAIL + 1e-12
 
 
 @dataclass(frozen=True)
