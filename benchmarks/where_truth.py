@@ -71,7 +71,9 @@ def rows(data: Path, work: Path) -> list[Row]:
             ["cpu", "throttle", "memcg", "sysmem"]),
         Row("fsync-heavy", "the checkpointer fsyncs every 8 writes (default 100000)", "pgioperf",
             ["--data-size", "64M", "--readers", "1", *d("fsync-heavy")],
-            ["--checkpoint-fsync-every", "8"], "checkpoint",
+            # the op the cause brings: the checkpointer's fsyncs (the writes between them may or
+            # may not slow down; in one run each their p99 moved 0 to +210%)
+            ["--checkpoint-fsync-every", "8"], "checkpoint-fsync",
             r"block I/O waits|fdatasync|journal commit|writeback|waiting for the device",
             ["cpu", "throttle", "memcg", "dirty", "sysmem"]),
         Row("system-memory", "--system-memory 4G, one random reader (64K reads, 30 s warm-up "

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+# A shell starts background jobs with SIGINT ignored, and children inherit that through exec: run
+# from one (make test & , a CI wrapper), every Ctrl-C test would see its signal vanish. A handler
+# is reset to the default at exec, so the tests' stallbench processes get SIGINT as users do.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
 

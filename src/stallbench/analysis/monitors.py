@@ -6,6 +6,7 @@ the totals run.json also holds, slowops.py for the slow operations). Times are i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -249,15 +250,31 @@ MIN_SHARE = 0.10     # a cause must explain at least this much of the slow ops' 
 MIN_GROWTH = 0.10    # only ops whose tail (else mean) grew by more than this are explained
 
 
-def growth(p99_change: float | None, mean_change: float | None) -> tuple[str, float | None]:
-    """The statistic an op's explanation leads with: its p99 when that grew by more than
-    MIN_GROWTH, else its mean when that did (a few long ops, e.g. preempted by CPU hogs, add to
-    the op time the delays are shares of without moving the p99), else the p99."""
+NEW_OP = "new"       # the statistic of an op the baseline never ran (its change: infinite)
+
+
+def growth(p99_change: float | None, mean_change: float | None, new: bool = False
+           ) -> tuple[str, float | None]:
+    """The statistic an op's explanation leads with: NEW_OP for an op only the candidate ran
+    (pgioperf's checkpoint-fsync when fsyncs are made frequent: all its time is new), its p99
+    when that grew by more than MIN_GROWTH, else its mean when that did (a few long ops, e.g.
+    preempted by CPU hogs, add to the op time the delays are shares of without moving the p99),
+    else the p99."""
+    if new:
+        return NEW_OP, math.inf
     if p99_change is not None and p99_change > MIN_GROWTH:
         return "p99", p99_change
     if mean_change is not None and mean_change > MIN_GROWTH:
         return "mean", mean_change
     return "p99", p99_change
+
+
+def headline(op: str, stat: str, change: float) -> str:
+    """'read p99 +310%' or, for an op the baseline never ran, 'checkpoint-fsync (new: not in
+    the baseline)': what an explanation line starts with."""
+    if stat == NEW_OP:
+        return f"{op} (new: not in the baseline)"
+    return f"{op} {stat} {change:+.0%}"
 
 
 def explanation(op: str, p99_change: float | None, breakdown: Mapping[str, int] | None,
@@ -280,7 +297,7 @@ def explanation(op: str, p99_change: float | None, breakdown: Mapping[str, int] 
         parts.append(f"{share:.0%} of slow {op}s' time was {text}" if i == 0
                      else f"{share:.0%} {text}")
     estimate = " (from stack samples)" if source == "stacks" else ""
-    return f"{op} {stat} {p99_change:+.0%}: " + ", ".join(parts) + estimate
+    return f"{headline(op, stat, p99_change)}: " + ", ".join(parts) + estimate
 
 
 DELAY_WORDS = {k.name: k.spent for k in DELAY_KINDS if k.spent is not None}
@@ -318,7 +335,7 @@ def delay_explanation(op: str, p99_change: float | None, role: str,
         words = DELAY_WORDS[kind] + (f" ({mechanism[kind]})" if kind in mechanism else "")
         parts.append(f"at least {share:.0%} of the {role} workers' op time was {words}" if i == 0
                      else f"{share:.0%} {words}")
-    return f"{op} {stat} {p99_change:+.0%}: delay accounting: " + ", ".join(parts)
+    return f"{headline(op, stat, p99_change)}: delay accounting: " + ", ".join(parts)
 
 
 def _cause_words(cause: str) -> str:

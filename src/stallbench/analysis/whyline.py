@@ -50,7 +50,7 @@ def explanations(label: str, tail_changes: Mapping[str, tuple[str, float | None]
             elif role.impossible and device and op in device and device[op].verdict \
                     and change is not None and change > am.MIN_GROWTH:
                 out.append(Explanation(label, op, (
-                    f"{op} {stat} {change:+.0%}: {device[op].verdict} (from the device's "
+                    f"{am.headline(op, stat, change)}: {device[op].verdict} (from the device's "
                     f"counters: the {', '.join(sorted(role.impossible))} delay accounting "
                     "was impossible here)")))
         if op in slow:

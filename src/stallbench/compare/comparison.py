@@ -354,8 +354,13 @@ def _where(comparison: Comparison, variants: list[VariantRuns]) -> WhereSection 
         found = op.changes[label].get(stat)
         return found.change if found else None
 
+    def new(op: OpComparison, label: str) -> bool:
+        base, here = op.stats.get(comparison.baseline), op.stats.get(label)
+        return bool(here and here.samples and not (base and base.samples))
+
     tail_changes = {
-        label: {op.op: growth(change(op, label, "p99"), change(op, label, "mean"))
+        label: {op.op: growth(change(op, label, "p99"), change(op, label, "mean"),
+                              new(op, label))
                 for op in comparison.ops if op.kind == "service"}
         for label in comparison.candidates
     }
