@@ -34,7 +34,8 @@ class SamplerThread:
         self.samples = 0
         self._stopped = False
         self._lock = threading.Lock()
-        ctx.on_end.append(self.stop)    # the last sample with the last op
+        # the last sample with the last op, before slower end hooks (a tracer turning off)
+        ctx.on_end.insert(0, self.stop)
 
     def start(self) -> None:
         self._call()

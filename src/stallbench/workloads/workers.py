@@ -135,8 +135,10 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
                 p.join(5)
         for channel in channels:
             channel.close()
-    progress(board.take()[0])
     elapsed_s = (time.monotonic_ns() - t_begin) / 1e9
+    ctx.workload_ended()    # every worker is gone: the monitors' last samples now, not after
+    progress(board.take()[0])           # the spools are read (a second or more on a busy
+                                        # machine with many ops)
     result = _collect(ctx, specs, processes, spool_dir, elapsed_s, stop_sent)
     result.extra["workers_started_ns"] = t_begin - ctx.t0_ns
     return result
