@@ -43,7 +43,8 @@ def write_ops_file(path: Path, batches: Iterable[pa.RecordBatch | pa.Table]) -> 
     try:
         for batch in batches:
             table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-            table = table.cast(OPS_SCHEMA)
+            if not table.schema.equals(OPS_SCHEMA):   # (a cast imports pyarrow.compute)
+                table = table.cast(OPS_SCHEMA)
             if table.num_rows == 0:
                 continue
             for op, n in _count_ops(table.column("op")).items():

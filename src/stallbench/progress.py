@@ -3,7 +3,8 @@ that stopped completing while others go on (starvation, visible while it happens
 
 On a terminal it is a rich Live table on stderr, its title one line above it (a table title
 wraps to the table's width); otherwise one plain line every few seconds and one at the end, so
-that a run shorter than the period still leaves a line in a log.
+that a run shorter than the period still leaves a line in a log. rich is imported only when the
+display is enabled (a guest under TCG spends ~1 s importing it).
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from rich.console import Console, Group
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Console, Group
+    from rich.live import Live
 
 from .units import format_ns
 
@@ -38,8 +39,13 @@ class Progress:
         self.duration_s = duration_s
         self.ops = {op: _OpState() for op in ops}
         self.enabled = enabled
-        self.console = Console(stderr=True)
-        self.interactive = enabled and self.console.is_terminal
+        self.console: Console | None = None
+        self.interactive = False
+        if enabled:
+            from rich.console import Console
+
+            self.console = Console(stderr=True)
+            self.interactive = self.console.is_terminal
         self._live: Live | None = None
         self._start = time.monotonic()
         self._last_update = self._start
@@ -49,6 +55,8 @@ class Progress:
     def __enter__(self) -> Progress:
         self._start = self._last_update = self._last_plain = time.monotonic()
         if self.interactive:
+            from rich.live import Live
+
             self._live = Live(self._render(), console=self.console, refresh_per_second=4,
                               transient=False)
             self._live.__enter__()
@@ -101,6 +109,10 @@ class Progress:
         return f"{elapsed:5.1f} s elapsed, {remaining:5.1f} s left"
 
     def _render(self) -> Group:
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
         title = Text(f"{self.title} — {self._times()}", style="bold", no_wrap=True,
                      overflow="ellipsis")
         table = Table(expand=False)

@@ -86,8 +86,12 @@ class RowStore:
     Columns may appear later in the run (missing values become nulls)."""
 
     def __init__(self, schema: pa.Schema | None = None, chunk: int = 64,
-                 spill_dir: Path | None = None, name: str = "rows"):
+                 spill_dir: Path | None = None, name: str = "rows",
+                 value_type: pa.DataType | None = None):
         self._schema = schema
+        # without a schema: every column of this type (no inference, no cast afterwards,
+        # which would import pyarrow.compute: 1.6 s in a guest under TCG)
+        self._value_type = value_type
         self._chunk = chunk
         self._spill_dir = spill_dir
         self._name = name
@@ -125,7 +129,8 @@ class RowStore:
             table = pa.Table.from_pylist(self._pending, schema=self._schema)
         else:   # from_pylist would take the columns of the first row only
             columns = dict.fromkeys(key for row in self._pending for key in row)
-            table = pa.table({c: [row.get(c) for row in self._pending] for c in columns})
+            table = pa.table({c: pa.array([row.get(c) for row in self._pending],
+                                           type=self._value_type) for c in columns})
         self._pending = []
         if self._spill_dir is None:
             self._tables.append(table)

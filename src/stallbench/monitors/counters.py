@@ -127,7 +127,7 @@ class CountersMonitor(Monitor):
 
     def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s
-        self._rows = RowStore()
+        self._rows = RowStore(value_type=pa.int64())
         self._sampler: SamplerThread | None = None
         self._cgroup: dict[str, Any] | None = None
 
@@ -139,7 +139,7 @@ class CountersMonitor(Monitor):
 
     def start(self, ctx: RunContext) -> None:
         self._cgroup = ctx.env.cgroup
-        self._rows = RowStore(spill_dir=spill_dir(ctx), name=self.name)
+        self._rows = RowStore(spill_dir=spill_dir(ctx), name=self.name, value_type=pa.int64())
         self._sampler = SamplerThread(ctx, self.interval_s, self._sample, self.name)
         self._sampler.start()
 
@@ -158,7 +158,6 @@ class CountersMonitor(Monitor):
         self._sampler.stop()
         table = self._rows.table()
         self._rows.discard()
-        table = table.cast(pa.schema([(c, pa.int64()) for c in table.column_names]))
         status: dict[str, Any] = {"samples": len(self._rows), "interval_s": self.interval_s,
                                   "memcg": bool(self._cgroup)}
         if self._sampler.errors:
