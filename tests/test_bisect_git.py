@@ -9,11 +9,13 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
-from conftest import run_stallbench
+from conftest import run_stallbench, stallbench_cmd
 from test_vm_support import guest_kernels, qemu_pids, requires_vm
 
 from stallbench.bisectgit import KernelBuilder, first_parent_line
@@ -85,6 +87,7 @@ BUILD = """#!/bin/sh
 echo "checkout at $(git rev-parse HEAD)"
 echo "$STALLBENCH_COMMIT" >> {builds}
 if [ -e BROKEN ]; then echo "mm/filemap.c:12:1: error: $(cat BROKEN)"; exit 2; fi
+if [ -e SLOW ]; then echo $$ > {builds}.pid; exec sleep 120; fi
 mkdir -p "$KBUILD_OUTPUT/arch/x86/boot" "$STALLBENCH_KERNEL_DIR/lib/modules"
 cp {kernel}/boot/vmlinuz-{release} "$KBUILD_OUTPUT/arch/x86/boot/bzImage"
 cp {kernel}/boot/config-{release} "$KBUILD_OUTPUT/.config"
@@ -256,3 +259,58 @@ def test_a_real_step_under_qemu_with_each_commits_kernel_and_the_images_are_cach
     other.finish()
     assert _snapshot(repo) == before
     shutil.rmtree(results)
+
+
+def _wait_for(path: Path, timeout: float = 60) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return int(path.read_text())
+        time.sleep(0.05)
+    raise AssertionError(f"no {path} within {timeout} s")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@requires_vm
+def test_sigterm_and_kill_9_during_a_build_leave_no_build_running(tmp_path, test_kernel):
+    repo, shas = _repo(tmp_path, [("good", {"f": "1"}), ("slow to build", {"SLOW": "x"})])
+    script, plan, results = _setup(tmp_path, test_kernel)
+    env = {**os.environ, "STALLBENCH_STATE_DIR": str(tmp_path / "state")}
+    argv = stallbench_cmd("bisect", "--plan", str(plan), "--results", str(results), "--git",
+                          str(repo), "--good", shas[0], "--bad", shas[1], "--metric",
+                          "read:p50", "--build", str(script))
+    pid_file = tmp_path / "BUILDS.pid"
+    # SIGTERM: the build's process group is stopped, the journal emptied, a line says how to
+    # go on
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    build = _wait_for(pid_file)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, (out, err)
+    assert "--resume" in err.splitlines()[-1]
+    assert not _alive(build)
+    assert all(not json.loads(p.read_text())["entries"]
+               for p in (tmp_path / "state").glob("journal-*.json"))
+    # kill -9: the build goes on in its own session until `stallbench cleanup` stops it
+    pid_file.unlink()
+    proc = subprocess.Popen([*argv, "--resume"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    build = _wait_for(pid_file)
+    proc.kill()
+    proc.wait()
+    assert _alive(build)
+    cleanup = subprocess.run(stallbench_cmd("cleanup"), env=env, capture_output=True,
+                             text=True, timeout=60)
+    assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
+    assert "kernel build" in cleanup.stdout + cleanup.stderr
+    deadline = time.monotonic() + 10
+    while _alive(build) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(build)
