@@ -166,7 +166,7 @@ def run(base: Path, results: Path, extra: list[str]) -> int:
 
 def report(repo: Path, results: Path, total: float) -> None:
     state = json.loads((results / "bisect.json").read_text())
-    print(f"\n| commit | subject | build | s |\n|---|---|---|---|")
+    print("\n| commit | subject | build | s |\n|---|---|---|---|")
     for record_path in sorted((results / "kernels").glob("*/build.json"),
                               key=lambda p: p.stat().st_mtime):
         record = json.loads(record_path.read_text())

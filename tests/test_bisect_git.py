@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_stallbench, stallbench_cmd
 from test_vm_support import guest_kernels, qemu_pids, requires_vm
 
+from conftest import run_stallbench, stallbench_cmd
 from stallbench.bisectgit import KernelBuilder, first_parent_line
 from stallbench.cli import main
 from stallbench.vm.kernel import resolve_kernel
@@ -42,7 +42,10 @@ def _commit(repo: Path, message: str, files: dict[str, str | None]) -> str:
     return _git(repo, "rev-parse", "HEAD")
 
 
-def _repo(tmp_path: Path, commits: list[tuple[str, dict[str, str | None]]]) -> tuple[Path, list[str]]:
+Commits = list[tuple[str, dict[str, str | None]]]
+
+
+def _repo(tmp_path: Path, commits: Commits) -> tuple[Path, list[str]]:
     repo = tmp_path / "linux"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
