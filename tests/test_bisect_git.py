@@ -223,6 +223,7 @@ def test_a_failed_build_is_a_skip_never_bad_and_the_users_tree_is_untouched(tmp_
 
 
 @requires_vm
+@pytest.mark.slow
 def test_a_real_step_under_qemu_a_kernel_that_cannot_run_is_a_skip_and_images_are_cached(
         tmp_path, test_kernel):
     # the bad end's kernel builds but lacks virtio-9p: its run fails before it boots, so the
