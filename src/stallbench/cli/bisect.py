@@ -112,11 +112,12 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:           # between runs: the state holds every round so far
         result = None
     if result is None or result.answer is None:
-        again = ["--plan", args.plan, *(["--results", args.results] if args.results else []),
+        again = ["--plan", args.plan, "--resume",
+                 *(["--results", args.results] if args.results else []),
                  *(["--git", args.git, "--good", args.good, "--bad", args.bad]
                    if args.git else []), *(["--build", args.build] if args.build else [])]
         print("stallbench: bisect interrupted; go on with: stallbench bisect "
-              + " ".join(shlex.quote(str(a)) for a in again) + " --resume", file=sys.stderr)
+              + " ".join(shlex.quote(str(a)) for a in again), file=sys.stderr)
         return ExitCode.INTERRUPTED
     described: list[str] = []
     if builder is not None:
