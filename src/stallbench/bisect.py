@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .bisectsearch import BAD, FOUND, GOOD, NOT_BAD, SKIP, Answer, Search
 from .compare.comparison import build_comparison
@@ -83,7 +83,18 @@ class Step:
     rounds: int = 0                     # rounds this step added
     runs: dict[str, int] = field(default_factory=dict)   # runs per side behind the verdict
     seconds: float = 0.0                # time this step took (over resumes)
+    build_s: float = 0.0                # of which building its kernels (bisect --git)
     metrics: list[MetricVerdict] = field(default_factory=list)
+
+
+class VariantSource(Protocol):
+    """Variants made on demand (bisectgit.KernelBuilder: a commit's kernel, built when a step
+    first needs it): prepare(name) -> None, or why it cannot be made (the step is a skip);
+    identity(): what they are made from (a resume with another is refused)."""
+
+    def prepare(self, name: str) -> str | None: ...
+
+    def identity(self) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -161,9 +172,10 @@ def plan_fingerprint(plan: Plan) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def open_state(plan: Plan, given: Settings, resume: bool) -> tuple[State, Settings]:
+def open_state(plan: Plan, given: Settings, resume: bool,
+               source: dict[str, Any] | None = None) -> tuple[State, Settings]:
     """The journal of this bisect: a new one, or (resume) the one in RESULTS, whose settings
-    stand (a setting given again must be the same)."""
+    stand (a setting given again must be the same); `source`: VariantSource.identity()."""
     path = state_path(plan)
     names = [v.name for v in plan.variants]
     if not resume:
@@ -180,7 +192,7 @@ def open_state(plan: Plan, given: Settings, resume: bool) -> tuple[State, Settin
             "fingerprint": plan_fingerprint(plan), "variants": names,
             "mode": "knee" if settings.knee else "bisect", "metrics": settings.metrics,
             "max_regression": settings.bound_text, "max_rounds": settings.max_rounds,
-            "rounds": 0, "runs": {}, "steps": [], "answer": None})
+            "rounds": 0, "runs": {}, "steps": [], "answer": None, "source": source})
         state.save()
         return state, settings
     try:
@@ -197,6 +209,9 @@ def open_state(plan: Plan, given: Settings, resume: bool) -> tuple[State, Settin
     if data.get("variants") != names or data.get("fingerprint") != plan_fingerprint(plan):
         raise UsageError(f"--resume: the plan changed since the bisect in {path} began "
                          "(variants, options or durations): remove the file to start again")
+    if data.get("source") != source:
+        raise UsageError(f"--resume: this bisect was begun with {data.get('source')}: give the "
+                         f"same (--git, --good, --bad, --build), or remove {path}")
     stored = Settings(list(data["metrics"]), data["max_regression"], data["mode"] == "knee",
                       int(data["max_rounds"]))
     for key in ("metrics", "bound_text", "knee", "max_rounds"):
@@ -256,13 +271,16 @@ def _verdicts(results: list[GateResult] | None, reason: str | None) -> list[Metr
 
 def run_bisect(plan: Plan, given: Settings, resume: bool,
                on_step: Callable[[Step, list[str]], None],
-               log: Callable[[str], None], progress: bool = False) -> Result:
-    """Measure the steps until the answer is known; every round and verdict is journaled."""
+               log: Callable[[str], None], progress: bool = False,
+               source: VariantSource | None = None) -> Result:
+    """Measure the steps until the answer is known; every round and verdict is journaled.
+    With a `source`, each step first has it prepare the candidate, then the baseline."""
     if plan.hosts or any(v.hosts for v in plan.variants):
         raise UsageError("bisect runs on this machine: remove the plan's hosts")
     names = [v.name for v in plan.variants]
     Search(len(names))                                   # 2 or more variants
-    state, settings = open_state(plan, given, resume)
+    state, settings = open_state(plan, given, resume,
+                                 source.identity() if source is not None else None)
     metrics = [parse_metric(m) for m in settings.metrics]
     bound = parse_percent(settings.bound_text or DEFAULT_BOUND, "--max-regression")
     by_name = {v.name: v for v in plan.variants}
@@ -287,9 +305,12 @@ def run_bisect(plan: Plan, given: Settings, resume: bool,
         seconds = step.seconds
         code, results, counts, reason = ExitCode.UNDECIDED, None, {}, None
         measured = step.rounds > 0
-        if measured:
+        why = _prepare(source, step, (candidate, baseline)) if source is not None else None
+        if why is not None:
+            code, reason, measured = ExitCode.UNDECIDED, why, True
+        elif measured:
             code, results, counts, reason = _judge_step(state, step, metrics, bound, fresh)
-        while not measured or (code == ExitCode.UNDECIDED
+        while why is None and (not measured or code == ExitCode.UNDECIDED
                                and step.rounds < (settings.max_rounds or 1)):
             interrupted = _run_round(plan, state, [by_name[baseline], by_name[candidate]],
                                      rng, log, progress)
@@ -320,9 +341,16 @@ def run_bisect(plan: Plan, given: Settings, resume: bool,
                             "skipped": [names[i] for i in answer.skipped]}
     state.save()
     changed = differences(plan, names[answer.first_bad - 1], names[answer.first_bad]) \
-        if answer.kind == FOUND and answer.first_bad is not None else []
+        if answer.kind == FOUND and answer.first_bad is not None and source is None else []
     return Result(answer, names, state.steps, state.path, settings,
                   final_comparison(state, answer, metrics, bool(settings.knee)), changed)
+
+
+def _prepare(source: VariantSource, step: Step, names: tuple[str, str]) -> str | None:
+    started = time.monotonic()
+    why = next((f"{n}: {w}" for n in names if (w := source.prepare(n)) is not None), None)
+    step.build_s += time.monotonic() - started
+    return why
 
 
 def _run_round(plan: Plan, state: State, pair: list[VariantSettings], rng: random.Random,

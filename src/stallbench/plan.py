@@ -138,8 +138,10 @@ _TOP_KEYS = {f.name for f in PLAN_FIELDS + OTHER_TOP_KEYS}
 _VARIANT_KEYS = {f.name for f in VARIANT_FIELDS}
 
 
-def load_plan(path: Path | str) -> Plan:
-    """Read and validate a plan file; every problem is a UsageError naming file, line and key."""
+def load_plan(path: Path | str, kernel_given: bool = False) -> Plan:
+    """Read and validate a plan file; every problem is a UsageError naming file, line and key.
+    `kernel_given`: each variant's kernel comes from elsewhere (bisect --git builds it), so the
+    keys that need one (vm_cpus, vm_memory) are allowed without it."""
     path = Path(path)
     try:
         raw = path.read_bytes()[: MAX_PLAN_BYTES + 1]
@@ -162,12 +164,13 @@ def load_plan(path: Path | str) -> Plan:
         raise UsageError(f"{where}: invalid TOML: {message}") from None
     except RecursionError:
         raise UsageError(f"{path}: invalid TOML: nested too deeply") from None
-    return _PlanReader(path, text).read(data)
+    return _PlanReader(path, text, kernel_given).read(data)
 
 
 class _PlanReader:
-    def __init__(self, path: Path, text: str):
+    def __init__(self, path: Path, text: str, kernel_given: bool = False):
         self.path = path
+        self.kernel_given = kernel_given
         try:
             self.lines = key_lines(text)
         except Exception:  # noqa: BLE001 - line numbers are a courtesy; never fail on them
@@ -345,7 +348,10 @@ class _PlanReader:
         def fail(key: str, message: str, about_key: bool) -> UsageError:
             return self.error((*base, key), message)
 
-        check_relations(vars(settings), VARIANT_FIELDS, RELATIONS, fail, str)
+        values = vars(settings)
+        if self.kernel_given and settings.kernel is None:
+            values = {**values, "kernel": "(each commit's)"}
+        check_relations(values, VARIANT_FIELDS, RELATIONS, fail, str)
         return settings
 
 

@@ -1,10 +1,11 @@
 """stallbench bisect --plan PLAN --metric OP:STAT [--resume] — the first bad one of a plan's
 ordered variants (or, with --knee, the first whose change against the first crosses the
-bound)."""
+bound); with --git DIR --good REV --bad REV [--build CMD], of a kernel tree's commits."""
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -42,6 +43,24 @@ def register(subparsers) -> None:
     parser.add_argument("--max-rounds", type=int, metavar="N",
                         help="rounds of the two variants a step may add before it is a skip "
                              f"(default: the plan's max_iterations, else {DEFAULT_MAX_ITERATIONS})")
+    git = parser.add_argument_group(
+        "kernel commits",
+        "--git: the plan's one variant runs with each commit's kernel, built in a clone "
+        "--shared of DIR under RESULTS/kernels (DIR is only read) when the search first needs "
+        "it. The commits are GOOD and `git rev-list --first-parent --reverse GOOD..BAD`: like "
+        "`git bisect --first-parent`, a merge is one step (bisect its branch again to go "
+        "inside). A build that fails is a skip, never bad.")
+    git.add_argument("--git", type=Path, metavar="DIR", help="the kernel tree (a git repository)")
+    git.add_argument("--good", metavar="REV", help="a commit whose kernel is good")
+    git.add_argument("--bad", metavar="REV", help="a later commit whose kernel is bad")
+    git.add_argument("--build", metavar="CMD",
+                     help="shell command that builds the checked-out commit (cwd: the "
+                          "checkout) out of tree into $KBUILD_OUTPUT, leaving "
+                          "arch/x86/boot/bzImage there (modules may go under "
+                          "$STALLBENCH_KERNEL_DIR/lib/modules); exit status not 0: a skip. "
+                          "Default: make allnoconfig with the guest's settings "
+                          "($STALLBENCH_GUEST_CONFIG, shipped), olddefconfig, make -j bzImage "
+                          "(with ccache when installed), at nice 19")
     parser.add_argument("--resume", action="store_true",
                         help="go on with the bisect journaled in RESULTS/bisect.json")
     add_results_argument(parser)
@@ -59,29 +78,57 @@ def run(args: argparse.Namespace) -> int:
 
     if args.max_rounds is not None and not 1 <= args.max_rounds <= 10_000:
         raise UsageError("--max-rounds must be between 1 and 10000")
-    plan = load_plan(args.plan)
+    if args.git is None and (args.good or args.bad or args.build):
+        raise UsageError("--good, --bad and --build go with --git DIR (a kernel tree)")
+    if args.git is not None and not (args.good and args.bad):
+        raise UsageError("--git needs --good REV and --bad REV")
+    if args.git is not None and args.knee:
+        raise UsageError("--knee looks for a value of an ordered setting; with --git give "
+                         "--good and --bad and leave --knee out")
+    plan = load_plan(args.plan, kernel_given=args.git is not None)
     if args.results:
         plan.results = args.results
     get_workload(plan.workload).from_options(plan.workload_options)
     given = Settings(metrics=args.metric, bound_text=args.max_regression, knee=args.knee,
                      max_rounds=args.max_rounds)
+    builder = None
+    if args.git is not None:
+        from .. import bisectgit
+
+        commits = bisectgit.first_parent_line(args.git, args.good, args.bad)
+        plan = bisectgit.git_plan(plan, commits, Path(plan.results))
+        bisectgit.check_before_build(plan)
+        builder = bisectgit.KernelBuilder(args.git, Path(plan.results), commits, args.build,
+                                          verbosity.info)
+        verbosity.info(f"bisect over {len(commits)} commits ({commits[0].name}, the good one, "
+                       f"to {commits[-1].name}) on the first-parent line")
 
     def on_step(step, names) -> None:
         print(bisect_report.step_line(step), end="", flush=True)
 
     try:
         result = run_bisect(plan, given, args.resume, on_step, verbosity.info,
-                            progress=not args.no_progress)
+                            progress=not args.no_progress, source=builder)
     except KeyboardInterrupt:           # between runs: the state holds every round so far
         result = None
     if result is None or result.answer is None:
-        print(f"stallbench: bisect interrupted; go on with: stallbench bisect --plan "
-              f"{args.plan} --resume" + (f" --results {args.results}" if args.results else ""),
-              file=sys.stderr)
+        again = ["--plan", args.plan, "--resume",
+                 *(["--results", args.results] if args.results else []),
+                 *(["--git", args.git, "--good", args.good, "--bad", args.bad]
+                   if args.git else []), *(["--build", args.build] if args.build else [])]
+        print("stallbench: bisect interrupted; go on with: stallbench bisect "
+              + " ".join(shlex.quote(str(a)) for a in again), file=sys.stderr)
         return ExitCode.INTERRUPTED
+    described: list[str] = []
+    if builder is not None:
+        builder.finish()
+        if result.answer.first_bad is not None:
+            described = bisectgit.describe_answer(args.git, builder.commits,
+                                                  result.answer.last_good,
+                                                  result.answer.first_bad)
     if result.comparison is not None:
         print(render(result.comparison, "text"), end="")
-    print(bisect_report.answer_lines(result), end="")
+    print(bisect_report.answer_lines(result, described), end="")
     if result.answer.first_bad is None:
         line = bisect_report.no_answer(result.answer, result.names,
                                        result.settings.bound_text or "")

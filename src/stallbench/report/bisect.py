@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..bisect import Result, Step
 from ..bisectsearch import FOUND, NOT_BAD, RANGE, Answer
 from .common import format_percent
@@ -17,13 +19,18 @@ def step_line(step: Step) -> str:
             f" [{format_percent(v.low)}, {format_percent(v.high)}]"
         shown = "" if v.change is None else f" {format_percent(v.change)}{interval}"
         verdicts.append(f"{v.metric}{shown} {v.outcome} ({v.reason})")
-    return (f"step {step.number}: {step.baseline} vs {step.candidate}: {step.outcome} "
-            f"(check exit {step.exit_code}) after {step.rounds} round(s), {runs} runs, "
-            f"{step.seconds:.1f} s: " + "; ".join(verdicts) + "\n")
+    built = f" (building kernels {step.build_s:.0f} s)" if step.build_s >= 1 else ""
+    head = f"step {step.number}: {step.baseline} vs {step.candidate}: {step.outcome}"
+    if step.rounds == 0:                          # not measured: a variant could not be made
+        return (f"{head}, not measured, {step.seconds:.1f} s{built}: "
+                + "; ".join(v.reason for v in step.metrics) + "\n")
+    return (f"{head} (check exit {step.exit_code}) after {step.rounds} round(s), {runs} runs, "
+            f"{step.seconds:.1f} s{built}: " + "; ".join(verdicts) + "\n")
 
 
-def answer_lines(result: Result) -> str:
-    """The summary; the last line is `first bad: NAME` or `first bad: between A and B`."""
+def answer_lines(result: Result, described: Sequence[str] = ()) -> str:
+    """The summary; the last line is `first bad: NAME` or `first bad: between A and B`, after
+    the `described` lines (bisect --git: what git says of the commits)."""
     answer, names = result.answer, result.names
     assert answer is not None
     steps = len(result.steps)
@@ -44,6 +51,8 @@ def answer_lines(result: Result) -> str:
                          "in: " + ", ".join(f"{key} {_value(a)} -> {_value(b)}"
                                             for key, a, b in result.changed))
         lines.append(f"first bad: {names[answer.first_bad]}")
+    if answer.kind in (RANGE, FOUND):
+        lines[-1:-1] = described
     return "".join(line + "\n" for line in lines)
 
 

@@ -34,6 +34,11 @@ def check_vm_settings(settings: VariantSettings) -> None:
         check_kernel_file(settings.kernel)
     except KernelError as exc:
         raise UsageError(f"--kernel {exc}") from None
+    check_vm_host()
+
+
+def check_vm_host() -> None:
+    """What this machine needs to boot any kernel variant: QEMU and a static busybox."""
     qemu_binary()
     try:
         find_busybox()

@@ -1,0 +1,398 @@
+"""`stallbench bisect --git DIR --good REV --bad REV [--build CMD]`: the kernel-tree side of a
+bisect. The commits of the first-parent line from GOOD to BAD become the ordered variants of the
+plan's one variant (each with its commit's kernel), and bisect.py's search and journal run over
+them unchanged; a commit's kernel is built only when the search first asks for it.
+
+The user's repository is only read (rev-parse, rev-list, log, diff): commits are checked out in
+a `git clone --shared` of it under RESULTS/kernels/.src (its objects are the user's, through
+git's alternates; nothing is written to the user's repository, not even a worktree entry) and
+built out of tree in ONE directory, RESULTS/kernels/.build (KBUILD_OUTPUT), kept across commits
+and resumes so that each step is an incremental build. Each commit's result is kept in
+RESULTS/kernels/<commit>/: build.log, build.json (status, seconds, how it was built) and, when it
+built, bzImage and .config (the directory is the variant's `kernel`); an image built the same
+way is reused by a rerun or --resume. A failed build is a skip, never "bad".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+from .journal import Journal, process_start_time
+from .jsonfile import write_json_atomic
+from .plan import Plan
+from .signals import held_while_starting
+
+FRAGMENT = Path(__file__).parent / "share/kernel/guest.config"
+KERNELS_DIR = "kernels"         # RESULTS/kernels/<commit>/
+SOURCE_DIR = ".src"             # RESULTS/kernels/.src: the checkout
+BUILD_DIR = ".build"            # RESULTS/kernels/.build: the out-of-tree build directory
+IMAGE = "arch/x86/boot/bzImage"
+HEARTBEAT_S = 60.0
+NAME_LENGTH = 12
+BUILD_NICE = 19                 # builds yield to everything else; no run overlaps a build
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+    name: str                   # the variant's name: the shortest unique prefix, >= 12
+
+
+# -- the user's repository (read only) ------------------------------------------------------
+
+def _git_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+
+
+def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """git in `repo`, read-only commands only: no fsmonitor or pager; a repository owned by
+    another user is allowed (stallbench runs as root; these commands run none of its hooks)."""
+    argv = ["git", "-c", "safe.directory=*", "-c", "core.fsmonitor=false", "--no-pager",
+            "-C", str(repo), *args]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=_git_env(),
+                          stdin=subprocess.DEVNULL)
+    if check and proc.returncode != 0:
+        raise UsageError(f"git {' '.join(args[:2])} in {repo}: "
+                         + (proc.stderr.strip().splitlines() or ["failed"])[-1])
+    return proc
+
+
+def _resolve(repo: Path, rev: str, flag: str) -> str:
+    proc = git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}",
+               check=False)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise UsageError(f"{flag} {rev}: no such commit in {repo}")
+    return proc.stdout.strip()
+
+
+def first_parent_line(repo: Path, good: str, bad: str) -> list[Commit]:
+    """GOOD, then `git rev-list --first-parent --reverse GOOD..BAD`: the mainline from the good
+    commit to the bad one, each merge one step. UsageError (one line) for bad input."""
+    if shutil.which("git") is None:
+        raise UsageError("git not found: --git reads the kernel tree with git; install git")
+    if not repo.is_dir():
+        raise UsageError(f"--git {repo}: no such directory")
+    if git(repo, "rev-parse", "--git-dir", check=False).returncode != 0:
+        raise UsageError(f"--git {repo}: not a git repository")
+    good_sha, bad_sha = _resolve(repo, good, "--good"), _resolve(repo, bad, "--bad")
+    if good_sha == bad_sha:
+        raise UsageError(f"--good {good} and --bad {bad} are the same commit: nothing to bisect")
+    if git(repo, "merge-base", "--is-ancestor", good_sha, bad_sha,
+           check=False).returncode != 0:
+        raise UsageError(f"--good {good} is not an ancestor of --bad {bad}: the good commit "
+                         "must come before the bad one (swapped?)")
+    out = git(repo, "log", "--first-parent", "--reverse", "--format=%H %s",
+              f"{good_sha}..{bad_sha}").stdout
+    subject = git(repo, "log", "-1", "--format=%s", good_sha).stdout.strip()
+    lines = [(good_sha, subject)]
+    for line in filter(None, out.splitlines()):
+        sha, _, rest = line.partition(" ")
+        lines.append((sha, rest))
+    return named_commits(lines)
+
+
+def named_commits(lines: list[tuple[str, str]]) -> list[Commit]:
+    """Commits named by their shortest unique prefix of at least NAME_LENGTH characters."""
+    length = NAME_LENGTH
+    while len({sha[:length] for sha, _ in lines}) < len(lines):
+        length += 4
+    return [Commit(sha, subject, sha[:length]) for sha, subject in lines]
+
+
+def git_plan(plan: Plan, commits: list[Commit], results: Path) -> Plan:
+    """The plan's one variant once per commit, its `kernel` the commit's kernel directory."""
+    if len(plan.variants) > 1:
+        kernels = {v.kernel for v in plan.variants}
+        why = ("sets different kernels per variant" if len(kernels) > 1
+               else f"has {len(plan.variants)} variants")
+        raise UsageError(f"--git: the plan {why}; with --git it gives one variant (the "
+                         "settings every commit runs with) and each commit's kernel is built")
+    base = plan.variants[0]
+    if base.kernel is not None:
+        raise UsageError(f"--git: the plan's variant sets kernel = {base.kernel!r}; with --git "
+                         "each commit's kernel is built: remove the key")
+    kernels = kernels_dir(results)
+    return dataclasses.replace(plan, variants=[
+        dataclasses.replace(base, name=c.name, kernel=str(kernels / c.sha)) for c in commits])
+
+
+def kernels_dir(results: Path) -> Path:
+    return Path(results).resolve() / KERNELS_DIR
+
+
+def describe_answer(repo: Path, commits: list[Commit], last_good: int, first_bad: int
+                    ) -> list[str]:
+    """What git says of the answer: the first bad commit with its files changed, or each commit
+    of a range."""
+    if first_bad == last_good + 1:
+        commit, before = commits[first_bad], commits[first_bad - 1]
+        stat = git(repo, "diff", "--stat", before.sha, commit.sha, check=False).stdout
+        return [f"{commit.sha} is the first bad commit", f"    {commit.subject}",
+                *(f"   {line}" for line in stat.splitlines())]
+    return ["the first bad commit is one of:",
+            *(f"  {c.name} {c.subject}" for c in commits[last_good + 1:first_bad + 1])]
+
+
+# -- building -------------------------------------------------------------------------------
+
+def build_error(log_text: str) -> str:
+    """The build log's lines that say why: the first compiler or make error and the last line."""
+    lines = [line.strip() for line in log_text.splitlines() if line.strip()]
+    if not lines:
+        return "(no output)"
+    first = next((line for line in lines if "error:" in line or "Error " in line
+                  or line.startswith("ERROR")), None)
+    return " | ".join(dict.fromkeys(filter(None, [first, lines[-1]])))[:400]
+
+
+def missing_options(fragment: str, config: str) -> list[str]:
+    """The fragment's settings that the resolved .config does not have (dependencies not met on
+    this commit, or an option this tree does not know)."""
+    have = {line.strip() for line in config.splitlines()}
+    wanted = [line.strip() for line in fragment.splitlines()
+              if line.strip().startswith("CONFIG_")]
+    return [line for line in wanted if line not in have]
+
+
+def default_steps(fragment: Path, jobs: int) -> list[list[str]]:
+    """The default build: allnoconfig with the fragment's settings forced (KCONFIG_ALLCONFIG),
+    olddefconfig, then the bzImage; ccache when it is installed."""
+    cc = ["CC=ccache gcc"] if shutil.which("ccache") else []
+    return [["make", "-s", f"KCONFIG_ALLCONFIG={fragment}", "allnoconfig"],
+            ["make", "-s", "olddefconfig"],
+            ["make", f"-j{jobs}", *cc, "bzImage"]]
+
+
+@contextlib.contextmanager
+def _terminate_unwinds() -> Iterator[None]:
+    """SIGTERM during a build unwinds like Ctrl-C (the build's group is killed, the journal
+    emptied), instead of leaving make running."""
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _preexec() -> None:
+    os.nice(BUILD_NICE)
+
+
+def _tail_line(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 2048))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ""
+    return next((line.strip() for line in reversed(lines) if line.strip()), "")
+
+
+def minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+class KernelBuilder:
+    """Builds each commit's kernel when bisect.py first needs it (`prepare`)."""
+
+    def __init__(self, repo: Path, results: Path, commits: list[Commit], build: str | None,
+                 log: Callable[[str], None], jobs: int | None = None):
+        self.repo = repo.resolve()
+        self.kernels = kernels_dir(results)
+        self.commits = commits
+        self.by_name = {c.name: c for c in commits}
+        self.build = build
+        self.log = log
+        self.jobs = jobs or len(os.sched_getaffinity(0))
+        self.built: dict[str, float] = {}        # this invocation's builds: name -> seconds
+        if build is None:
+            text = FRAGMENT.read_bytes()
+            self.how = {"build": "default", "fragment_sha256": hashlib.sha256(text).hexdigest()}
+        else:
+            self.how = {"build": build}
+
+    def identity(self) -> dict[str, Any]:
+        """What the bisect's kernels depend on: a resume with other values is refused."""
+        return {"git": str(self.repo), "good": self.commits[0].sha,
+                "bad": self.commits[-1].sha, **self.how}
+
+    def cached(self, commit: Commit) -> bool:
+        out = self.kernels / commit.sha
+        try:
+            record = json.loads((out / "build.json").read_text())
+        except (OSError, ValueError):
+            return False
+        return (record.get("status") == "ok" and record.get("how") == self.how
+                and (out / "bzImage").is_file())
+
+    def prepare(self, name: str) -> str | None:
+        """None when the commit's kernel is ready (cached or built now), else why not."""
+        commit = self.by_name[name]
+        if self.cached(commit):
+            return None
+        return self._build(commit)
+
+    def finish(self) -> None:
+        """The bisect has its answer: the checkout and the build directory go (the images stay,
+        so a rerun builds nothing it built before)."""
+        for name in (SOURCE_DIR, BUILD_DIR):
+            shutil.rmtree(self.kernels / name, ignore_errors=True)
+
+    def _build(self, commit: Commit) -> str | None:
+        out = self.kernels / commit.sha
+        out.mkdir(parents=True, exist_ok=True)
+        for stale in ("bzImage", ".config", "build.json"):
+            (out / stale).unlink(missing_ok=True)
+        log_path = out / "build.log"
+        number = len(self.built) + 1
+        how = "the default build" if self.build is None else f"`{self.build}`"
+        self.log(f"building {commit.name} ({commit.subject}), build {number} of this "
+                 f"invocation: {how} in {self.kernels / BUILD_DIR}")
+        started = time.monotonic()
+        with Journal() as journal, _terminate_unwinds(), open(log_path, "wb") as log_file:
+            source = self._checkout(commit, journal, log_file)
+            build_dir = self.kernels / BUILD_DIR
+            build_dir.mkdir(exist_ok=True)
+            env = {**_git_env(), "KBUILD_OUTPUT": str(build_dir),
+                   "STALLBENCH_KERNEL_DIR": str(out), "STALLBENCH_COMMIT": commit.sha,
+                   "STALLBENCH_GUEST_CONFIG": str(FRAGMENT)}
+            reason = None
+            commands = default_steps(FRAGMENT, self.jobs) if self.build is None \
+                else [["sh", "-c", self.build]]
+            for argv in commands:
+                code = self._run(argv, source, env, log_file, log_path, journal, commit, started)
+                reason = f"exit {code}" if code != 0 else None
+                if reason is None and argv[-1] == "olddefconfig":
+                    reason = _check_config(build_dir, log_file)
+                if reason is not None:
+                    break
+            if reason is None:
+                reason = self._keep_image(build_dir, out, journal)
+        seconds = time.monotonic() - started
+        self.built[commit.name] = seconds
+        if reason is not None:
+            why = f"build failed ({reason}): {build_error(_read(log_path))}; log {log_path}"
+            write_json_atomic(out / "build.json", {"commit": commit.sha, "status": "failed",
+                                                   "reason": why, "seconds": round(seconds, 1),
+                                                   "how": self.how})
+            self.log(f"build of {commit.name} failed after {minutes(seconds)}: {why}")
+            return why
+        write_json_atomic(out / "build.json", {"commit": commit.sha, "status": "ok",
+                                               "seconds": round(seconds, 1), "how": self.how})
+        self.log(f"built {commit.name} in {minutes(seconds)} ({out / 'bzImage'})")
+        return None
+
+    def _checkout(self, commit: Commit, journal: Journal, log_file: Any) -> Path:
+        """The commit in RESULTS/kernels/.src, a clone --shared made on first use."""
+        source = self.kernels / SOURCE_DIR
+        if not (source / ".git").is_dir():
+            partial = self.kernels / f".src.partial-{os.getpid()}"
+            entry = journal.push("rmtree", path=str(partial))
+            shutil.rmtree(partial, ignore_errors=True)
+            self.log(f"cloning {self.repo} (--shared: its objects are read, not copied) into "
+                     f"{source}")
+            git(self.repo, "clone", "--shared", "--no-checkout", "--quiet", str(self.repo),
+                str(partial))
+            shutil.rmtree(source, ignore_errors=True)
+            os.rename(partial, source)
+            journal.forget(entry)
+        proc = git(source, "checkout", "--quiet", "--force", "--detach", commit.sha, check=False)
+        log_file.write(f"stallbench: checked out {commit.sha} in {source}\n".encode())
+        log_file.write((proc.stdout + proc.stderr).encode())
+        log_file.flush()
+        if proc.returncode != 0:
+            raise UsageError(f"git checkout {commit.sha} in {source}: "
+                             + (proc.stderr.strip().splitlines() or ["failed"])[-1])
+        return source
+
+    def _run(self, argv: list[str], cwd: Path, env: dict[str, str], log_file: Any,
+             log_path: Path, journal: Journal, commit: Commit, started: float) -> int:
+        """One build command in its own process group (journaled: `stallbench cleanup` stops a
+        build a kill -9 left behind), at nice 19, a progress line every minute."""
+        log_file.write(f"stallbench: {' '.join(argv)}\n".encode())
+        log_file.flush()
+        entry = journal.push("kill", pid=0, start_time=None, group=True, what="kernel build")
+        proc = None
+        try:
+            with held_while_starting():
+                proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=log_file, stderr=subprocess.STDOUT,
+                                        start_new_session=True, preexec_fn=_preexec)
+                journal.update(entry, pid=proc.pid, start_time=process_start_time(proc.pid))
+            next_line = time.monotonic() + HEARTBEAT_S
+            while True:
+                try:
+                    return proc.wait(timeout=max(0.1, next_line - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    self.log(f"  building {commit.name}: {minutes(time.monotonic() - started)}"
+                             f", {_tail_line(log_path)[:100]}")
+                    next_line += HEARTBEAT_S
+        finally:
+            journal.undo(entry)             # the group's stragglers (or all of it, unwinding)
+            if proc is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(5)
+
+    def _keep_image(self, build_dir: Path, out: Path, journal: Journal) -> str | None:
+        """Copy the image (and its .config) into the commit's directory, atomically; the
+        reason when the build left none."""
+        if not (out / "bzImage").is_file():
+            image = build_dir / IMAGE
+            if not image.is_file():
+                return f"no {IMAGE} in {build_dir}"
+            _copy_atomic(image, out / "bzImage", journal)
+        if (build_dir / ".config").is_file() and not (out / ".config").is_file():
+            _copy_atomic(build_dir / ".config", out / ".config", journal)
+        return None
+
+
+def _check_config(build_dir: Path, log_file: Any) -> str | None:
+    missing = missing_options(FRAGMENT.read_text(), _read(build_dir / ".config"))
+    if not missing:
+        return None
+    log_file.write(f"stallbench: not in .config: {' '.join(missing)}\n".encode())
+    return "the guest's settings not in .config: " + ", ".join(missing[:5])
+
+
+def _copy_atomic(source: Path, target: Path, journal: Journal) -> None:
+    partial = target.with_name(f".{target.name}.{os.getpid()}")
+    entry = journal.push("unlink", path=str(partial))
+    shutil.copyfile(source, partial)
+    os.replace(partial, target)
+    journal.forget(entry)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def check_before_build(plan: Plan) -> None:
+    """What can be wrong with the plan's variant before the first build (minutes), not after
+    it: its settings and what this machine needs to boot a kernel."""
+    from .env.checks import check_settings
+    from .vm.checks import DEFAULT_MEMORY, check_vm_host, check_vm_memory_fits
+
+    variant = plan.variants[0]
+    check_settings(variant)
+    check_vm_memory_fits(variant.vm_memory or DEFAULT_MEMORY)
+    check_vm_host()
