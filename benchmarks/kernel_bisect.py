@@ -20,7 +20,8 @@ run: `stallbench bisect --git DIR/linux --good bench-good --bad bench-bad --plan
 --metric read:p50 --max-regression 50%`, with the default build (the shipped config fragment
 over allnoconfig, `make -j$(nproc) bzImage`, ccache in DIR/ccache), then a table of each
 build's and each step's time from RESULTS (bisect.json and kernels/*/build.json) and whether
-the answer is the regression's commit. The source, the repository and ccache stay in DIR for the next run.
+the answer is the regression's commit. The source, the repository and ccache stay in DIR for
+the next run.
 """
 
 from __future__ import annotations
