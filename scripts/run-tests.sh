@@ -14,7 +14,7 @@ args=(-q -p no:cacheprovider "$@")
 logs=$(mktemp -d /tmp/stallbench-tests.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
 side_by_side=(
-    "tests/test_vm_*.py tests/test_workload_pgbench*.py"
+    "tests/test_vm_*.py tests/test_workload_pgbench*.py tests/test_bisect_git.py"
     "tests/test_fleet*.py"
     # checked against their own oracles (numpy on the raw ops, fio's output, the files they
     # wrote, the exit codes and signals), never against a verdict or the machine's load
