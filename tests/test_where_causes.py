@@ -204,4 +204,3 @@ def test_throttled_direct_reads_are_in_the_throttle_the_variant_set(tmp_path: Pa
     assert all("blkio" not in role["delays"] for role in where["delay"]["riops-300"]), where
     assert lines and throttle in lines[0] and "delay accounting was impossible" in lines[0], \
         lines
-

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from stallbench.analysis.inops import delays_in_ops, op_time_before, sleep_time_before
-from stallbench.analysis.monitors import delay_explanation
+from stallbench.analysis.monitors import NEW_OP, delay_explanation, growth
 from stallbench.analysis.montables import task_delays
 
 S = 1_000_000_000
@@ -107,6 +107,17 @@ def test_delay_explanation_says_how_much_of_the_op_time_and_why():
                     "a CPU")
     assert delay_explanation("read", 0.05, "reader", delays) is None      # the tail barely grew
     assert delay_explanation("read", 1.5, "reader", {"cpu": {"share": 0.05}}) is None
+
+
+def test_an_op_the_baseline_never_ran_is_explained_as_new():
+    # pgioperf's checkpoint-fsync under frequent fsyncs: no baseline p99 or mean to grow from
+    stat, change = growth(None, None, new=True)
+    assert stat == NEW_OP
+    line = delay_explanation("checkpoint-fsync", change, "checkpointer",
+                             {"blkio": {"total_ns": 40, "share": 0.36}}, stat=stat)
+    assert line == ("checkpoint-fsync (new: not in the baseline): delay accounting: at least "
+                    "36% of the checkpointer workers' op time was in block I/O waits")
+    assert growth(None, None) == ("p99", None)       # not new: nothing to explain
 
 
 def test_the_mechanism_comes_from_what_the_variant_set():
