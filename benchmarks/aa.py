@@ -41,16 +41,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stallbench import store
 from stallbench.analysis.distrust import MACHINE_BUSIER
 from stallbench.analysis.quantiles import LATENCY_STATS
 from stallbench.compare.comparison import build_comparison
 from stallbench.compare.gate import Metric, gate, gate_exit_code, gate_options
 from stallbench.compare.model import CompareOptions
-from stallbench.rundirs import OPS_FILE
-from stallbench.runmeta import Status
-from stallbench.runselect import Resolved
-from stallbench.store import load_run
+from stallbench.results import store
+from stallbench.results.rundirs import OPS_FILE
+from stallbench.results.runmeta import Status
+from stallbench.results.runselect import Resolved
+from stallbench.results.store import load_run
 
 SETS = {
     "randread-cached": ["randread", "--file-size", "256M", "--no-drop-caches"],

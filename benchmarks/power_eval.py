@@ -28,8 +28,8 @@ from stallbench.compare.calibration import duet_profile_from_runs, profile_from_
 from stallbench.compare.comparison import build_comparison  # noqa: E402
 from stallbench.compare.gate import Metric, gate, gate_exit_code, gate_options  # noqa: E402
 from stallbench.compare.model import CompareOptions  # noqa: E402
-from stallbench.runselect import Resolved  # noqa: E402
-from stallbench.store import Run, load_run  # noqa: E402
+from stallbench.results.runselect import Resolved  # noqa: E402
+from stallbench.results.store import Run, load_run  # noqa: E402
 
 TRIALS = 20
 DECIDING = ("p50", "p99", "rate")

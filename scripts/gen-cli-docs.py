@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from stallbench.cli import build_parser
-from stallbench.clidocs import generate
-from stallbench.planschema import plan_json_schema
+from stallbench.cli.docs import generate
+from stallbench.plan.schema import plan_json_schema
 
 root = Path(__file__).resolve().parent.parent
 for relative, text in generate(build_parser()).items():

@@ -66,7 +66,7 @@ requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 def tracefs_root():
     """A mounted tracefs for tests that use it directly: mounted for the test when the kernel
     has it but nothing mounted it (as on a fresh machine), unmounted afterwards."""
-    from stallbench.tracefs import TRACEFS_CANDIDATES, find_tracefs, tracefs_supported
+    from stallbench.core.tracefs import TRACEFS_CANDIDATES, find_tracefs, tracefs_supported
 
     if os.geteuid() != 0:
         pytest.skip("needs root")

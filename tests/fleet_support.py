@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import stallbench
-from stallbench.journal import Journal, process_start_time
+from stallbench.core.journal import Journal, process_start_time
 
 SSHD = "/usr/sbin/sshd"
 # the stallbench under test, also over SSH (whose sessions start with sshd's own environment)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_stallbench, stallbench_cmd
-from stallbench.bisectsearch import BAD, FOUND, GOOD, NOT_BAD, RANGE, SKIP, UNDECIDED, Search
+from stallbench.bisect.search import BAD, FOUND, GOOD, NOT_BAD, RANGE, SKIP, UNDECIDED, Search
 
 
 def _simulate(n: int, first_bad: int | None, undecidable: set[int], knee: bool = False):
@@ -382,8 +382,8 @@ def test_a_last_variant_that_is_not_bad_leaves_nothing_to_bisect(tmp_path):
 
 
 def test_resume_refuses_a_changed_plan_or_other_settings(tmp_path):
-    from stallbench.bisect import Settings, open_state
-    from stallbench.plan import load_plan
+    from stallbench.bisect.steps import Settings, open_state
+    from stallbench.plan.plan import load_plan
 
     results, state_dir = tmp_path / "r", tmp_path / "s"
     path = _plan(tmp_path, 3, 1)

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT
 from stallbench.cli import build_parser
-from stallbench.clidocs import bash, man, zsh
+from stallbench.cli.docs import bash, man, zsh
 
 
 def _clean_env(**extra: str) -> dict[str, str]:

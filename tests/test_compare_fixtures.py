@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from stallbench import store
-from stallbench.opsfile import ops_batch
+from stallbench.results import store
+from stallbench.results.opsfile import ops_batch
 
 
 def write_run(results: Path, variant: str, ops: dict[str, np.ndarray], *, duration_s: float,

@@ -249,7 +249,7 @@ def add_counters(run_dir: Path, reclaim_per_s: float, free_pages: int) -> None:
     """A `counters` monitor table shaped as monitors/counters.py writes it: t_ns + int64."""
     import pyarrow as pa
 
-    from stallbench import store
+    from stallbench.results import store
     t_ns = np.arange(0, 11) * 1_000_000_000
     table = pa.table({
         "t_ns": pa.array(t_ns, pa.int64()),

@@ -10,9 +10,9 @@ from test_compare_fixtures import lognormal_ns, write_run
 from stallbench.cli.common import parse_percentiles
 from stallbench.compare.comparison import build_comparison
 from stallbench.compare.model import CompareOptions
-from stallbench.errors import UsageError
-from stallbench.runselect import resolve_runs
-from stallbench.units import parse_percent
+from stallbench.core.errors import UsageError
+from stallbench.core.units import parse_percent
+from stallbench.results.runselect import resolve_runs
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from array import array
 import numpy as np
 import pyarrow.parquet as pq
 
-from stallbench.record import WorkerRecorder, read_spools
-from stallbench.store import RunWriter, load_run
+from stallbench.results.record import WorkerRecorder, read_spools
+from stallbench.results.store import RunWriter, load_run
 
 
 def test_spools_round_trip_and_a_torn_record_is_dropped(tmp_path):

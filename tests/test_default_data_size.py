@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from conftest import requires_root, run_stallbench
-from stallbench.errors import UsageError
+from stallbench.core.errors import UsageError
 from stallbench.workloads.files import SYNC_EVERY, ensure_file
 
 

@@ -38,8 +38,8 @@ def _schedstat(pid: int) -> tuple[int, int]:
 def test_cpu_delay_and_its_maximum_match_the_schedulers_own_counts(tmp_path: Path) -> None:
     if DelayMonitor.unavailable(None) is not None:
         pytest.skip(DelayMonitor.unavailable(None))
-    from stallbench.context import EnvState, RunContext
-    from stallbench.journal import Journal
+    from stallbench.core.context import EnvState, RunContext
+    from stallbench.core.journal import Journal
 
     journal = Journal(tmp_path)
     ctx = RunContext(run_dir=tmp_path, env=EnvState(workdir=tmp_path), duration_s=30,

@@ -32,7 +32,7 @@ from scipy import stats
 from conftest import requires_root, run_stallbench, stallbench_cmd
 from stallbench.analysis import intervals as iv
 from stallbench.analysis import paired
-from stallbench.store import load_run
+from stallbench.results.store import load_run
 
 PLAN = """
 workload = "randread"

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from conftest import requires_root, run_stallbench
+from stallbench.core.errors import UsageError
 from stallbench.env.iocgroup import find_io_controller
 from stallbench.env.memcg import find_memory_controller
-from stallbench.errors import UsageError
-from stallbench.plan import load_plan
-from stallbench.variantshapes import parse_io_max
+from stallbench.plan.plan import load_plan
+from stallbench.plan.shapes import parse_io_max
 
 RECORD = 64 << 10
 LIMIT = 4 << 20

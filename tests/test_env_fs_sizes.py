@@ -10,11 +10,11 @@ import pytest
 from test_env_support import MIB, TinyWorkload, needs_root, nothing_left
 
 from conftest import run_stallbench
+from stallbench.core.journal import Journal
 from stallbench.env import environment
 from stallbench.env.loopfs import MIN_SIZE, default_size
 from stallbench.env.tools import find_tool
-from stallbench.journal import Journal
-from stallbench.plan import VariantSettings
+from stallbench.plan.plan import VariantSettings
 
 pytestmark = needs_root
 

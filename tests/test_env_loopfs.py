@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from test_env_support import MIB, TinyWorkload, loop_listing, mount_line, needs_root, nothing_left
 
+from stallbench.core.errors import UsageError
+from stallbench.core.journal import Journal
 from stallbench.env import environment
 from stallbench.env.loopfs import default_size
 from stallbench.env.tools import find_tool
-from stallbench.errors import UsageError
-from stallbench.journal import Journal
-from stallbench.plan import VariantSettings
+from stallbench.plan.plan import VariantSettings
 
 pytestmark = needs_root
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from test_env_support import MIB, TinyWorkload, loop_listing, needs_root, nothing_left, sysctl
 
+from stallbench.core.errors import UsageError
+from stallbench.core.journal import Journal
 from stallbench.env import environment
 from stallbench.env.sysmem import meminfo
-from stallbench.errors import UsageError
-from stallbench.journal import Journal
-from stallbench.plan import VariantSettings
+from stallbench.plan.plan import VariantSettings
 
 pytestmark = needs_root
 TESTS = Path(__file__).parent
@@ -30,8 +30,8 @@ from pathlib import Path
 sys.path[:0] = [{tests!r}, {src!r}]
 from test_env_support import TinyWorkload
 from stallbench.env import environment
-from stallbench.journal import Journal
-from stallbench.plan import VariantSettings
+from stallbench.core.journal import Journal
+from stallbench.plan.plan import VariantSettings
 settings = VariantSettings(**json.loads({settings!r}))
 with Journal(Path({state!r})) as journal:
     with environment(settings, journal, TinyWorkload(), Path({results!r})) as state:
@@ -202,7 +202,7 @@ def test_cleanup_finds_leftovers_no_journal_recorded(tmp_path):
 
 def test_signal_during_teardown_is_held_until_cleanup_finished(tmp_path, monkeypatch):
     """A SIGTERM that arrives while the machine is being put back runs only afterwards."""
-    from stallbench import journal as journal_module
+    from stallbench.core import journal as journal_module
 
     (tmp_path / "state").mkdir()
     results = tmp_path / "results"

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from test_env_support import MIB, TinyWorkload, needs_root, nothing_left, sysctl
 
+from stallbench.core.errors import UsageError
+from stallbench.core.journal import Journal
 from stallbench.env import check_settings, environment
 from stallbench.env.sysmem import meminfo, tolerance
-from stallbench.errors import UsageError
-from stallbench.journal import Journal
-from stallbench.plan import VariantSettings
+from stallbench.plan.plan import VariantSettings
 
 
 @pytest.fixture

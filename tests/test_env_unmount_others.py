@@ -12,9 +12,9 @@ import time
 from test_env_support import TinyWorkload, loop_listing, mount_line, needs_root
 
 from conftest import run_stallbench, stallbench_cmd
+from stallbench.core.journal import Journal
 from stallbench.env import environment
-from stallbench.journal import Journal
-from stallbench.plan import VariantSettings
+from stallbench.plan.plan import VariantSettings
 
 pytestmark = needs_root
 

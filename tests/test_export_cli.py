@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ROOT
 from stallbench.cli import build_parser
-from stallbench.clidocs import FILES, describe, generate
+from stallbench.cli.docs import FILES, describe, generate
 
 
 def test_generated_files_match_the_parser() -> None:

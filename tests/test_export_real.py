@@ -19,7 +19,7 @@ import pytest
 from test_report_html import browser, needs_chromium
 
 from stallbench.analysis import histogram as hist
-from stallbench.runselect import resolve_runs
+from stallbench.results.runselect import resolve_runs
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (memory cgroup, tracefs)")
 

@@ -149,7 +149,8 @@ def test_plan_schema_covers_the_loader_and_validates_the_examples() -> None:
     import tomllib
 
     from conftest import ROOT
-    from stallbench import plan, schemas
+    from stallbench import schemas
+    from stallbench.plan import plan
 
     schema = schemas.load("plan")
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -187,7 +188,7 @@ def test_perfetto_block_requests_are_async_pairs_with_numeric_times(tmp_path) ->
     import pyarrow.parquet as pq
 
     from stallbench.monitors.trace import rows_to_table
-    from stallbench.rundirs import MONITOR_DIR
+    from stallbench.results.rundirs import MONITOR_DIR
 
     latency = np.full(10, 2_000_000, dtype=np.int64)
     path = write_run(tmp_path / "results", "blk", {"read": latency}, duration_s=1.0,

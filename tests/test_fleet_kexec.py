@@ -57,7 +57,7 @@ def _keypair(path: Path) -> str:
 @pytest.fixture
 def guest_host(tmp_path):
     """(ssh argv prefix, inventory variables) of a guest of the older test kernel."""
-    from stallbench.journal import Journal
+    from stallbench.core.journal import Journal
     from stallbench.vm.initramfs import build_initramfs
     from stallbench.vm.kernel import cache_dir, pvh_vmlinux, resolve_kernel
     from stallbench.vm.qemu import Guest, choose_accel, qemu_argv, qemu_binary

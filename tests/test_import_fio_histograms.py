@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import run_stallbench
-from stallbench.errors import UsageError
+from stallbench.core.errors import UsageError
 from stallbench.importers import import_log, parse_log
 from stallbench.importers.fiohist import BIN_ERROR, column_bounds
-from stallbench.store import load_run
+from stallbench.results.store import load_run
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 SIZE = 16 << 20

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stallbench.errors import UsageError
+from stallbench.core.errors import UsageError
 from stallbench.importers import IMPORTERS, parse_log
 
 VALID = {

@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from stallbench.cli import main
-from stallbench.errors import UsageError
+from stallbench.core.errors import UsageError
 from stallbench.importers import import_log, parse_log
-from stallbench.store import load_run
+from stallbench.results.store import load_run
 
 MMTESTS_LINES = """\
 wal[12155]: avg: 0.0 msec; max: 0.1 msec

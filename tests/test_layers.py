@@ -51,7 +51,7 @@ def _under(name: str, package: str) -> bool:
 
 
 def test_analysis_imports_only_analysis_and_the_base():
-    allowed = ("stallbench.analysis", "stallbench.errors", "stallbench.units")
+    allowed = ("stallbench.analysis", "stallbench.core.errors", "stallbench.core.units")
     for name, deps in GRAPH.items():
         if _under(name, "stallbench.analysis"):
             bad = [d for d in deps if not any(_under(d, a) for a in allowed)]
@@ -72,9 +72,10 @@ def test_analysis_reads_no_files_and_prints_nothing():
 
 def test_report_reads_no_runs_and_changes_nothing():
     forbidden = ("stallbench.env", "stallbench.monitors", "stallbench.workloads",
-                 "stallbench.journal", "stallbench.runner", "stallbench.record",
-                 "stallbench.store", "stallbench.opsfile", "stallbench.runselect",
-                 "stallbench.summaryfile", "stallbench.cli")
+                 "stallbench.core.journal", "stallbench.run", "stallbench.results.record",
+                 "stallbench.results.store", "stallbench.results.opsfile",
+                 "stallbench.results.runselect", "stallbench.results.summaryfile",
+                 "stallbench.cli")
     for name, deps in GRAPH.items():
         if _under(name, "stallbench.report"):
             bad = [d for d in deps if any(_under(d, f) for f in forbidden)]
@@ -84,7 +85,7 @@ def test_report_reads_no_runs_and_changes_nothing():
 def test_only_the_command_line_imports_cli():
     for name, deps in GRAPH.items():
         if _under(name, "stallbench.cli") or name in ("stallbench.__main__",
-                                                        "stallbench.clidocs"):
+                                                        "stallbench.cli.docs"):
             continue
         bad = [d for d in deps if _under(d, "stallbench.cli")]
         assert not bad, f"{name} imports {bad}"

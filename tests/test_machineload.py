@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 from conftest import requires_root, run_stallbench
-from stallbench import machineload
 from stallbench.analysis import intervals as iv
 from stallbench.analysis.distrust import MACHINE_BUSIER, distrust_busier_machine
 from stallbench.analysis.interference import OutsideLoad, busier_side, outside_load, saturated
+from stallbench.core import machineload
 
 BURN = "import time\nend = time.time() + 60\nwhile time.time() < end: pass\n"
 TICK = os.sysconf("SC_CLK_TCK")

@@ -25,8 +25,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not DELAYACCT.exists(),
 MONITORED = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from stallbench.context import EnvState, RunContext
-    from stallbench.journal import Journal
+    from stallbench.core.context import EnvState, RunContext
+    from stallbench.core.journal import Journal
     from stallbench.monitors.delay import DelayMonitor
     journal = Journal(Path(sys.argv[1]))
     ctx = RunContext(run_dir=Path(sys.argv[1]), env=EnvState(workdir=Path(sys.argv[1])),
@@ -138,8 +138,8 @@ def test_kill_9_and_cleanup_of_one_then_of_the_other(tmp_path: Path, before: str
 
 def test_journal_undo_without_stop_restores_it(tmp_path: Path, before: str) -> None:
     """A run whose delay monitor never got to stop (the journal undoes everything at exit)."""
-    from stallbench.context import EnvState, RunContext
-    from stallbench.journal import Journal
+    from stallbench.core.context import EnvState, RunContext
+    from stallbench.core.journal import Journal
     from stallbench.monitors.delay import DelayMonitor
 
     with Journal(tmp_path) as journal:

@@ -16,6 +16,7 @@ import pytest
 from conftest import requires_root, run_stallbench
 from stallbench.analysis.delaykinds import DELAY_KIND_NAMES
 from stallbench.analysis.delaymax import explanation, longest_delays
+from stallbench.core.units import format_ns
 from stallbench.env.iocgroup import find_io_controller
 from stallbench.monitors.delay import (
     DelayMonitor,
@@ -23,7 +24,6 @@ from stallbench.monitors.delay import (
     decode_stats,
     max_unavailable,
 )
-from stallbench.units import format_ns
 
 
 def _kernel_version() -> int | None:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from stallbench.context import EnvState, RunContext
-from stallbench.journal import Journal, cleanup_stale
+from stallbench.core.context import EnvState, RunContext
+from stallbench.core.journal import Journal, cleanup_stale
 from stallbench.monitors import monitor_class
 from stallbench.monitors.counters import parse_vmstat
 from stallbench.monitors.diskstats import device_of_path, parse_diskstats
@@ -210,8 +210,8 @@ def test_diskstats_count_every_direct_read(data_file: Path, state_dir: Path) -> 
 STARTER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from stallbench.context import EnvState, RunContext
-    from stallbench.journal import Journal
+    from stallbench.core.context import EnvState, RunContext
+    from stallbench.core.journal import Journal
     from stallbench.monitors import monitor_class
     journal = Journal(Path(sys.argv[1]))
     ctx = RunContext(run_dir=Path(sys.argv[1]), env=EnvState(workdir=Path(sys.argv[1])),

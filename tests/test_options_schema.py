@@ -13,8 +13,8 @@ import pytest
 
 from stallbench.cli import build_parser
 from stallbench.cli.run import plan_from_args
-from stallbench.plan import load_plan
-from stallbench.planschema import plan_json_schema
+from stallbench.plan.plan import load_plan
+from stallbench.plan.schema import plan_json_schema
 from stallbench.workloads import available_workloads, get_workload
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,7 +165,7 @@ VARIANT_SAMPLES = {
 
 
 def test_every_variant_flag_and_its_plan_key_give_the_same_settings(tmp_path):
-    from stallbench.variant import VARIANT_FIELDS
+    from stallbench.plan.variant import VARIANT_FIELDS
 
     flagged = {f.name for f in VARIANT_FIELDS if f.option is not None}
     assert flagged == set(VARIANT_SAMPLES), "give a sample for each new variant setting"

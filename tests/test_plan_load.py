@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stallbench.errors import UsageError
-from stallbench.plan import Plan, load_plan
-from stallbench.units import parse_duration, parse_size
+from stallbench.core.errors import UsageError
+from stallbench.core.units import parse_duration, parse_size
+from stallbench.plan.plan import Plan, load_plan
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stallbench.errors import UsageError
-from stallbench.plan import load_plan
+from stallbench.core.errors import UsageError
+from stallbench.plan.plan import load_plan
 
 PLAN = """workload = "pgioperf"
 [options]

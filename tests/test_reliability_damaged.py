@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from test_reliability_support import assert_one_line_exit_2, sb
 
-from stallbench.opsfile import ops_batch
-from stallbench.store import RunWriter
+from stallbench.results.opsfile import ops_batch
+from stallbench.results.store import RunWriter
 
 RNG_SEED = 7
 

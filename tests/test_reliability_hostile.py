@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 from test_reliability_support import assert_one_line_exit_2, sb, tree_listing
 
 from stallbench.cli import main
-from stallbench.errors import UsageError
+from stallbench.core.errors import UsageError
 from stallbench.importers import IMPORTERS, parse_log
 from stallbench.importers.common import write_run
-from stallbench.rundirs import check_name
+from stallbench.results.rundirs import check_name
 
 V = '[[variants]]\nname = "a"\n'
 BAD_PLANS = [

@@ -89,7 +89,7 @@ def test_kill_9_of_stallbench_then_cleanup_recovers_ops_and_restores_the_machine
     assert {op: n for op, n in recorded.items() if n} == {op: n for op, n in counted.items() if n}
     assert not (run_dir / ".spool").exists()
     # cleanup wrote the killed run's summary in the same pass, and it matches its ops.parquet
-    from stallbench import summaryfile
+    from stallbench.results import summaryfile
     summary = summaryfile.read(run_dir, summaryfile.fingerprint(run_dir / "ops.parquet"))
     assert summary is not None
     assert {op: int(s.block_count.sum()) for op, s in summary.ops.items()

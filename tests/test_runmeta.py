@@ -16,11 +16,18 @@ import pytest
 from conftest import run_stallbench
 from stallbench import schemas
 from stallbench.cli import main
-from stallbench.errors import RunDataError
+from stallbench.core.errors import RunDataError
 from stallbench.importers import import_log
-from stallbench.recovery import recover_run
-from stallbench.runmeta import RUN_FILE, MonitorStatus, RunMeta, Status, read_meta, write_meta
-from stallbench.store import load_run
+from stallbench.results.recovery import recover_run
+from stallbench.results.runmeta import (
+    RUN_FILE,
+    MonitorStatus,
+    RunMeta,
+    Status,
+    read_meta,
+    write_meta,
+)
+from stallbench.results.store import load_run
 
 OLD_RUN = Path(__file__).parent / "data" / "run-0.1.0.json"     # a real 0.1.0 randread run
 

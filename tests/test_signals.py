@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from stallbench.signals import held_while_starting
+from stallbench.core.signals import held_while_starting
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

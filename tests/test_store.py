@@ -13,19 +13,19 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from stallbench.errors import RunDataError, UsageError
-from stallbench.hostfacts import kernel_info, pid_alive, utc_now
-from stallbench.opsfile import OPS_SCHEMA, ops_batch, split_by_op, write_ops_file
-from stallbench.rundirs import (
+from stallbench.core.errors import RunDataError, UsageError
+from stallbench.core.hostfacts import kernel_info, pid_alive, utc_now
+from stallbench.results.opsfile import OPS_SCHEMA, ops_batch, split_by_op, write_ops_file
+from stallbench.results.rundirs import (
     RESULTS_HELP,
     check_name,
     claim_iteration,
     default_results_dir,
     iter_run_dirs,
 )
-from stallbench.runmeta import Status
-from stallbench.runselect import complete_runs, resolve_runs
-from stallbench.store import RunWriter, load_run
+from stallbench.results.runmeta import Status
+from stallbench.results.runselect import complete_runs, resolve_runs
+from stallbench.results.store import RunWriter, load_run
 
 
 def test_ops_round_trip_by_op_with_nulls_for_unpaced(tmp_path: Path) -> None:
@@ -124,7 +124,7 @@ def test_host_facts() -> None:
 
 def test_the_public_api_names_them() -> None:
     import stallbench
-    from stallbench import runselect, store
+    from stallbench.results import runselect, store
 
     assert stallbench.Run is store.Run and stallbench.load_run is store.load_run
     assert stallbench.resolve_runs is runselect.resolve_runs

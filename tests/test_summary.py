@@ -12,9 +12,9 @@ import pytest
 
 import stallbench
 from conftest import run_stallbench
-from stallbench import summaryfile
 from stallbench.analysis import histogram as hist
 from stallbench.analysis import summary as sm
+from stallbench.results import summaryfile
 
 PROBABILITIES = [0.5, 0.9, 0.95, 0.99, 0.999]
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from conftest import stallbench_cmd
-from stallbench.context import EnvState, RunContext
-from stallbench.journal import Journal
+from stallbench.core.context import EnvState, RunContext
+from stallbench.core.journal import Journal
 from stallbench.workloads import supervisor
 from stallbench.workloads.supervisor import Ending, StopStep
 
@@ -160,7 +160,7 @@ def test_ctrl_c_during_a_short_tool_kills_and_reaps_it_first(ctx) -> None:
 
 
 def test_a_program_that_cannot_start_is_one_clear_error(ctx) -> None:
-    from stallbench.errors import UsageError
+    from stallbench.core.errors import UsageError
 
     with pytest.raises(UsageError, match="not found; install it or fix PATH"):
         supervisor.start(ctx, ["/nonexistent/program"])
@@ -228,7 +228,7 @@ def test_the_kill_undo_stops_a_group_whose_leader_is_already_gone(ctx) -> None:
     """After kill -9 of stallbench, `stallbench cleanup` undoes the journal's `kill` entry: with
     `group` it stops every process of the program's group, also when its leader died first
     (the shell here), and only those that started after it."""
-    from stallbench.journal import process_start_time, run_undo
+    from stallbench.core.journal import process_start_time, run_undo
 
     leader = subprocess.Popen(["sh", "-c", "sleep 300 & sleep 300 & wait"],
                               start_new_session=True)

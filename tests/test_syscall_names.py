@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from stallbench.context import EnvState, RunContext
-from stallbench.journal import Journal
+from stallbench.core.context import EnvState, RunContext
+from stallbench.core.journal import Journal
+from stallbench.core.syscalls import header_for, parse_table, syscall_names
 from stallbench.logformats.ftrace import parse_trace
 from stallbench.monitors import monitor_class
-from stallbench.syscalls import header_for, parse_table, syscall_names
 
 needs_table = pytest.mark.skipif(header_for() is None,
                                  reason="no kernel headers (linux-libc-dev) for this machine")

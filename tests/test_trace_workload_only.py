@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from stallbench.context import EnvState, RunContext
-from stallbench.journal import Journal
+from stallbench.core.context import EnvState, RunContext
+from stallbench.core.journal import Journal
 from stallbench.logformats.ftrace import parse_trace
 from stallbench.monitors import monitor_class
 

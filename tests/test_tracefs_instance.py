@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from stallbench.journal import Journal
-from stallbench.tracefs import TracefsInstance, find_tracefs
+from stallbench.core.journal import Journal
+from stallbench.core.tracefs import TracefsInstance, find_tracefs
 
 pytestmark = pytest.mark.usefixtures("tracefs_root")
 
-CLEANUP = ("import sys; from pathlib import Path; from stallbench.journal import cleanup_stale; "
+CLEANUP = ("import sys; from pathlib import Path; "
+           "from stallbench.core.journal import cleanup_stale; "
            "sys.exit(cleanup_stale(Path(sys.argv[1]), log=print))")
 
 

@@ -131,7 +131,7 @@ def test_a_kernel_without_9p_fails_its_run_before_booting(tmp_path):
 
 
 def test_the_kernel_example_plan_loads():
-    from stallbench.plan import load_plan
+    from stallbench.plan.plan import load_plan
 
     plan = load_plan(Path(__file__).resolve().parent.parent / "examples" / "kernel-ab.toml")
     assert [v.kernel.endswith("-amd64-unsigned_6.1.170-3_amd64.deb") for v in plan.variants] \

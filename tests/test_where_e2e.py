@@ -16,7 +16,7 @@ from stallbench.analysis.wheresection import CounterRow, WhereSection
 from stallbench.compare.where import explain
 from stallbench.report import htmlout, markdown, text
 from stallbench.report.where import where_chapter
-from stallbench.runselect import resolve_runs
+from stallbench.results.runselect import resolve_runs
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (memory cgroup, tracefs)")
 

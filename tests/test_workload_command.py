@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import run_stallbench
-from stallbench.context import EnvState, RunContext
-from stallbench.errors import UsageError
-from stallbench.journal import Journal
-from stallbench.opsfile import write_ops_file
+from stallbench.core.context import EnvState, RunContext
+from stallbench.core.errors import UsageError
+from stallbench.core.journal import Journal
+from stallbench.results.opsfile import write_ops_file
 from stallbench.workloads.command import CommandWorkload, tracefs_unavailable
 
 TRACEFS_SKIP = pytest.mark.skipif(tracefs_unavailable() is not None,

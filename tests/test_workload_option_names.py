@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from stallbench.errors import UsageError
-from stallbench.plan import Plan, VariantSettings, load_plan
-from stallbench.runner import run_plan
+from stallbench.core.errors import UsageError
+from stallbench.plan.plan import Plan, VariantSettings, load_plan
+from stallbench.run.runner import run_plan
 from stallbench.workloads import available_workloads, get_workload
 
 

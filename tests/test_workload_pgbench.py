@@ -21,12 +21,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import run_stallbench, stallbench_cmd
-from stallbench.context import EnvState, RunContext
-from stallbench.errors import UsageError
+from stallbench.core.context import EnvState, RunContext
+from stallbench.core.errors import UsageError
+from stallbench.core.journal import Journal
 from stallbench.importers import import_log
-from stallbench.journal import Journal
 from stallbench.logformats.pgbench import parse_pgbench_output
-from stallbench.store import load_run
+from stallbench.results.store import load_run
 from stallbench.workloads.pgbench import PgbenchWorkload
 
 pytestmark = [

@@ -16,7 +16,7 @@ import pytest
 from test_workload_pgbench import ROOT_ONLY, pg_place, pytestmark  # noqa: F401 - fixture
 
 from conftest import run_stallbench
-from stallbench.errors import UsageError
+from stallbench.core.errors import UsageError
 from stallbench.importers import import_log
 from stallbench.logformats.pgbench import PgbenchLogStats, parse_pgbench_line
 from stallbench.logformats.samples import Samples

@@ -30,8 +30,8 @@ pytestmark = [
 STARTER = textwrap.dedent("""
     import subprocess, sys, time
     from pathlib import Path
-    from stallbench.context import EnvState, RunContext
-    from stallbench.journal import Journal
+    from stallbench.core.context import EnvState, RunContext
+    from stallbench.core.journal import Journal
     from stallbench.workloads.pgbench import PgbenchWorkload
     base = Path(sys.argv[1])
     journal = Journal(base / "state")

@@ -8,7 +8,7 @@ Public API for notebooks and scripts::
     run.meta.status, run.op_arrays()["read"].latency_ns
 """
 
-from .version import __version__
+from .core.version import __version__
 
 __all__ = ["Run", "load_run", "resolve_runs", "__version__"]
 
@@ -16,11 +16,11 @@ __all__ = ["Run", "load_run", "resolve_runs", "__version__"]
 def __getattr__(name: str):
     # store imports numpy and pyarrow: only when asked for, so that the command line starts fast
     if name in ("Run", "load_run"):
-        from . import store
+        from .results import store
 
         return getattr(store, name)
     if name == "resolve_runs":
-        from . import runselect
+        from .results import runselect
 
         return runselect.resolve_runs
     raise AttributeError(f"module 'stallbench' has no attribute {name!r}")

@@ -12,9 +12,9 @@ import importlib
 import sys
 import traceback
 
-from .. import verbosity
-from ..errors import ExitCode, UndecidedError, UsageError
-from ..version import __version__
+from ..core import verbosity
+from ..core.errors import ExitCode, UndecidedError, UsageError
+from ..core.version import __version__
 
 # command name -> (module, one-line help for the listing)
 COMMANDS = {

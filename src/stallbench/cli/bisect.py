@@ -9,10 +9,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from .. import verbosity
 from ..analysis.quantiles import row_stats
-from ..errors import ExitCode, UndecidedError, UsageError
-from ..plan import DEFAULT_MAX_ITERATIONS
+from ..core import verbosity
+from ..core.errors import ExitCode, UndecidedError, UsageError
+from ..plan.plan import DEFAULT_MAX_ITERATIONS
 from .common import add_results_argument
 
 
@@ -69,9 +69,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bisect import Settings, run_bisect
-    from ..bisectsearch import NOT_BAD
-    from ..plan import load_plan
+    from ..bisect.search import NOT_BAD
+    from ..bisect.steps import Settings, run_bisect
+    from ..plan.plan import load_plan
     from ..report import bisect as bisect_report
     from ..report import render
     from ..workloads import get_workload
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
                      max_rounds=args.max_rounds)
     builder = None
     if args.git is not None:
-        from .. import bisectgit
+        from ..bisect import gitkernels as bisectgit
 
         commits = bisectgit.first_parent_line(args.git, args.good, args.bad)
         plan = bisectgit.git_plan(plan, commits, Path(plan.results))

@@ -9,7 +9,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from ..errors import ExitCode, UsageError
+from ..core.errors import ExitCode, UsageError
 from .common import add_results_argument
 
 DEFAULT_RUNS = 8
@@ -37,9 +37,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import verbosity
     from ..analysis.noise import MIN_CALIBRATION_RUNS
-    from ..plan import load_plan
+    from ..core import verbosity
+    from ..plan.plan import load_plan
 
     if not MIN_CALIBRATION_RUNS <= args.runs <= 1000:
         raise UsageError(f"calibrate --runs {args.runs}: give between {MIN_CALIBRATION_RUNS} "
@@ -58,16 +58,16 @@ def run(args: argparse.Namespace) -> int:
     plan = dataclasses.replace(plan, variants=sides, iterations=args.runs,
                                until_decided=None, duet=bool(args.duet))
     if args.duet:
-        from ..duet import check_plan
+        from ..run.duet import check_plan
         check_plan(plan)
 
     from ..compare.calibration import duet_profile_from_runs, profile_from_runs
-    from ..noiseprofiles import save_profile
     from ..report.noise import render_profile
-    from ..runmeta import Status
-    from ..runner import run_plan
-    from ..runselect import Resolved
-    from ..store import load_run
+    from ..results.noiseprofiles import save_profile
+    from ..results.runmeta import Status
+    from ..results.runselect import Resolved
+    from ..results.store import load_run
+    from ..run.runner import run_plan
 
     outcomes = run_plan(plan, progress=not args.no_progress, log=verbosity.info)
     if any(o.status == Status.INTERRUPTED for o in outcomes):

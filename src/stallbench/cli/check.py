@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..analysis.quantiles import row_stats
-from ..errors import ExitCode, UndecidedError
+from ..core.errors import ExitCode, UndecidedError
 from .compare import add_common, resolve_all
 
 
@@ -32,8 +32,8 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..compare.comparison import build_comparison
     from ..compare.gate import gate, gate_exit_code, gate_options, parse_metric
+    from ..core.units import parse_percent
     from ..report import check as check_report
-    from ..units import parse_percent
 
     metrics = [parse_metric(m) for m in args.metric]
     bound = parse_percent(args.max_regression, "--max-regression")

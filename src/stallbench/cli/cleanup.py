@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import ExitCode
+from ..core.errors import ExitCode
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,8 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..core.journal import cleanup_stale
     from ..env.leftovers import cleanup_orphans
-    from ..journal import cleanup_stale
 
     lines: list[str] = []
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import UsageError
-from ..rundirs import RESULTS_HELP, default_results_dir
+from ..core.errors import UsageError
+from ..results.rundirs import RESULTS_HELP, default_results_dir
 
 
 def add_results_argument(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +34,7 @@ def print_comparison(baseline: str, candidates: list[str], results: Path,
     from ..compare.comparison import build_comparison
     from ..compare.model import CompareOptions
     from ..report import render
-    from ..runselect import resolve_runs
+    from ..results.runselect import resolve_runs
 
     base = resolve_runs(baseline, results, workload)
     others = [resolve_runs(name, results, workload) for name in candidates]

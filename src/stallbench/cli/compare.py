@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..analysis.quantiles import DEFAULT_PERCENTS
-from ..errors import ExitCode, UsageError
+from ..core.errors import ExitCode, UsageError
 from ..report import FORMATS
 from .common import add_source_arguments
 
@@ -46,7 +46,7 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 def resolve_all(args: argparse.Namespace, allow_incomplete: bool, split: bool = True):
     from ..fleet.labels import resolve_spec, split_hosts, variant_specs
-    from ..runselect import prepare_summaries
+    from ..results.runselect import prepare_summaries
 
     specs = [args.baseline, *args.candidates]
     prepare_summaries(variant_specs(specs, args.results), args.results)
@@ -71,8 +71,8 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.OK
     from ..compare.comparison import build_comparison
     from ..compare.model import CompareOptions
+    from ..core.units import parse_percent
     from ..report import render
-    from ..units import parse_percent
     from .common import parse_percentiles
 
     options = CompareOptions(noise=parse_percent(args.noise, "--noise"),

@@ -6,8 +6,8 @@ import argparse
 import sys
 from importlib import resources
 
-from ..clidocs import PACKAGE_FILES
-from ..errors import ExitCode
+from ..core.errors import ExitCode
+from .docs import PACKAGE_FILES
 
 SHELLS = ("bash", "zsh")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import verbosity
-from ..demo import DEMO_DATA_SIZE, DEMO_DURATION_S, DEMO_MEMORY_LIMIT, demo_plan
-from ..errors import ExitCode
+from ..core import verbosity
+from ..core.errors import ExitCode
+from ..plan.demo import DEMO_DATA_SIZE, DEMO_DURATION_S, DEMO_MEMORY_LIMIT, demo_plan
 from .common import add_results_argument, print_comparison, results_dir
 
 
@@ -25,8 +25,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..runmeta import Status
-    from ..runner import run_plan
+    from ..results.runmeta import Status
+    from ..run.runner import run_plan
 
     plan, story = demo_plan(results_dir(args))
     print(f"stallbench demo: {story}; {plan.duration_s:.0f} s each; results in {plan.results}",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import ExitCode
+from ..core.errors import ExitCode
 
 
 def register(subparsers) -> None:
@@ -23,7 +23,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..fleet.deploy import deploy
-    from ..planhosts import check_hosts_option
+    from ..plan.hosts import check_hosts_option
 
     reports = deploy(check_hosts_option(args.hosts),
                      log=lambda line: print(line, file=sys.stderr, flush=True))

@@ -7,11 +7,11 @@ import os
 import sys
 from pathlib import Path
 
-from .. import verbosity
-from ..errors import ExitCode, UsageError
+from ..core import verbosity
+from ..core.errors import ExitCode, UsageError
+from ..core.units import parse_duration
 from ..exporters import FORMATS
-from ..runselect import resolve_runs
-from ..units import parse_duration
+from ..results.runselect import resolve_runs
 from .common import add_source_arguments
 
 

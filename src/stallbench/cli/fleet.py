@@ -6,12 +6,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..errors import ExitCode, RunDataError, UsageError
-from ..plan import Plan
+from ..core.errors import ExitCode, RunDataError, UsageError
+from ..plan.plan import Plan
 
 
 def _source(plan: Plan, hosts: str | None) -> Path | list[str]:
-    from ..planhosts import check_hosts_option
+    from ..plan.hosts import check_hosts_option
 
     if hosts:
         return check_hosts_option(hosts)
@@ -38,7 +38,7 @@ def run_fleet_plan(plan: Plan, hosts: str | None) -> int:
         runs = len(report.runs)
         complete = 0
         for path in report.runs:
-            from ..store import load_run
+            from ..results.store import load_run
             complete += load_run(path).complete
         incomplete += runs - complete
         state = "ok" if report.ok else "FAILED"
@@ -71,7 +71,7 @@ def _comparison(plan: Plan, variants: list[str]) -> bool:
     from ..compare.model import CompareOptions
     from ..fleet.labels import split_hosts
     from ..report import render
-    from ..runselect import resolve_runs
+    from ..results.runselect import resolve_runs
 
     sides = []
     for name in variants:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import ExitCode
+from ..core.errors import ExitCode
 from ..importers import IMPORTERS
 from .common import add_results_argument
 
@@ -29,8 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..importers import import_log
-    from ..rundirs import default_results_dir
-    from ..store import load_run
+    from ..results.rundirs import default_results_dir
+    from ..results.store import load_run
 
     results = args.results or default_results_dir()
     run_dir = import_log(args.kind, args.path, args.variant, results, args.workload)

@@ -6,13 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import verbosity
-from ..errors import ExitCode, UsageError
-from ..options import add_arguments, parse_values, values_from_args
-from ..plan import RUN_FIELDS, Plan
-from ..rundirs import RESULTS_HELP
-from ..runmeta import Status
-from ..variant import VARIANT_FIELDS, flag_of, variant_from_flags
+from ..core import verbosity
+from ..core.errors import ExitCode, UsageError
+from ..core.options import add_arguments, parse_values, values_from_args
+from ..plan.plan import RUN_FIELDS, Plan
+from ..plan.variant import VARIANT_FIELDS, flag_of, variant_from_flags
+from ..results.rundirs import RESULTS_HELP
+from ..results.runmeta import Status
 from ..workloads import available_workloads, get_workload
 from .common import add_results_argument, print_comparison, results_dir
 
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plan:
         if args.workload:
             raise UsageError("give either --plan FILE or a WORKLOAD, not both")
-        from ..plan import load_plan
+        from ..plan.plan import load_plan
 
         plan = load_plan(args.plan)
         if args.results:
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             plan.duet = True
         _until_decided(args, plan)
         if plan.duet:
-            from ..duet import check_plan
+            from ..run.duet import check_plan
             check_plan(plan, hosts=args.hosts)
         if args.hosts or plan.hosts or any(v.hosts for v in plan.variants):
             from .fleet import run_fleet_plan
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("name a workload (" + ", ".join(available_workloads())
                          + ") or give --plan FILE")
     get_workload(plan.workload).from_options(plan.workload_options)
-    from ..runner import run_plan
+    from ..run.runner import run_plan
 
     outcomes = run_plan(plan, progress=not args.no_progress, log=verbosity.info)
     names = list(dict.fromkeys(v.name for v in plan.variants))

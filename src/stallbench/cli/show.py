@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import ExitCode
+from ..core.errors import ExitCode
 from .common import add_source_arguments, results_dir
 
 
@@ -28,7 +28,7 @@ def print_summary(target: str, results, workload: str | None, fmt: str = "text")
     """The summary of one run or variant (also `compare X` with one variant)."""
     from ..compare.show import summarize_runs
     from ..report.show import render_json, render_text
-    from ..runselect import resolve_runs
+    from ..results.runselect import resolve_runs
 
     resolved = resolve_runs(target, results, workload, allow_incomplete=True)
     for problem in resolved.problems:

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 from ..analysis import folded
 from ..analysis.monitors import parse_folded
-from ..store import Run
+from ..results.store import Run
 
 UNITS = {"trace": "µs blocked (D state, trace monitor)",
          "stacks": "samples of D-state tasks (stacks monitor)"}

@@ -9,10 +9,10 @@ from ..analysis import interference, paired
 from ..analysis import noise as nz
 from ..analysis.quantiles import percentiles
 from ..analysis.runstats import RunStatistic
-from ..errors import UsageError
-from ..hostfacts import utc_now
-from ..noiseprofiles import run_settings, run_shape
-from ..runselect import Resolved
+from ..core.errors import UsageError
+from ..core.hostfacts import utc_now
+from ..results.noiseprofiles import run_settings, run_shape
+from ..results.runselect import Resolved
 from .loading import OpSide, load_variant, op_names, op_side
 
 

@@ -32,8 +32,8 @@ from ..analysis.noise import NoiseProfile
 from ..analysis.quantiles import DECIDING_STATS, percentiles
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..analysis.wheresection import WhereSection
-from ..errors import UsageError
-from ..runselect import Resolved
+from ..core.errors import UsageError
+from ..results.runselect import Resolved
 from .changes import compare_op, cpu_rows
 from .counters import counter_timelines
 from .loading import OpSide, VariantRuns, load_variant, op_names, op_side
@@ -301,7 +301,7 @@ def _noise_profile(options: CompareOptions, variants: list[VariantRuns],
     given = options.duet_profile if duet else options.noise_profile
     if given is not None or not options.use_profiles:
         return given, None
-    from ..noiseprofiles import find_profile
+    from ..results.noiseprofiles import find_profile
 
     first = variants[0].runs[0]
     profile, problem = find_profile(first.path.parents[2], first.meta, duet)

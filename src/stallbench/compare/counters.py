@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..analysis.montables import counter_series
-from ..errors import UsageError
+from ..core.errors import UsageError
 from ..monitors.counters import COUNTERS
 from .loading import VariantRuns
 

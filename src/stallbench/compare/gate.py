@@ -14,7 +14,7 @@ from ..analysis.quantiles import (
     row_stats,
     stat_named,
 )
-from ..errors import ExitCode, UsageError
+from ..core.errors import ExitCode, UsageError
 from .model import CompareOptions, Comparison, OpComparison
 
 # verdicts the comparison distrusts (its note) -> why check cannot decide them

@@ -20,8 +20,8 @@ from ..analysis.quantiles import (
     tail_samples,
 )
 from ..analysis.summary import RESPONSE_SUFFIX
-from ..runselect import Resolved
-from ..store import Run
+from ..results.runselect import Resolved
+from ..results.store import Run
 from .model import OpStats, RunInfo, VariantInfo
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..runselect import Resolved
+from ..results.runselect import Resolved
 from .loading import load_variant, op_names, op_side
 from .model import OpStats, VariantInfo
 

@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..analysis import heatmap as hm
-from ..errors import RunDataError
-from ..runmeta import run_end_s
-from ..store import Run
+from ..core.errors import RunDataError
+from ..results.runmeta import run_end_s
+from ..results.store import Run
 from . import blocked
 
 OVERLAY_PSI = ("memory", "io")

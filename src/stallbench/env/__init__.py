@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..context import EnvState
-from ..errors import UsageError
-from ..journal import Journal
-from ..units import format_size
-from ..variant import VariantSettings
+from ..core.context import EnvState
+from ..core.errors import UsageError
+from ..core.journal import Journal
+from ..core.units import format_size
+from ..plan.variant import VariantSettings
 from ..workloads.base import Workload
 from . import (
     iocgroup,

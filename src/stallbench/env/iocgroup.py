@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..journal import Journal
-from ..variant import VariantSettings
+from ..core.errors import UsageError
+from ..core.journal import Journal
+from ..plan.variant import VariantSettings
 from .memcg import Controller, MemoryCgroup, cgroup_joiner, find_controller, make_cgroup
 
 V1_THROTTLE = {"rbps": "blkio.throttle.read_bps_device", "wbps": "blkio.throttle.write_bps_device",

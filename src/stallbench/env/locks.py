@@ -10,7 +10,7 @@ import contextlib
 import socket
 from collections.abc import Iterator
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..journal import Entry, Journal, register_undo
+from ..core.journal import Entry, Journal, register_undo
 from .blockdev import mounts
 
 CGROUP_NAME_RE = re.compile(r"^stallbench-(\d+)-(\d+)$")

@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..variant import VariantSettings
+from ..core.errors import UsageError
+from ..plan.variant import VariantSettings
 from .memcg import Controller, MemoryCgroup
 
 # option name -> (attribute, {cgroup version: file}); a version missing has no such knob

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..journal import Journal
+from ..core.errors import UsageError
+from ..core.journal import Journal
 from .locks import exclusive
 
 

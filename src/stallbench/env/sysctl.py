@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..journal import Journal, register_undo
-from ..variantshapes import check_sysctl
+from ..core.errors import UsageError
+from ..core.journal import Journal, register_undo
+from ..plan.shapes import check_sysctl
 from .locks import exclusive
 
 PROC_SYS = Path("/proc/sys")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 
 _SBIN = "/usr/local/sbin:/usr/sbin:/sbin:/usr/local/bin:/usr/bin:/bin"
 PACKAGES = {"mkfs.ext2": "e2fsprogs", "mkfs.ext3": "e2fsprogs", "mkfs.ext4": "e2fsprogs",

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..errors import RunDataError
-from ..rundirs import OPS_FILE
-from ..store import Run
+from ..core.errors import RunDataError
+from ..results.rundirs import OPS_FILE
+from ..results.store import Run
 
 SCHEMA = pa.schema([("variant", pa.string()), ("workload", pa.string()),
                     ("iteration", pa.int32()), ("op", pa.string()), ("worker", pa.int32()),

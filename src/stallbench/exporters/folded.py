@@ -8,8 +8,8 @@ from typing import TextIO
 
 from ..analysis import folded
 from ..compare import blocked
-from ..errors import UsageError
-from ..store import Run
+from ..core.errors import UsageError
+from ..results.store import Run
 
 
 def _missing(label: str) -> UsageError:

@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..analysis.hdr import HdrLayout
-from ..errors import RunDataError, UsageError
-from ..rundirs import OPS_FILE
-from ..store import Run
+from ..core.errors import RunDataError, UsageError
+from ..results.rundirs import OPS_FILE
+from ..results.store import Run
 
 ENCODING_COOKIE = 0x1C849303 | 0x10
 COMPRESSION_COOKIE = 0x1C849304 | 0x10

@@ -25,12 +25,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..analysis import windows as win
-from ..errors import RunDataError, UsageError
-from ..opsfile import OPS_ROW_GROUP
-from ..rundirs import OPS_FILE
-from ..runmeta import run_end_s
-from ..store import Run
-from ..version import __version__
+from ..core.errors import RunDataError, UsageError
+from ..core.version import __version__
+from ..results.opsfile import OPS_ROW_GROUP
+from ..results.rundirs import OPS_FILE
+from ..results.runmeta import run_end_s
+from ..results.store import Run
 from .perfettoevents import (
     ExportSummary,
     Writer,

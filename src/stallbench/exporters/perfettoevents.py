@@ -15,10 +15,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..analysis import series
-from ..errors import RunDataError
+from ..core.errors import RunDataError
 from ..monitors.counters import is_cumulative
-from ..rundirs import MONITOR_DIR
-from ..store import Run
+from ..results.rundirs import MONITOR_DIR
+from ..results.store import Run
 
 RATE_BIN_NS = 100_000_000
 CATEGORY_ORDER = {"reclaim": 1, "throttle": 2, "dstate": 3, "syscall": 4}

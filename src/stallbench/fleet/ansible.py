@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 
 INSTALL_HINT = "pip install 'stallbench[fleet]' (Ansible, with the ansible.posix collection)"
 

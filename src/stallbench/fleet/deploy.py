@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from ..errors import UsageError
-from ..version import __version__
+from ..core.errors import UsageError
+from ..core.version import __version__
 from .ansible import Runner, check_ansible
 from .inventory import HostConfig, host_config, load_inventory
 

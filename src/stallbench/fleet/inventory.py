@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..errors import UsageError
-from ..plan import Plan
-from ..planhosts import TARGET_RE
-from ..version import __version__
+from ..core.errors import UsageError
+from ..core.version import __version__
+from ..plan.hosts import TARGET_RE
+from ..plan.plan import Plan
 from .ansible import list_inventory
 
 DEFAULT_WORKDIR = "/var/tmp/stallbench-fleet"

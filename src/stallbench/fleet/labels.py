@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UsageError
-from ..runselect import Resolved, resolve_runs
-from ..store import Run
+from ..core.errors import UsageError
+from ..results.runselect import Resolved, resolve_runs
+from ..results.store import Run
 
 
 def host_of(run: Run) -> str:
@@ -70,7 +70,7 @@ def split_hosts(resolved: list[Resolved], pool: bool, split: bool = True
 
 def variant_specs(specs: list[str], results: Path | None) -> list[str]:
     """The specs with any @HOST removed where it names a variant's host (for prepare steps)."""
-    from ..rundirs import default_results_dir
+    from ..results.rundirs import default_results_dir
 
     root = Path(results) if results else default_results_dir()
     return [spec if Path(spec).is_dir() or (root / spec).is_dir() or "@" not in spec

@@ -31,11 +31,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..jsonfile import write_json_atomic
-from ..plan import Plan
-from ..planhosts import describe_boot
-from ..store import load_run
-from ..version import __version__
+from ..core.jsonfile import write_json_atomic
+from ..core.version import __version__
+from ..plan.hosts import describe_boot
+from ..plan.plan import Plan
+from ..results.store import load_run
 from .ansible import Runner, check_ansible
 from .boot import boot_failed, boot_tasks
 from .inventory import HostConfig, assign, load_inventory

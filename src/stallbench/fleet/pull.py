@@ -12,9 +12,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..rundirs import check_name, claim_iteration, iter_run_dirs
-from ..runmeta import RUN_FILE, read_meta, write_meta
+from ..core.errors import UsageError
+from ..results.rundirs import check_name, claim_iteration, iter_run_dirs
+from ..results.runmeta import RUN_FILE, read_meta, write_meta
 
 
 def _link_or_copy(src: str, dst: str) -> None:

@@ -14,8 +14,8 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UsageError
-from ..plan import Plan
+from ..core.errors import UsageError
+from ..plan.plan import Plan
 
 FLEET_TOP_KEYS = ("hosts", "results", "max_iterations", "metrics")
 FLEET_VARIANT_KEYS = ("hosts", "boot")

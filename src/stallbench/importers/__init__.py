@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 from ..logformats.lines import LogError
 from .common import Imported, write_run
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 from ..logformats.samples import Samples
 
 if TYPE_CHECKING:   # pyarrow and store load on first use
@@ -38,8 +38,8 @@ class Imported:
 def write_run(imported: Imported, results: Path, variant: str,
               workload: str | None = None) -> Path:
     """Write an imported log as RESULTS/<variant>/<workload>/<n>/ and return that directory."""
-    from ..runmeta import Status
-    from ..store import RunWriter
+    from ..results.runmeta import Status
+    from ..results.store import RunWriter
 
     samples = imported.samples
     if not len(samples):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 from ..logformats.fio import (
     IO_TABLE,
     IO_TABLE_NOTE,

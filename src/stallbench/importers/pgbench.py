@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 from ..logformats.lines import LogError
 from ..logformats.pgbench import find_logs, parse_logs, stats_summary
 from .common import Imported

@@ -26,7 +26,7 @@ from array import array
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 from .lines import MAX_LATENCY_NS, line_error, parse_int, read_lines
 from .samples import Samples
 

@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 
 MAX_LINE_SHOWN = 80
 # A sane upper bound for one operation's latency: anything larger is a parse error, not data.

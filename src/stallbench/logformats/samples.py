@@ -117,7 +117,7 @@ class Samples:
         """Ops record batches with start_ns shifted by -offset_ns (negative starts become 0)."""
         import numpy as np
 
-        from ..opsfile import ops_batch
+        from ..results.opsfile import ops_batch
 
         codes, worker, start, latency = self.arrays()
         start = np.maximum(start - offset_ns, 0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 
 from ..analysis import monitornames as names
-from ..errors import UsageError
+from ..core.errors import UsageError
 from .base import Monitor, MonitorResult
 
 # the one list of monitors (their names are analysis/monitornames.py's): (name, module, in the

@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..context import RunContext
+from ..core.context import RunContext
 
 
 class SamplerThread:

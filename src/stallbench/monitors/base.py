@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-    from ..context import RunContext
+    from ..core.context import RunContext
 
 TIME = "time"        # ns since the run's start
 KEY = "key"          # an identity or label: pid, tid, device, comm, category

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..analysis import monitornames, montables
-from ..context import RunContext
+from ..core.context import RunContext
 from ._sampling import RowStore, SamplerThread, read_text, spill_dir
 from .base import COUNTER, GAUGE, TIME, Column, Monitor, MonitorResult, TableSchema
 

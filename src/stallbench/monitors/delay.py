@@ -32,8 +32,8 @@ from typing import Any
 
 from ..analysis import monitornames, montables
 from ..analysis.delaykinds import DELAY_KIND_NAMES, DELAY_KINDS
-from ..context import RunContext
-from ..journal import Journal
+from ..core.context import RunContext
+from ..core.journal import Journal
 from ._sampling import RowStore, read_text, spill_dir
 from .base import COUNTER, GAUGE, KEY, TIME, Column, Monitor, MonitorResult, TableSchema
 from .delayacct import DELAYACCT_SYSCTL, DelayacctClaim, delayacct_dir, release_delayacct

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..journal import register_undo, state_dir
+from ..core.journal import register_undo, state_dir
 from ._sampling import read_text
 
 DELAYACCT_SYSCTL = "/proc/sys/kernel/task_delayacct"

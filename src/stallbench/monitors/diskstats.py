@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..analysis import monitornames, montables
-from ..context import RunContext
+from ..core.context import RunContext
 from ._sampling import SamplerThread, read_text
 from .base import COUNTER, GAUGE, KEY, TIME, Column, Monitor, MonitorResult, TableSchema
 

@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from ..analysis import monitornames, montables
-from ..context import RunContext
+from ..core.context import RunContext
 from ._sampling import RowStore, SamplerThread, read_text, spill_dir
 from .base import COUNTER, GAUGE, KEY, TIME, Column, Monitor, MonitorResult, TableSchema
 

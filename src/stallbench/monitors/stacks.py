@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any
 
 from ..analysis import monitornames
-from ..context import RunContext
+from ..core.context import RunContext
 from ._sampling import RowStore, SamplerThread, read_text, spill_dir
 from .base import KEY, TIME, Column, Monitor, MonitorResult, TableSchema
 

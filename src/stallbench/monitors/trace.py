@@ -40,10 +40,10 @@ from typing import Any
 import pyarrow as pa
 
 from ..analysis import monitornames, montables
-from ..context import RunContext
+from ..core.context import RunContext
+from ..core.syscalls import header_for, names_unavailable, syscall_names
+from ..core.tracefs import TracefsInstance, find_tracefs, mount_tracefs, tracefs_supported
 from ..logformats.ftrace import parse_block_trace, parse_trace
-from ..syscalls import header_for, names_unavailable, syscall_names
-from ..tracefs import TracefsInstance, find_tracefs, mount_tracefs, tracefs_supported
 from ._sampling import read_text
 from .base import KEY, TIME, VALUE, Column, Monitor, MonitorResult, TableSchema
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..bisect import Result, Step
-from ..bisectsearch import FOUND, NOT_BAD, RANGE, Answer
+from ..bisect.search import FOUND, NOT_BAD, RANGE, Answer
+from ..bisect.steps import Result, Step
 from .common import format_percent
 
 

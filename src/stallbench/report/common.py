@@ -15,7 +15,7 @@ from ..analysis.intervals import (
 )
 from ..analysis.quantiles import RATE, Stat, latency_stats, row_stats
 from ..compare.model import Comparison, OpComparison, OpStats
-from ..units import choose_time_unit, format_ns
+from ..core.units import choose_time_unit, format_ns
 
 NO_SAMPLES = "no samples"
 NOT_RESOLVABLE = "n/r"

@@ -10,7 +10,7 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from ..units import choose_time_unit
+from ..core.units import choose_time_unit
 
 _OVERLAY_COLOURS = {"memory": "#d62728", "io": "#1f77b4", "reclaim": "#ff7f0e",
                     "throttle": "#9467bd"}

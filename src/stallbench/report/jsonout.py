@@ -11,7 +11,7 @@ from ..analysis.intervals import Change
 from ..analysis.quantiles import Stat, latency_stats, needed_samples, stat_named
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..compare.model import Comparison, OpComparison, OpStats
-from ..version import __version__
+from ..core.version import __version__
 from .common import json_number, shift_sentence, verdict_word
 
 SCHEMA_VERSION = 1  # of this JSON document (schemas/comparison.schema.json)

@@ -22,8 +22,8 @@ from matplotlib.ticker import (  # noqa: E402
 )
 
 from ..compare.model import Comparison, OpComparison  # noqa: E402
-from ..runmeta import run_end_s  # noqa: E402
-from ..units import choose_time_unit  # noqa: E402
+from ..core.units import choose_time_unit  # noqa: E402
+from ..results.runmeta import run_end_s  # noqa: E402
 
 MAX_COUNTERS = 6
 _COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]

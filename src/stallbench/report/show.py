@@ -8,7 +8,7 @@ from typing import Any
 
 from ..analysis.quantiles import latency_stats
 from ..compare.show import RunsSummary
-from ..units import choose_time_unit, format_size
+from ..core.units import choose_time_unit, format_size
 from .common import JSON_KEYS, format_count, format_rate, format_seconds
 from .jsonout import stats_dict
 

@@ -7,7 +7,7 @@ import textwrap
 from ..analysis.quantiles import MIN_TAIL_SAMPLES
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..compare.model import Comparison, OpComparison
-from ..units import format_ns
+from ..core.units import format_ns
 from .common import (
     band_label,
     duet_lines,

@@ -22,13 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunDataError, UsageError
-from ..hostfacts import kernel_info
-from ..journal import Journal
-from ..plan import Plan, VariantSettings
-from ..runmeta import RUN_FILE, Status, read_meta
-from ..store import RunWriter
-from ..units import format_size
+from ..core.errors import RunDataError, UsageError
+from ..core.hostfacts import kernel_info
+from ..core.journal import Journal
+from ..core.units import format_size
+from ..plan.plan import Plan, VariantSettings
+from ..results.runmeta import RUN_FILE, Status, read_meta
+from ..results.store import RunWriter
 from ..workloads import Workload
 from . import exchange as guest_side  # the contract with guest.py
 from .checks import DEFAULT_CPUS, DEFAULT_MEMORY
@@ -208,7 +208,7 @@ def _write_job(exchange: Path, plan: Plan, variant: VariantSettings, monitor_nam
         env["TMPDIR"] = "/run/tmp"
     lines = ["set -e", *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
              "mkdir -p /run/tmp", "cd /run/tmp",
-             f"exec {shlex.quote(sys.executable)} -m stallbench.guest "
+             f"exec {shlex.quote(sys.executable)} -m stallbench.run.guest "
              f"{guest_side.EXCHANGE / guest_side.JOB_FILE}"]
     (exchange / "job.sh").write_text("\n".join(lines) + "\n")
 

@@ -19,7 +19,7 @@ import os
 import struct
 from pathlib import Path
 
-from ..journal import Journal
+from ..core.journal import Journal
 from .kernel import Kernel, KernelError
 
 BUSYBOX_PATHS = ("/bin/busybox", "/usr/bin/busybox")

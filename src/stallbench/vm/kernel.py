@@ -19,8 +19,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UsageError
-from ..journal import Journal
+from ..core.errors import UsageError
+from ..core.journal import Journal
 
 
 class KernelError(Exception):

@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import UsageError
-from ..journal import Journal, process_start_time
-from ..signals import held_while_starting
+from ..core.errors import UsageError
+from ..core.journal import Journal, process_start_time
+from ..core.signals import held_while_starting
 from .initramfs import MARK
 from .kernel import Kernel
 

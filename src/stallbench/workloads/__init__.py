@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 from .base import Workload, WorkloadResult
 
 _MODULES = {

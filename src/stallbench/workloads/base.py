@@ -16,14 +16,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import UsageError
-from ..options import Field, add_arguments, build, fields_of
-from ..runmeta import Status
+from ..core.errors import UsageError
+from ..core.options import Field, add_arguments, build, fields_of
+from ..results.runmeta import Status
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..context import RunContext
+    from ..core.context import RunContext
 
 # Called by the workload with live per-op progress: {op: (count_total, max_latency_ns_recent)}
 ProgressFn = Callable[[dict[str, tuple[int, int]]], None]

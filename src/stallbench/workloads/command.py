@@ -19,13 +19,13 @@ import shutil
 from dataclasses import dataclass
 from typing import Any
 
-from ..context import RunContext
-from ..errors import UsageError
+from ..core.context import RunContext
+from ..core.errors import UsageError
+from ..core.options import REMAINDER, option
+from ..core.tracefs import find_tracefs
 from ..logformats.lines import LineTail
 from ..logformats.samples import Samples, clock_offset_ns
 from ..logformats.strace import StraceParser
-from ..options import REMAINDER, option
-from ..tracefs import find_tracefs
 from . import supervisor
 from .base import ProgressFn, Workload, WorkloadResult
 from .syscalltrace import (

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..context import RunContext
-from ..errors import UsageError
+from ..core.context import RunContext
+from ..core.errors import UsageError
+from ..core.options import option
+from ..core.units import parse_size
 from ..logformats import fio as fio_logs
 from ..logformats.samples import Samples, clock_offset_ns
-from ..options import option
-from ..units import parse_size
 from . import supervisor
 from .base import ProgressFn, Workload, WorkloadResult
 

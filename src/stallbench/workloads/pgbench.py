@@ -34,8 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..context import RunContext
-from ..errors import UsageError
+from ..core.context import RunContext
+from ..core.errors import UsageError
+from ..core.options import APPEND, SWITCH, option
+from ..core.units import parse_size
 from ..logformats.lines import LineTail
 from ..logformats.pgbench import (
     PgbenchLogStats,
@@ -44,8 +46,6 @@ from ..logformats.pgbench import (
     stats_summary,
 )
 from ..logformats.samples import Samples, clock_offset_ns
-from ..options import APPEND, SWITCH, option
-from ..units import parse_size
 from . import supervisor
 from .base import ProgressFn, Workload, WorkloadResult
 from .pgbenchargs import (

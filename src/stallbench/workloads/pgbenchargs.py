@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 
 DEFAULT_SETTINGS = {
     "shared_buffers": "16MB",

@@ -24,15 +24,15 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
-from ..options import option
-from ..units import duration_text, parse_duration, parse_size
+from ..core.errors import UsageError
+from ..core.options import option
+from ..core.units import duration_text, parse_duration, parse_size
 from .base import ProgressFn, Workload, WorkloadResult, whole
 from .files import check_space, ensure_file, too_slow
 from .randread import c_read_loop_ready, read_loop
 
 if TYPE_CHECKING:
-    from ..context import RunContext
+    from ..core.context import RunContext
     from .workers import WorkerContext
 
 

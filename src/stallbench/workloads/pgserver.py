@@ -28,10 +28,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .. import journal as journal_mod
-from ..context import RunContext
-from ..errors import UsageError
-from ..journal import Entry
+from ..core import journal as journal_mod
+from ..core.context import RunContext
+from ..core.errors import UsageError
+from ..core.journal import Entry
 from . import supervisor
 
 DB_USER = "stallbench"

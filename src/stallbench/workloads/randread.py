@@ -13,14 +13,14 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
-from ..options import SWITCH, option
-from ..units import parse_size, size_text
+from ..core.errors import UsageError
+from ..core.options import SWITCH, option
+from ..core.units import parse_size, size_text
 from .base import ProgressFn, Workload, WorkloadResult, whole
 from .files import check_space, ensure_file, too_slow
 
 if TYPE_CHECKING:
-    from ..context import RunContext
+    from ..core.context import RunContext
     from .workers import WorkerContext
 
 

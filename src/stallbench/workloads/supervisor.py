@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .. import journal as journal_mod
-from ..context import RunContext
-from ..errors import UsageError
-from ..journal import Entry
-from ..runmeta import Status
-from ..signals import held_while_starting
+from ..core import journal as journal_mod
+from ..core.context import RunContext
+from ..core.errors import UsageError
+from ..core.journal import Entry
+from ..core.signals import held_while_starting
+from ..results.runmeta import Status
 
 POLL_S = 0.05
 GROUP_GONE_TIMEOUT_S = 5.0

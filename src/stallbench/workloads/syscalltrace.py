@@ -21,11 +21,11 @@ import threading
 import time
 from pathlib import Path
 
-from ..context import RunContext
-from ..errors import UsageError
-from ..journal import Entry
+from ..core.context import RunContext
+from ..core.errors import UsageError
+from ..core.journal import Entry
+from ..core.tracefs import TracefsInstance, find_tracefs, mount_tracefs, tracefs_supported
 from ..logformats.samples import Samples
-from ..tracefs import TracefsInstance, find_tracefs, mount_tracefs, tracefs_supported
 
 STRACE_NOTE = ("timed with strace -f -T (ptrace): every system call pays strace's overhead (two "
                "stops of the traced process, typically several µs per call, far more for "

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..context import RunContext
-from ..record import (
+from ..core.context import RunContext
+from ..results.record import (
     ProgressBoard,
     SpoolChannel,
     WorkerRecorder,
@@ -31,7 +31,7 @@ from ..record import (
     read_spools,
     write_spool_meta,
 )
-from ..runmeta import Status
+from ..results.runmeta import Status
 from .base import ProgressFn, WorkloadResult
 
 TICK_NS = 100_000_000          # worker flush/progress period

@@ -20,11 +20,11 @@ from ...analysis import mechanism as mech
 from ...analysis import monitors as am
 from ...analysis import wheresection as ws
 from ...analysis.summary import RESPONSE_SUFFIX, op_totals
-from ...errors import RunDataError
+from ...core.errors import RunDataError
 from ...monitors.base import table_columns
 from ...monitors.counters import COUNTERS
-from ...rundirs import TRACE_TABLES
-from ...store import Run
+from ...results.rundirs import TRACE_TABLES
+from ...results.store import Run
 from .facts import busy_at_rows, longest_op, variant_facts
 
 SLOW_FACTOR = 10.0

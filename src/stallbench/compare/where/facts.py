@@ -12,8 +12,8 @@ import numpy as np
 
 from ...analysis import inops
 from ...analysis import mechanism as mech
-from ...errors import RunDataError
-from ...store import Run
+from ...core.errors import RunDataError
+from ...results.store import Run
 
 DATA_SIZE_PARAMS = ("file_size", "data_size")
 

@@ -25,17 +25,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .bisectsearch import BAD, FOUND, GOOD, NOT_BAD, SKIP, Answer, Search
-from .compare.comparison import build_comparison
-from .compare.gate import GateResult, Metric, gate, gate_exit_code, metric_percents, parse_metric
-from .compare.model import CompareOptions, Comparison
-from .errors import ExitCode, UsageError
-from .jsonfile import write_json_atomic
-from .plan import DEFAULT_MAX_ITERATIONS, Plan, VariantSettings
-from .runmeta import Status
-from .runselect import Resolved, complete_runs
-from .units import parse_percent
-from .workloads import get_workload
+from ..compare.comparison import build_comparison
+from ..compare.gate import GateResult, Metric, gate, gate_exit_code, metric_percents, parse_metric
+from ..compare.model import CompareOptions, Comparison
+from ..core.errors import ExitCode, UsageError
+from ..core.jsonfile import write_json_atomic
+from ..core.units import parse_percent
+from ..plan.plan import DEFAULT_MAX_ITERATIONS, Plan, VariantSettings
+from ..results.runmeta import Status
+from ..results.runselect import Resolved, complete_runs
+from ..workloads import get_workload
+from .search import BAD, FOUND, GOOD, NOT_BAD, SKIP, Answer, Search
 
 STATE_FILE = "bisect.json"
 STATE_KIND = "stallbench-bisect"
@@ -357,7 +357,7 @@ def _run_round(plan: Plan, state: State, pair: list[VariantSettings], rng: rando
                log: Callable[[str], None], progress: bool) -> bool:
     """One run of each of the two, in the runner's round order; the complete ones join the
     state's runs. True when a run was interrupted (Ctrl-C, SIGTERM)."""
-    from .runner import round_order, run_plan
+    from ..run.runner import round_order, run_plan
 
     order = round_order(pair, state.data["rounds"], rng, log)
     outcomes = run_plan(dataclasses.replace(plan, variants=order, iterations=1,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import UsageError
+from ..core.errors import UsageError
 
 GOOD, BAD, SKIP = "good", "bad", "skip"   # a step's outcome
 # Answer.kind

@@ -22,9 +22,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..core.errors import RunDataError, UsageError
+from ..core.hostfacts import kernel_info, pid_alive, utc_now
+from ..core.version import __version__
 from . import metadata
-from .errors import RunDataError, UsageError
-from .hostfacts import kernel_info, pid_alive, utc_now
 from .opsfile import OPS_ROW_GROUP, OpArrays, empty_op, split_by_op, write_ops_file
 from .rundirs import (
     MONITOR_DIR,
@@ -36,7 +37,6 @@ from .rundirs import (
     refuse_symlinks,
 )
 from .runmeta import RUN_FILE, RunMeta, Status, read_meta, write_meta
-from .version import __version__
 
 
 class RunWriter:

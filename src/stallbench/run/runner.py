@@ -17,17 +17,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import duet, env, machineload, recovery
-from .context import RunContext
-from .errors import UsageError
-from .journal import Journal
+from .. import env
+from ..core import machineload
+from ..core.context import RunContext
+from ..core.errors import UsageError
+from ..core.journal import Journal
+from ..core.progress import Progress
+from ..monitors import default_monitor_names
+from ..plan.plan import Plan, VariantSettings
+from ..results import recovery
+from ..results.runmeta import Status
+from ..results.store import RunWriter
+from ..workloads import Workload, get_workload
+from . import duet
 from .monitorrun import start_monitors, stop_monitors
-from .monitors import default_monitor_names
-from .plan import Plan, VariantSettings
-from .progress import Progress
-from .runmeta import Status
-from .store import RunWriter
-from .workloads import Workload, get_workload
 
 assert recovery  # imported for its "finalize_run" undo kind
 
@@ -98,7 +101,7 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
     for variant in plan.variants:
         env.check_settings(variant)
         if variant.kernel is not None:
-            from .vm.checks import check_vm_settings  # the rest is checked inside the guest
+            from ..vm.checks import check_vm_settings  # the rest is checked inside the guest
 
             check_vm_settings(variant)
     for variant in plan.variants:                         # validate before anything changes
@@ -239,7 +242,7 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
             log: Callable[[str], None],
             in_duet: tuple[duet.DuetRound, list[int]] | None = None) -> RunOutcome:
     if variant.kernel is not None:                 # booted under QEMU, run in the guest: vm/
-        from .vm.host import run_in_guest
+        from ..vm.host import run_in_guest
 
         path, status, reason = run_in_guest(plan, variant, workload, monitor_names, interrupt,
                                             log)

@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
-from .journal import Journal, process_start_time
-from .jsonfile import write_json_atomic
-from .plan import Plan
-from .signals import held_while_starting
+from ..core.errors import UsageError
+from ..core.journal import Journal, process_start_time
+from ..core.jsonfile import write_json_atomic
+from ..core.signals import held_while_starting
+from ..plan.plan import Plan
 
-FRAGMENT = Path(__file__).parent / "share/kernel/guest.config"
+FRAGMENT = Path(__file__).parents[1] / "share/kernel/guest.config"
 KERNELS_DIR = "kernels"         # RESULTS/kernels/<commit>/
 SOURCE_DIR = ".src"             # RESULTS/kernels/.src: the checkout
 BUILD_DIR = ".build"            # RESULTS/kernels/.build: the out-of-tree build directory
@@ -389,8 +389,8 @@ def _read(path: Path) -> str:
 def check_before_build(plan: Plan) -> None:
     """What can be wrong with the plan's variant before the first build (minutes), not after
     it: its settings and what this machine needs to boot a kernel."""
-    from .env.checks import check_settings
-    from .vm.checks import DEFAULT_MEMORY, check_vm_host, check_vm_memory_fits
+    from ..env.checks import check_settings
+    from ..vm.checks import DEFAULT_MEMORY, check_vm_host, check_vm_memory_fits
 
     variant = plan.variants[0]
     check_settings(variant)

@@ -11,9 +11,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ..core.hostfacts import utc_now
+from ..core.journal import register_undo
 from . import summaryfile
-from .hostfacts import utc_now
-from .journal import register_undo
 from .opsfile import write_ops_file
 from .record import read_spools
 from .rundirs import OPS_FILE

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .context import RunContext
-from .monitors import Monitor, monitor_class
-from .rundirs import STACKS_FILE
-from .runmeta import MonitorStatus
-from .store import RunWriter
+from ..core.context import RunContext
+from ..monitors import Monitor, monitor_class
+from ..results.rundirs import STACKS_FILE
+from ..results.runmeta import MonitorStatus
+from ..results.store import RunWriter
 
 
 def start_monitors(ctx: RunContext, names: list[str], writer: RunWriter,

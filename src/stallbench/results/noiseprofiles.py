@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .analysis.noise import NoiseProfile, shape_key
-from .jsonfile import write_json_atomic
+from ..analysis.noise import NoiseProfile, shape_key
+from ..core.jsonfile import write_json_atomic
 from .runmeta import RunMeta
 
 PROFILE_DIR = "noise-profiles"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .errors import RunDataError
+from ..core.errors import RunDataError
 from .runmeta import RUN_FILE, SCHEMA_VERSION, RunMeta, read_meta
 
 PREFIX = "stallbench."
@@ -65,7 +65,7 @@ def describe(schema: pa.Schema, path: Path, table: str | None = None,
              units: Mapping[str, str] | None = None) -> dict[str, str]:
     """The key-value metadata for a table with this schema written to `path`; `units` are the
     table's declared ones (a monitor's TableSchema), the naming conventions fill the rest."""
-    from .version import __version__
+    from ..core.version import __version__
 
     path = Path(path)
     table = table or path.name.removesuffix(".parquet")

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import RunDataError
-from .jsonfile import write_json_atomic
+from ..core.errors import RunDataError
+from ..core.jsonfile import write_json_atomic
 
 SCHEMA_VERSION = 1
 RUN_FILE = "run.json"

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
-from .monitors import monitors_help, parse_monitor_list
-from .options import (
+from ..core.errors import UsageError
+from ..core.options import (
     SWITCH,
     Field,
     NestedUsageError,
@@ -26,12 +25,13 @@ from .options import (
     parse_values,
     unknown_key,
 )
-from .rundirs import default_results_dir
-from .tomllines import key_lines
-from .units import parse_duration
+from ..core.tomllines import key_lines
+from ..core.units import parse_duration
+from ..monitors import monitors_help, parse_monitor_list
+from ..results.rundirs import default_results_dir
+from ..workloads import available_workloads, get_workload
+from .shapes import check_plain_path
 from .variant import RELATIONS, VARIANT_FIELDS, VariantSettings, workload_options_table
-from .variantshapes import check_plain_path
-from .workloads import available_workloads, get_workload
 
 MAX_PLAN_BYTES = 1 << 20
 MAX_ITERATIONS = 10_000
@@ -291,7 +291,7 @@ class _PlanReader:
             seen.add(variant.name)
         hosts = None
         if "hosts" in data:
-            from .planhosts import check_plan_hosts
+            from .hosts import check_plan_hosts
             hosts = self.wrap(("hosts",), check_plan_hosts, data["hosts"], "hosts",
                               self.path.parent)
         return Plan(workload=workload, workload_options=options, variants=variants,

@@ -27,9 +27,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .analysis import histogram as hist
-from .analysis import summary as sm
-from .errors import RunDataError
+from ..analysis import histogram as hist
+from ..analysis import summary as sm
+from ..core.errors import RunDataError
 from .runmeta import RUN_FILE, RunMeta, read_meta
 
 SUMMARY_FILE = "summary.parquet"

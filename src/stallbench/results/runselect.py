@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import RunDataError, UsageError
+from ..core.errors import RunDataError, UsageError
 from .rundirs import default_results_dir, iter_run_dirs
 from .runmeta import Status
 from .store import Run, load_run

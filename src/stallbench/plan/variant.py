@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
-from .options import (
+from ..core.errors import UsageError
+from ..core.options import (
     APPEND,
     OFF_SWITCH,
     SWITCH,
@@ -28,8 +28,8 @@ from .options import (
     fields_of,
     option,
 )
-from .units import format_size, parse_size
-from .variantshapes import (
+from ..core.units import format_size, parse_size
+from .shapes import (
     FILESYSTEMS,
     IO_MAX_KEYS,
     OPTION_KEY_RE,
@@ -96,7 +96,7 @@ def _memory_limit(value: object, what: str) -> int:
 
 
 def _name(value: object, what: str) -> str:
-    from .rundirs import check_name
+    from ..results.rundirs import check_name
 
     return check_name(_string(value, what), f"{what}: variant name")
 
@@ -148,13 +148,13 @@ def workload_options_table(value: object, what: str) -> dict[str, Any]:
 
 
 def _hosts(value: object, what: str) -> list[str]:
-    from .planhosts import check_variant_hosts
+    from .hosts import check_variant_hosts
 
     return check_variant_hosts(value, what)
 
 
 def _boot(value: object, what: str) -> dict[str, str]:
-    from .planhosts import check_boot
+    from .hosts import check_boot
 
     return check_boot(value, what)
 

@@ -7,8 +7,8 @@ import re
 import shlex
 from pathlib import Path
 
-from .errors import UsageError
-from .units import parse_duration, parse_size
+from ..core.errors import UsageError
+from ..core.units import parse_duration, parse_size
 
 FILESYSTEMS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
 SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")   # blk-mq's; a device offers a subset

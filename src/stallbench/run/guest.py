@@ -1,4 +1,4 @@
-"""The guest side: `python -m stallbench.guest JOB` runs inside the VM (as the guest's root,
+"""The guest side: `python -m stallbench.run.guest JOB` runs inside the VM (as the guest's root,
 with the host's stallbench installation seen read-only over 9p).
 
 It formats the virtual disk (/dev/vda) with the variant's filesystem, mounts it, and runs the
@@ -18,8 +18,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from .errors import ExitCode
-from .vm.exchange import DISK, DISK_MOUNT, EXCHANGE, JOB_FILE, OUTCOME_FILE
+from ..core.errors import ExitCode
+from ..vm.exchange import DISK, DISK_MOUNT, EXCHANGE, JOB_FILE, OUTCOME_FILE
 
 
 def _write_outcome(data: dict) -> None:
@@ -29,9 +29,9 @@ def _write_outcome(data: dict) -> None:
 
 
 def _format_disk(fs: str, mkfs_opts: str, mount_opts: str) -> dict:
-    from .env.blockdev import proc_mounts_entry
-    from .env.loopfs import _FORCE, _run
-    from .env.tools import tool
+    from ..env.blockdev import proc_mounts_entry
+    from ..env.loopfs import _FORCE, _run
+    from ..env.tools import tool
 
     _run([tool(f"mkfs.{fs}"), *_FORCE[fs], *shlex.split(mkfs_opts), DISK],
          f"--fs {fs} --mkfs-opts {mkfs_opts!r} on the guest's disk")
@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
         plan = job["plan"]
         disk = _format_disk(job["fs"], job["mkfs_opts"], job["mount_opts"])
         plan.variants[0].dir = DISK_MOUNT
-        from .runmeta import Status
+        from ..results.runmeta import Status
         from .runner import run_plan
 
         outcomes = run_plan(plan, progress=False)
@@ -62,7 +62,7 @@ def main(argv: list[str]) -> int:
         _write_outcome({"error": "interrupted before the run started"})
         return ExitCode.INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the host needs the reason, not a traceback
-        from .errors import UsageError
+        from ..core.errors import UsageError
 
         message = str(exc) if isinstance(exc, UsageError) else f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, UsageError):

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .jsonfile import write_json_atomic
+from ..core.jsonfile import write_json_atomic
 from .opsfile import ops_batch
 
 LAYOUTS = {"sl": 2, "osli": 4}

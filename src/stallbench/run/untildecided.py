@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .analysis.intervals import DECIDED, Verdict
-from .compare.comparison import build_comparison
-from .compare.gate import Metric, metric_change, metric_percents, parse_metric
-from .compare.model import CompareOptions
-from .errors import UsageError
-from .runselect import Resolved, complete_runs
+from ..analysis.intervals import DECIDED, Verdict
+from ..compare.comparison import build_comparison
+from ..compare.gate import Metric, metric_change, metric_percents, parse_metric
+from ..compare.model import CompareOptions
+from ..core.errors import UsageError
+from ..results.runselect import Resolved, complete_runs
 
 
 @dataclass

@@ -41,9 +41,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
-from .plan import Plan
-from .variant import VariantSettings
+from ..core.errors import UsageError
+from ..plan.plan import Plan
+from ..plan.variant import VariantSettings
 
 START_TIMEOUT_S = 600.0   # from the prepare barrier to the start: monitors only
 

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from ..core.errors import UsageError
 
 # [user@]host[:port]; host a name, an IPv4 address or [IPv6]
 TARGET_RE = re.compile(r"^(?:(?P<user>[A-Za-z0-9._-]{1,64})@)?"

@@ -155,7 +155,7 @@ def run_undo(action: dict[str, Any]) -> None:
 # -- after a crash --------------------------------------------------------------------------------
 
 _PACKAGES_WITH_UNDO = ("stallbench.env", "stallbench.monitors", "stallbench.workloads",
-                       "stallbench.recovery", "stallbench.tracefs")
+                       "stallbench.results.recovery", "stallbench.core.tracefs")
 
 
 _undo_kinds_imported = False

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .version import __version__
+from ..core.version import __version__
 
 # inside the package (importlib.resources.files("stallbench") / ...), and in the source tree
 PACKAGE_FILES = {"bash": "share/bash-completion/completions/stallbench",

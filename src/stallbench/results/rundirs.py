@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import UsageError
+from ..core.errors import UsageError
 from .runmeta import RUN_FILE
 
 OPS_FILE = "ops.parquet"

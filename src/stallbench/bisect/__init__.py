@@ -1,0 +1,1 @@
+"""`stallbench bisect`: the search, its steps, and kernels built from a git tree."""

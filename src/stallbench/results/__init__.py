@@ -1,0 +1,1 @@
+"""The run directory and its files: run.json, ops.parquet, summaries, spools, recovery."""

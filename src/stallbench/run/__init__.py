@@ -1,0 +1,1 @@
+"""Running a plan: interleaved rounds, duets, monitors, --iterations auto, the guest side."""
