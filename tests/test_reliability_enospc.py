@@ -34,15 +34,21 @@ FALLOC_FL_KEEP_SIZE = 0x01
 FALLOC_FL_PUNCH_HOLE = 0x02
 
 
-def _punch_and_fill(mount_point: Path, data_size: int) -> int:
-    """Free the data file's blocks, then take every free block; returns bytes written."""
+def _punch_and_fill(mount_point: Path, data_size: int, fs_size: int) -> int:
+    """Free the data file's blocks, then take every free block; returns bytes written.
+
+    Never more than the loop filesystem holds, and only while it is mounted: once the run has
+    unmounted it, the mount point is a directory of the machine's own filesystem, which the
+    filler must not fill (it did once, 67 GB of /tmp, when the run ended first)."""
+    if not os.path.ismount(mount_point):
+        raise OSError(errno.ENOENT, "the run's filesystem is no longer mounted", mount_point)
     subprocess.run(["fallocate", "--punch-hole", "--offset", "0", "--length", str(data_size),
                     str(mount_point / "pgioperf.data")], check=True, capture_output=True)
     chunk = b"\xa5" * (1 << 20)
     written = 0
     with open(mount_point / "neighbour.fill", "ab", buffering=0) as f:
         try:
-            while True:
+            while written < fs_size and os.path.ismount(mount_point):
                 written += f.write(chunk)
         except OSError as exc:
             assert exc.errno == errno.ENOSPC, exc
@@ -70,7 +76,7 @@ def test_full_filesystem_fails_the_run_and_keeps_every_op(tmp_path):
     filled = 0
     while proc.poll() is None and time.monotonic() - started < 30:
         try:
-            filled += _punch_and_fill(mount_point, data_size)
+            filled += _punch_and_fill(mount_point, data_size, 24 << 20)
         except (OSError, subprocess.CalledProcessError, AssertionError):
             pass                                      # the run ended and unmounted under us
         time.sleep(0.2)
