@@ -204,3 +204,34 @@ def test_throttled_direct_reads_are_in_the_throttle_the_variant_set(tmp_path: Pa
     assert all("blkio" not in role["delays"] for role in where["delay"]["riops-300"]), where
     assert lines and throttle in lines[0] and "delay accounting was impossible" in lines[0], \
         lines
+
+
+def test_an_op_only_the_candidate_runs_is_explained_as_new(tmp_path: Path) -> None:
+    """fsyncs every 8 checkpoint writes (the default: never in a short run) bring a new op,
+    checkpoint-fsync: all of its time is the change, and its line names the wait. Where the
+    kernel accounted the checkpointer's block I/O waits faster than time passes (a fault seen
+    on fresh VMs), there is no share to give, and the where section must say so instead."""
+    results, data = tmp_path / "results", tmp_path / "data"
+    data.mkdir()
+    common = ("--data-size", "64M", "--readers", "1", "--duration", "3", "--dir", str(data))
+    _run(results, "pgioperf", "base", *common)
+    fsyncs = _run(results, "pgioperf", "fsync8", *common, "--checkpoint-fsync-every", "8")
+    assert _latency(results / "base" / "pgioperf" / "1", "checkpoint-fsync").size == 0
+    assert _latency(fsyncs, "checkpoint-fsync").size > 0
+    where = _compare(results, "base", "fsync8")
+    lines = [e["text"] for e in where["explanations"] if e["op"] == "checkpoint-fsync"]
+    if not lines:
+        faults = [w for w in where.get("warnings", [])
+                  if re.match(r"fsync8: taskstats accounted blkio delay to a checkpointer worker "
+                              r".* a kernel accounting fault", w)]
+        assert faults, where
+        return
+    found = re.match(r"checkpoint-fsync \(new: not in the baseline\): delay accounting: at "
+                     r"least (\d+)% of the checkpointer workers' op time was in block I/O waits "
+                     r"\(fdatasync / journal commit waiting for the device\)", lines[0])
+    assert found, lines[0]
+    # the oracle: the checkpointer's buffered writes rarely wait for the device, its fsyncs do;
+    # the block I/O share of its op time cannot exceed the fsyncs' share of it
+    fsync_ns = _latency(fsyncs, "checkpoint-fsync").sum()
+    share = int(found.group(1)) / 100
+    assert share <= fsync_ns / (fsync_ns + _latency(fsyncs, "checkpoint").sum()) + 0.05, share
