@@ -329,7 +329,7 @@ def _adjustment(options: CompareOptions) -> str:
 
 
 def _notes(comparison: Comparison) -> list[str]:
-    from ..vm.notes import guest_note
+    from ..results.guestnote import guest_note
 
     notes = []
     emulated = [info.label for info in comparison.variants if guest_note(info.environment)]

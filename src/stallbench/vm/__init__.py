@@ -2,5 +2,6 @@
 
 kernel.py (find/unpack/check a kernel), initramfs.py (busybox + the kernel's own modules, /init),
 qemu.py (accelerator probe, launch, console), host.py (one run: boot, run, bring results back),
-guest.py (the entry point inside the VM), notes.py (the TCG caveat).
+checks.py (a kernel variant's checks before any change), exchange.py (the paths host and guest
+agree on); the guest's side is run/guest.py, the TCG caveat results/guestnote.py.
 """

@@ -27,14 +27,14 @@ from ..core.hostfacts import kernel_info
 from ..core.journal import Journal
 from ..core.units import format_size
 from ..plan.plan import Plan, VariantSettings
+from ..results.guestnote import TCG_NOTE
 from ..results.runmeta import RUN_FILE, Status, read_meta
 from ..results.store import RunWriter
 from ..workloads import Workload
-from . import exchange as guest_side  # the contract with guest.py
+from . import exchange as guest_side  # the contract with run/guest.py
 from .checks import DEFAULT_CPUS, DEFAULT_MEMORY
 from .initramfs import build_initramfs
 from .kernel import KernelError, cache_dir, pvh_vmlinux, resolve_kernel
-from .notes import TCG_NOTE
 from .qemu import Guest, GuestError, choose_accel, qemu_argv, qemu_binary, qemu_version
 
 BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 120.0}
