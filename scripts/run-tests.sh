@@ -57,16 +57,18 @@ side_by_side() {
     shift
     local lanes=("$@") pids=()
     for index in "${!lanes[@]}"; do
+        # (a short --basetemp: test_show checks that its lines, a path among them, fit 100
+        # columns)
         # shellcheck disable=SC2086  # the glob is expanded here, on purpose
-        "$PY" -m pytest "${args[@]}" --basetemp="$logs/tmp$phase-$index" ${lanes[$index]} \
-            > "$logs/log$phase-$index" 2>&1 &
+        "$PY" -m pytest "${args[@]}" --basetemp="$logs/$phase$index" ${lanes[$index]} \
+            > "$logs/log$phase$index" 2>&1 &
         pids+=($!)
     done
     for index in "${!pids[@]}"; do
         wait "${pids[$index]}"
         rc=$?
         echo "== ${lanes[$index]} (side by side with the others of phase $phase): exit $rc"
-        cat "$logs/log$phase-$index"
+        cat "$logs/log$phase$index"
         [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || status=1
     done
 }
