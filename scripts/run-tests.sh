@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# The suite `make test` runs, in two phases:
+# The suite `make test` runs, in three phases:
 #   1. three lanes side by side: the QEMU guest tests (with the PostgreSQL ones), the fleet
 #      tests, and the tests checked against their own oracles (exports, importers, signals);
 #      they wait on guest boots, servers and Ansible over loopback sshd and judge no verdict
 #      or latency of the machine (pgbench's are checked against pgbench's own log);
-#   2. everything else alone, so the tests that judge verdicts, latencies and the machine's
-#      load see a machine no other test is using.
+#   2. two lanes side by side of tests that judge no verdict, latency or machine load either
+#      (each alone uses about one of this machine kind's two CPUs): one of the tests that change
+#      the machine (sysctls, THP, mounts, cgroups: one at a time, so that none sees another's
+#      change), one of the rest (numbers against numpy, files, the command line);
+#   3. everything else alone, so the tests that judge verdicts, latencies and the machine's
+#      load see a machine no other test is using (a test file not named in phases 1 and 2 is
+#      here, the safe default).
 # Extra arguments go to every pytest (e.g. -x). Exit status: non-zero when any phase failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,26 +29,62 @@ side_by_side=(
      tests/test_stalls_real.py"
 )
 
+side_by_side_then=(
+    # they change the machine: one at a time
+    "tests/test_env_signals.py tests/test_env_system.py tests/test_env_inventory.py
+     tests/test_env_unmount_others.py tests/test_env_fs_sizes.py tests/test_env_loopfs.py
+     tests/test_reliability_kill.py tests/test_reliability_damaged.py tests/test_supervisor.py
+     tests/test_default_data_size.py tests/test_workload_command.py
+     tests/test_trace_workload_only.py tests/test_tracefs_instance.py tests/test_native_loop.py
+     tests/test_reliability_concurrent.py"
+    # numbers against numpy on the raw ops, files, the command line
+    "tests/test_summary.py tests/test_compare_report.py tests/test_compare_fixtures.py
+     tests/test_compare_one_variant.py tests/test_comparison.py tests/test_monitor_record.py
+     tests/test_monitor_rowstore.py tests/test_monitor_parsing.py tests/test_report_*.py
+     tests/test_cli_package.py tests/test_cli_help.py tests/test_cli_startup.py
+     tests/test_runmeta.py tests/test_plan_*.py tests/test_show*.py tests/test_progress_display.py
+     tests/test_core_progress.py tests/test_core_record.py tests/test_delay_decoding.py
+     tests/test_benchmarks_run.py tests/test_options_schema.py tests/test_syscall_names.py
+     tests/test_layers.py tests/test_store.py tests/test_analysis_bands.py
+     tests/test_analysis_stalls.py tests/test_signals.py tests/test_verdict_words.py
+     tests/test_workload_option_names.py tests/test_runner_order.py tests/test_first_hour_runs.py"
+)
+
 status=0
-pids=()
-for index in "${!side_by_side[@]}"; do
-    # shellcheck disable=SC2086  # the glob is expanded here, on purpose
-    "$PY" -m pytest "${args[@]}" --basetemp="$logs/tmp$index" ${side_by_side[$index]} \
-        > "$logs/log$index" 2>&1 &
-    pids+=($!)
-done
-for index in "${!pids[@]}"; do
-    wait "${pids[$index]}"
-    rc=$?
-    echo "== ${side_by_side[$index]} (side by side with the others of phase 1): exit $rc"
-    cat "$logs/log$index"
-    [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || status=1
-done
+# side_by_side PHASE LANES...: one pytest per lane, at once; their logs in order when all ended
+side_by_side() {
+    local phase=$1 index rc
+    shift
+    local lanes=("$@") pids=()
+    for index in "${!lanes[@]}"; do
+        # (a short --basetemp: test_show checks that its lines, a path among them, fit 100
+        # columns)
+        # shellcheck disable=SC2086  # the glob is expanded here, on purpose
+        "$PY" -m pytest "${args[@]}" --basetemp="$logs/$phase$index" ${lanes[$index]} \
+            > "$logs/log$phase$index" 2>&1 &
+        pids+=($!)
+    done
+    for index in "${!pids[@]}"; do
+        wait "${pids[$index]}"
+        rc=$?
+        echo "== ${lanes[$index]} (side by side with the others of phase $phase): exit $rc"
+        cat "$logs/log$phase$index"
+        [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || status=1
+    done
+}
+started=$SECONDS
+side_by_side 1 "${side_by_side[@]}"
+echo "== phase 1: $((SECONDS - started)) s"
+started=$SECONDS
+side_by_side 2 "${side_by_side_then[@]}"
+echo "== phase 2: $((SECONDS - started)) s"
 
 ignore=()
-for globs in "${side_by_side[@]}"; do
+for globs in "${side_by_side[@]}" "${side_by_side_then[@]}"; do
     for glob in $globs; do ignore+=(--ignore-glob="$glob"); done
 done
 echo "== the rest, alone"
+started=$SECONDS
 "$PY" -m pytest "${args[@]}" "${ignore[@]}" tests || status=1
+echo "== phase 3: $((SECONDS - started)) s"
 exit $status

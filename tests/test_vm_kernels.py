@@ -68,6 +68,10 @@ def _check_guest_run(run_dir: Path, release: str, fs: str = "ext4") -> dict:
     assert vm["host"]["kernel"]["release"] == os.uname().release
     if vm["hypervisor"] == "tcg":
         assert any("emulated" in note and "not comparable" in note for note in meta["notes"])
+    # a kernel built with CONFIG_PVH (its own config says so) is started at its PVH entry
+    config = Path(vm["image"]).parent / f"config-{release}"
+    if "CONFIG_PVH=y" in config.read_text().splitlines():
+        assert vm["boot"] == "PVH entry of the uncompressed kernel", vm["boot"]
     # the workload's files were on the guest's virtual disk, seen by the guest's block layer
     assert meta["environment"]["filesystem"]["source"] == "/dev/vda"
     assert meta["environment"]["filesystem"]["type"] == fs

@@ -175,7 +175,9 @@ def pvh_vmlinux(kernel: Kernel, cache: Path, journal: Journal | None = None) -> 
     target = cache / f"vmlinux-{kernel.digest[:16]}"
     if target.exists():
         return target
-    marker = cache / f"vmlinux-{kernel.digest[:16]}.none"
+    # (named .no-pvh: a .none marker was written, wrongly, for every xz payload before the
+    # decompressor below learnt to stop at the end of the stream)
+    marker = cache / f"vmlinux-{kernel.digest[:16]}.no-pvh"
     if marker.exists():
         return None
     data = kernel.image.read_bytes()
@@ -186,9 +188,12 @@ def pvh_vmlinux(kernel: Kernel, cache: Path, journal: Journal | None = None) -> 
     elf = None
     for magic, kind in _PAYLOADS:
         if blob.startswith(magic):
+            # one stream, whatever follows it left alone: the payload ends with its
+            # uncompressed size (4 bytes), which lzma.decompress would take for a second
+            # stream and fail on (so no xz kernel ever booted through PVH)
             try:
-                elf = (lzma.decompress(blob) if kind == "xz"
-                       else zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(blob))
+                elf = (lzma.LZMADecompressor() if kind == "xz"
+                       else zlib.decompressobj(16 + zlib.MAX_WBITS)).decompress(blob)
             except (lzma.LZMAError, zlib.error):
                 elf = None
     cache.mkdir(parents=True, exist_ok=True)
