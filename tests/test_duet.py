@@ -2,8 +2,8 @@
 
 - A moderate real change (16 KiB instead of 4 KiB page-cached reads, about twice the time per
   read; 8 KiB, +33% at p50 in a duet, is found in only 60% of 3-duet windows, BENCHMARKS.md
-  "Duet") is found with 3 duets, and an A/A twin is not called. On a 2-CPU machine a
-  duet holds two variants, so the twin is a second duet plan of the same configuration.
+  "Duet") is found with 3 duets, and an A/A twin is not called more than 10% different. On
+  a 2-CPU machine a duet holds two variants, so the twin is a second duet plan of the same configuration.
 - The pairing in run.json agrees with the kernel's view: the workers' Cpus_allowed_list, read
   from /proc while the plan runs, is the run's recorded CPU set, partners ran on the others,
   and the assignment alternates from round to round.
@@ -125,9 +125,9 @@ def _runs(results: Path, variant: str) -> list[dict]:
     return out
 
 
-def _compare(results: Path, a: str, b: str) -> dict:
+def _compare(results: Path, a: str, b: str, *extra: str) -> dict:
     result = run_stallbench("compare", a, b, "--results", str(results), "--format", "json",
-                            check=True)
+                            *extra, check=True)
     return json.loads(result.stdout)
 
 
@@ -148,7 +148,12 @@ def test_duets_find_a_moderate_change_and_not_the_twin(duets):
     assert changed["duet"]["big"]["pairs"] == 3
     read = changed["ops"]["read"]["variants"]["big"]["change"]
     assert read["p50_ns"]["verdict"] == "worse", read["p50_ns"]
-    aa = _compare(results, "a2", "twin")
+    # A 95% procedure calls an A/A twin different in up to 1 comparison of 20 by design (BH
+    # over the deciding statistics): 1 of 30 of these duets on 2026-12-03, -8.2% at p50 with
+    # three consistent pairs, and CI's run of 2026-12-02. What must hold in every run is that
+    # no sizeable change is called: over 10%, 0.3% of trials on that day's pairs (bootstrap of
+    # their 90 p50 log ratios, BENCHMARKS.md "Duet A/A on a fresh machine").
+    aa = _compare(results, "a2", "twin", "--noise", "10%")
     _paired_or_skip(aa, "twin")
     called = {stat: c["verdict"] for stat, c in aa["ops"]["read"]["variants"]["twin"]
               ["change"].items() if c["verdict"] in ("better", "worse")}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import multiprocessing
+import multiprocessing.connection
 import os
 import resource
 import signal
@@ -36,6 +37,7 @@ from .base import ProgressFn, WorkloadResult
 
 TICK_NS = 100_000_000          # worker flush/progress period
 PROGRESS_PERIOD_S = 0.5        # parent's display period
+END_POLL_S = 0.005             # parent's look at the workers once the deadline has passed
 STOP_GRACE_S = 30.0            # how long a worker may take to notice the end (a stuck syscall)
 PR_SET_PDEATHSIG = 1
 
@@ -84,6 +86,7 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
     mp = multiprocessing.get_context("fork")
     start_gate = mp.Event()
     deadline = mp.RawValue("q", 0)      # set when the workers are released
+    ops_done = mp.RawArray("b", len(specs))     # a worker's last op has ended
     processes = []
     # made here, outside the workload's cgroups: see record.py SpoolChannel
     channels = [SpoolChannel(spool_dir, index, spec.layout) for index, spec in enumerate(specs)]
@@ -92,7 +95,7 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
         process = mp.Process(
             target=_worker_main,
             args=(index, spec, spool_dir, board, all_ops, ctx, deadline, start_gate,
-                  channels[index]),
+                  ops_done, channels[index]),
             name=f"stallbench-{spec.role}-{index}",
             daemon=True,
         )
@@ -107,6 +110,7 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
     deadline.value = deadline_ns
     start_gate.set()
     stop_sent = False
+    shown_ns = 0
     try:
         while any(p.is_alive() for p in processes):
             if ctx.stop.is_set() and not stop_sent:
@@ -124,15 +128,22 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
                 for p in processes:
                     _signal(p.pid, signal.SIGKILL)
                 ctx.notes.append(f"workers still busy {STOP_GRACE_S:.0f} s after the end: killed")
-            counts, _ = board.take()
-            progress(counts)
-            for p in processes:
-                p.join(timeout=PROGRESS_PERIOD_S / max(1, len(processes)))
+            if all(ops_done):
+                ctx.workload_ended()    # the last op is done: the monitors' last samples now,
+                                        # not after the workers' teardown (~0.1 s under load)
+            if now - shown_ns >= PROGRESS_PERIOD_S * 1e9:
+                progress(board.take()[0])
+                shown_ns = now
+            # past the deadline, look often: the workers' ops end within microseconds of it
+            wait_s = PROGRESS_PERIOD_S if now < deadline_ns else END_POLL_S
+            multiprocessing.connection.wait([p.sentinel for p in processes if p.is_alive()],
+                                            timeout=min(wait_s, max(END_POLL_S,
+                                                                    (deadline_ns - now) / 1e9)))
     finally:
         for p in processes:
             if p.is_alive():
                 _signal(p.pid, signal.SIGKILL)
-                p.join(5)
+            p.join(5)
         for channel in channels:
             channel.close()
     elapsed_s = (time.monotonic_ns() - t_begin) / 1e9
@@ -153,7 +164,7 @@ def _signal(pid: int | None, signum: int) -> None:
 
 
 def _worker_main(index: int, spec: WorkerSpec, spool_dir: Path, board: ProgressBoard,
-                 all_ops: list[str], ctx: RunContext, deadline, start_gate,
+                 all_ops: list[str], ctx: RunContext, deadline, start_gate, ops_done,
                  channel: SpoolChannel | None = None) -> None:
     global _stop_requested
     _stop_requested = False
@@ -183,6 +194,7 @@ def _worker_main(index: int, spec: WorkerSpec, spool_dir: Path, board: ProgressB
         summary.status = Status.FAILED
         summary.reason = f"{spec.role} worker {index}: {type(exc).__name__}: {exc}"
     finally:
+        ops_done[index] = 1
         if recorder is not None:
             recorder.close()
         usage = resource.getrusage(resource.RUSAGE_SELF)
