@@ -3,7 +3,8 @@
 - A moderate real change (16 KiB instead of 4 KiB page-cached reads, about twice the time per
   read; 8 KiB, +33% at p50 in a duet, is found in only 60% of 3-duet windows, BENCHMARKS.md
   "Duet") is found with 3 duets, and an A/A twin is not called more than 10% different. On
-  a 2-CPU machine a duet holds two variants, so the twin is a second duet plan of the same configuration.
+  a 2-CPU machine a duet holds two variants, so the twin is a second duet plan of the same
+  configuration.
 - The pairing in run.json agrees with the kernel's view: the workers' Cpus_allowed_list, read
   from /proc while the plan runs, is the run's recorded CPU set, partners ran on the others,
   and the assignment alternates from round to round.
