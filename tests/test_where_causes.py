@@ -208,7 +208,8 @@ def test_throttled_direct_reads_are_in_the_throttle_the_variant_set(tmp_path: Pa
 
 def test_an_op_only_the_candidate_runs_is_explained_as_new(tmp_path: Path) -> None:
     """fsyncs every 8 checkpoint writes (the default: never in a short run) bring a new op,
-    checkpoint-fsync: all of its time is the change, and its line names the wait. Where the
+    checkpoint-fsync: all of its time is the change, and its line names the wait, or says that
+    delay accounting saw none to name (jbd2's commit wait is no block I/O to it). Where the
     kernel accounted the checkpointer's block I/O waits faster than time passes (a fault seen
     on fresh VMs), there is no share to give, and the where section must say so instead."""
     results, data = tmp_path / "results", tmp_path / "data"
@@ -226,9 +227,17 @@ def test_an_op_only_the_candidate_runs_is_explained_as_new(tmp_path: Path) -> No
                               r".* a kernel accounting fault", w)]
         assert faults, where
         return
+    # ext4's fdatasync mostly sleeps in jbd2's commit wait, which taskstats does not count as
+    # block I/O: in 4 of 6 runs here under 10% of the checkpointer's op time, which a new op
+    # still gets a line for
     found = re.match(r"checkpoint-fsync \(new: not in the baseline\): delay accounting: at "
                      r"least (\d+)% of the checkpointer workers' op time was in block I/O waits "
-                     r"\(fdatasync / journal commit waiting for the device\)", lines[0])
+                     r"\(fdatasync / journal commit waiting for the device\)", lines[0]) \
+        or re.match(r"checkpoint-fsync \(new: not in the baseline\): delay accounting names no "
+                    r"wait over 10% of the checkpointer workers' op time \(block I/O waits "
+                    r"(\d+)%, run-queue waits \d+%\): the rest was on a CPU or asleep outside "
+                    r"block I/O \(as an fsync does while it waits for the journal's commit",
+                    lines[0])
     assert found, lines[0]
     # the oracle: the checkpointer's buffered writes rarely wait for the device, its fsyncs do;
     # the block I/O share of its op time cannot exceed the fsyncs' share of it

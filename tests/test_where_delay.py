@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 
 from stallbench.analysis.inops import delays_in_ops, op_time_before, sleep_time_before
 from stallbench.analysis.monitors import NEW_OP, delay_explanation, growth
 from stallbench.analysis.montables import task_delays
+from stallbench.analysis.wheresection import DelayShare, RoleDelays
+from stallbench.analysis.whyline import explanations
 
 S = 1_000_000_000
 
@@ -77,6 +82,13 @@ def test_a_paced_worker_s_sleeps_are_read_from_its_planned_starts():
         == [0, 40, 90, 90]
     # the worker's previous op (an earlier batch) ended at -30: it slept from there until 0
     assert sleep_time_before(start, latency, intended, np.array([200]), -30).tolist() == [120]
+    # an Arrow column with nulls comes as floats with NaN: none planned, as -1 (was a
+    # RuntimeWarning and an undefined cast)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        floats = sleep_time_before(start, latency, np.array([0.0, 100.0, np.nan]),
+                                   np.array([5, 50, 100, 200]))
+    assert floats.tolist() == [0, 40, 90, 90]
 
 
 def test_waits_in_a_paced_worker_s_ops_are_its_ops_once_its_sleeps_are_known():
@@ -146,3 +158,21 @@ def test_the_mechanism_comes_from_what_the_variant_set():
                   data_bytes=128 << 20)
     assert "never bound" in limit_warning("v", never) and "page cache" in limit_warning("v", never)
     assert limit_warning("v", bound) is None
+
+
+def test_a_new_op_gets_a_line_where_delay_accounting_names_no_wait():
+    # a checkpointer whose fsyncs sleep in the journal's commit wait: 2% block I/O, 1% run-queue
+    role = RoleDelays("checkpointer", 10 * S, {"blkio": DelayShare(S // 5, 0.02, S // 5),
+                                               "cpu": DelayShare(S // 10, 0.01, S // 10)},
+                      io={"write_char": 1 << 20}, ops=100)
+    new = {"checkpoint-fsync": (NEW_OP, math.inf)}
+    lines = [e.text for e in explanations("b", new, {}, [role], {"checkpoint-fsync":
+                                                                  ["checkpointer"]}, {}, {})]
+    assert lines == ["checkpoint-fsync (new: not in the baseline): delay accounting names no "
+                     "wait over 10% of the checkpointer workers' op time (block I/O waits 2%, "
+                     "run-queue waits 1%): the rest was on a CPU or asleep outside block I/O "
+                     "(as an fsync does while it waits for the journal's commit, which the "
+                     "journal thread writes); --monitors stacks would name the wait"]
+    # an op that was in the baseline too and whose waits are as small gets no line
+    grown = {"checkpoint": ("p99", 0.5)}
+    assert explanations("b", grown, {}, [role], {"checkpoint": ["checkpointer"]}, {}, {}) == []

@@ -58,12 +58,16 @@ def op_time_before(start: np.ndarray, latency: np.ndarray, edges: np.ndarray) ->
 def sleep_time_before(start: np.ndarray, latency: np.ndarray, intended: np.ndarray,
                       edges: np.ndarray, previous_end: int | None = None) -> np.ndarray:
     """For ops of one worker, the pacing sleep before each edge (ns): before each op whose
-    planned start (`intended`, -1 where none) is after the end of the worker's previous op, the
-    worker slept from that end until the planned start (at most until the op started).
-    `previous_end` is the end of the worker's op before these (an earlier batch)."""
+    planned start (`intended`, -1 or NaN where none: an Arrow column with nulls) is after the
+    end of the worker's previous op, the worker slept from that end until the planned start (at
+    most until the op started). `previous_end` is the end of the worker's op before these (an
+    earlier batch)."""
     start = np.asarray(start, dtype=np.int64)
     latency = np.asarray(latency, dtype=np.int64)
-    intended = np.asarray(intended, dtype=np.int64)
+    intended = np.asarray(intended)
+    if intended.dtype.kind == "f":
+        intended = np.where(np.isnan(intended), -1, intended)
+    intended = intended.astype(np.int64)
     if start.size == 0:
         return np.zeros(np.asarray(edges).size, np.float64)
     order = np.argsort(start, kind="stable")

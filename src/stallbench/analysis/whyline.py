@@ -6,6 +6,7 @@ by name, analysis/mechanism.py) and the slow ops' breakdown. Pure.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 
 from . import delaymax
@@ -53,6 +54,9 @@ def explanations(label: str, tail_changes: Mapping[str, tuple[str, float | None]
                     f"{am.headline(op, stat, change)}: {device[op].verdict} (from the device's "
                     f"counters: the {', '.join(sorted(role.impossible))} delay accounting "
                     "was impossible here)")))
+            elif stat == am.NEW_OP and not role.impossible:
+                out.append(Explanation(label, op, _unnamed_new_op(op, role, direction,
+                                                                  traced=op in slow)))
         if op in slow:
             line = am.explanation(op, change, slow[op].breakdown_ns, slow[op].source,
                                   stat=stat)
@@ -67,6 +71,22 @@ def explanations(label: str, tail_changes: Mapping[str, tuple[str, float | None]
         if line:
             out.append(Explanation(label, None, line))
     return out
+
+
+def _unnamed_new_op(op: str, role: RoleDelays, direction: str, traced: bool) -> str:
+    """An op only the candidate ran is all change, so it gets a line even where delay accounting
+    names no wait of MIN_SHARE: the shares it did see, and where the rest of the time can be
+    (`traced`: its slow ops' breakdown names the wait in the next line)."""
+    seen = ", ".join(f"{delaymax.KIND_WORDS[kind]}s {role.delays[kind].share or 0:.0%}"
+                     for kind in ("blkio", "cpu") if kind in role.delays)
+    # ext4's fsync waits for jbd2's commit in wait_event (schedule, not io_schedule): a sleep
+    # that taskstats accounts as no delay at all, while the journal thread does the I/O
+    sleep = (" (as an fsync does while it waits for the journal's commit, which the journal "
+             "thread writes)") if direction == "sync" else ""
+    return (f"{am.headline(op, am.NEW_OP, math.inf)}: delay accounting names no wait over "
+            f"{am.MIN_SHARE:.0%} of the {role.role} workers' op time ({seen}): the rest was on a "
+            f"CPU or asleep outside block I/O{sleep}"
+            + ("" if traced else "; --monitors stacks would name the wait"))
 
 
 BLOCKING = ("blkio", "freepages", "thrashing", "compact", "swapin")
