@@ -18,15 +18,17 @@ PY=${PY:-.venv/bin/python}
 args=(-q -p no:cacheprovider "$@")
 logs=$(mktemp -d /tmp/stallbench-tests.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
+# The lanes of phase 1 end within about a minute of each other (the QEMU and fleet lanes wait
+# on guests and Ansible; each takes a share of the tests checked against their own oracles).
 side_by_side=(
-    "tests/test_vm_*.py tests/test_workload_pgbench*.py tests/test_bisect_git.py"
-    "tests/test_fleet*.py"
+    "tests/test_vm_*.py tests/test_workload_pgbench*.py tests/test_bisect_git.py
+     tests/test_stalls_real.py"
+    "tests/test_fleet*.py tests/test_percentiles.py tests/test_analysis_intervals.py"
     # checked against their own oracles (numpy on the raw ops, fio's output, the files they
     # wrote, the exit codes and signals), never against a verdict or the machine's load
     "tests/test_export_*.py tests/test_import*.py tests/test_reliability_hostile.py
      tests/test_reliability_signals.py tests/test_reliability_enospc.py tests/test_core_run.py
-     tests/test_workload_fio.py tests/test_analysis_intervals.py tests/test_percentiles.py
-     tests/test_stalls_real.py"
+     tests/test_workload_fio.py"
 )
 
 side_by_side_then=(
@@ -50,6 +52,21 @@ side_by_side_then=(
      tests/test_workload_option_names.py tests/test_runner_order.py tests/test_first_hour_runs.py"
 )
 
+# Byte-compile the source once: where PYTHONDONTWRITEBYTECODE is set, every `stallbench`
+# process (hundreds here) and every QEMU guest (which sees this tree read-only) would compile
+# each module again (0.2 s a process here, 2.3 s a guest run under TCG).
+"$PY" -m compileall -q -j 0 src > /dev/null
+
+# busy_cpus START_TICKS: the CPUs' busy share since START_TICKS (from /proc/stat's first line)
+cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8}' /proc/stat; }
+busy_cpus() {
+    local busy0 total0 busy1 total1
+    read -r busy0 total0 <<< "$1"
+    read -r busy1 total1 <<< "$(cpu_ticks)"
+    awk -v b=$((busy1 - busy0)) -v t=$((total1 - total0)) -v n="$(nproc)" \
+        'BEGIN { printf "%.2f of %d CPUs busy", (t ? b / t : 0) * n, n }'
+}
+
 status=0
 # side_by_side PHASE LANES...: one pytest per lane, at once; their logs in order when all ended
 side_by_side() {
@@ -72,19 +89,19 @@ side_by_side() {
         [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || status=1
     done
 }
-started=$SECONDS
+started=$SECONDS ticks=$(cpu_ticks)
 side_by_side 1 "${side_by_side[@]}"
-echo "== phase 1: $((SECONDS - started)) s"
-started=$SECONDS
+echo "== phase 1: $((SECONDS - started)) s, $(busy_cpus "$ticks")"
+started=$SECONDS ticks=$(cpu_ticks)
 side_by_side 2 "${side_by_side_then[@]}"
-echo "== phase 2: $((SECONDS - started)) s"
+echo "== phase 2: $((SECONDS - started)) s, $(busy_cpus "$ticks")"
 
 ignore=()
 for globs in "${side_by_side[@]}" "${side_by_side_then[@]}"; do
     for glob in $globs; do ignore+=(--ignore-glob="$glob"); done
 done
 echo "== the rest, alone"
-started=$SECONDS
+started=$SECONDS ticks=$(cpu_ticks)
 "$PY" -m pytest "${args[@]}" "${ignore[@]}" tests || status=1
-echo "== phase 3: $((SECONDS - started)) s"
+echo "== phase 3: $((SECONDS - started)) s, $(busy_cpus "$ticks")"
 exit $status
