@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import requires_root, run_stallbench
+from conftest import requires_root, run_stallbench, stallbench_cmd
 from stallbench.analysis import intervals as iv
 from stallbench.analysis.distrust import MACHINE_BUSIER, distrust_busier_machine
 from stallbench.analysis.interference import OutsideLoad, busier_side, outside_load, saturated
@@ -219,3 +219,61 @@ def test_the_kernels_own_threads_are_counted_apart(tmp_path):
     # CPUs' busy time left beside the run's own (tick accounting puts some of it elsewhere)
     wanted = min(expected, load["others_cpus"])
     assert abs(load["kernel_cpus"] - wanted) <= 0.03 + 0.5 * wanted, (load, expected)
+
+
+def _vmstat_drops() -> int:
+    for line in Path("/proc/vmstat").read_text().splitlines():
+        if line.startswith("drop_pagecache "):
+            return int(line.split()[1])
+    raise AssertionError("no drop_pagecache in /proc/vmstat")
+
+
+@requires_root
+def test_page_cache_drops_by_another_program_during_a_run_are_counted_and_noted(tmp_path):
+    """A cache-reading run beside a program that drops the page cache three times while the run
+    reads (others' benchmarks do): run.json counts the drops and says what they did; the same
+    run left alone counts none. Oracle: the drops this test wrote, and vmstat read by the test
+    around the whole run (which also holds the run's own drop before it starts)."""
+    work = tmp_path / "data"
+    work.mkdir()
+    results = tmp_path / "results"
+    argv = ["run", "randread", "--results", str(results), "--no-progress", "--monitors", "none",
+            "--file-size", "16M", "--duration", "3s", "--warmup", "0", "--dir", str(work)]
+    run_stallbench(*argv, "--variant", "alone", check=True)
+    before = _vmstat_drops()
+    proc = subprocess.Popen(stallbench_cmd(*argv, "--variant", "dropped"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run_json = results / "dropped" / "randread" / "1" / "run.json"
+    spool = run_json.parent / ".spool"
+    try:
+        deadline = time.monotonic() + 60
+        while not (spool.is_dir() and any(p.stat().st_size for p in spool.iterdir())):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.01)
+        for _ in range(3):                  # inside the 3 s of reading
+            Path("/proc/sys/vm/drop_caches").write_text("1")
+            time.sleep(0.3)
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    in_all = _vmstat_drops() - before       # the run's own drop and the three of this test
+    alone = json.loads((results / "alone" / "randread" / "1" / "run.json").read_text())
+    dropped = json.loads(run_json.read_text())
+    assert alone["machine_load"]["page_cache_drops"] == 0
+    assert not [n for n in alone["notes"] if "dropped the page cache" in n]
+    assert 3 <= dropped["machine_load"]["page_cache_drops"] <= in_all - 1
+    notes = [n for n in dropped["notes"] if "another program dropped the page cache" in n]
+    assert len(notes) == 1 and f"{dropped['machine_load']['page_cache_drops']} times" in notes[0]
+
+
+def test_no_drops_no_note_and_an_old_kernel_says_nothing():
+    start = machineload.Snapshot(0.0, 0.0, 0.0, 0.0, 2, 0.0, 5)
+    assert machineload.between(start, machineload.Snapshot(1.0, 1.0, 0.0, 0.5, 2, 0.0, 5)
+                               )["page_cache_drops"] == 0
+    load = machineload.between(start, machineload.Snapshot(1.0, 1.0, 0.0, 0.5, 2, 0.0, 6))
+    assert load["page_cache_drops"] == 1
+    assert "dropped the page cache once during the run" in machineload.others_dropped_note(load)
+    unknown = machineload.between(machineload.Snapshot(0.0, 0.0, 0.0, 0.0, 2),
+                                  machineload.Snapshot(1.0, 1.0, 0.0, 0.5, 2))
+    assert unknown["page_cache_drops"] is None
+    assert machineload.others_dropped_note(unknown) is None

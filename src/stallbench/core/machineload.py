@@ -11,6 +11,13 @@ server and its backends, a fio still running); what is left of busy is everyone 
 that, the kernel's own threads (kthreadd, pid 2, and its children: kworkers, jbd2, flush, kswapd)
 are counted apart as `kernel_cpus`: they often work for the run itself (writeback of its dirty
 pages, its journal commits), so they are not another process competing for the CPUs.
+
+Another program that drops the page cache during a run (`echo 3 > /proc/sys/vm/drop_caches`, as
+other benchmarks do before each of their runs) turns the run's cached reads into reads from the
+device and empties its memory cgroup, which then stops reclaiming: /proc/vmstat's
+drop_pagecache counts such drops since boot (fs/drop_caches.c, count_vm_event(DROP_PAGECACHE)).
+The run's own drop comes before its start snapshot, so every drop between the two is another's:
+`page_cache_drops`, with a note in run.json (others_dropped_note).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ class Snapshot:
     own_s: float
     cpus: int
     kernel_s: float = 0.0
+    page_cache_drops: int | None = None
 
 
 KTHREADD = 2
@@ -50,6 +58,17 @@ def _proc_stat_cpu() -> tuple[float, float] | None:
     user, nice, system, _idle, _iowait, irq, softirq = ticks[:7]
     steal = ticks[7] if len(ticks) > 7 else 0
     return (user + nice + system + irq + softirq) / _TICK, steal / _TICK
+
+
+def _page_cache_drops() -> int | None:
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("drop_pagecache "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None                        # kernels before 3.15 have no such counter
 
 
 def _descendants_cpu_s(root: int) -> tuple[float, float]:
@@ -100,7 +119,7 @@ def snapshot() -> Snapshot | None:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     own = usage.ru_utime + usage.ru_stime + reaped
     return Snapshot(time.monotonic(), machine[0], machine[1], own + descendants,
-                    os.sysconf("SC_NPROCESSORS_ONLN"), kernel)
+                    os.sysconf("SC_NPROCESSORS_ONLN"), kernel, _page_cache_drops())
 
 
 def between(start: Snapshot | None, end: Snapshot | None) -> dict[str, Any] | None:
@@ -116,4 +135,18 @@ def between(start: Snapshot | None, end: Snapshot | None) -> dict[str, Any] | No
     return {"interval_s": round(seconds, 3), "cpus": end.cpus,
             "busy_cpus": round(busy, 3), "own_cpus": round(own, 3),
             "others_cpus": round(others, 3), "kernel_cpus": round(kernel, 3),
-            "steal_cpus": round(max(0.0, (end.steal_s - start.steal_s) / seconds), 3)}
+            "steal_cpus": round(max(0.0, (end.steal_s - start.steal_s) / seconds), 3),
+            "page_cache_drops": (None if start.page_cache_drops is None
+                                 or end.page_cache_drops is None
+                                 else end.page_cache_drops - start.page_cache_drops)}
+
+
+def others_dropped_note(load: dict[str, Any] | None) -> str | None:
+    """The run note when another program dropped the page cache during the run."""
+    drops = (load or {}).get("page_cache_drops")
+    if not drops:
+        return None
+    times = "once" if drops == 1 else f"{drops} times"
+    return (f"another program dropped the page cache {times} during the run (vmstat "
+            "drop_pagecache): cached reads became reads from the device and memory cgroups "
+            "emptied, so this run's latencies are not its configuration's alone")

@@ -343,6 +343,9 @@ def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_nam
                 result = workload.run(ctx, display.update)
         ctx.workload_ended()
         writer.meta.machine_load = machineload.between(load_at_start, machineload.snapshot())
+        dropped = machineload.others_dropped_note(writer.meta.machine_load)
+        if dropped:
+            writer.note(dropped)
     finally:
         with interrupt.deferred():
             ctx.workload_ended()     # (a second call does nothing)
