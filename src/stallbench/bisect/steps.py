@@ -35,6 +35,7 @@ from ..plan.plan import DEFAULT_MAX_ITERATIONS, Plan, VariantSettings
 from ..results.runmeta import Status
 from ..results.runselect import Resolved, complete_runs
 from ..workloads import get_workload
+from . import DEFAULT_BOUND
 from .search import BAD, FOUND, GOOD, NOT_BAD, SKIP, Answer, Search
 
 STATE_FILE = "bisect.json"
@@ -42,7 +43,6 @@ STATE_KIND = "stallbench-bisect"
 STATE_VERSION = 1
 OUTCOME_OF_EXIT = {ExitCode.OK: GOOD, ExitCode.FAILURE: BAD,    # check's exit codes, as git
                    ExitCode.UNDECIDED: SKIP}                     # bisect reads them
-DEFAULT_BOUND = "10%"
 
 def differences(plan: Plan, before: str, after: str) -> list[tuple[str, Any, Any]]:
     """(setting, before, after) for each variant setting and workload option in which two of

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..analysis.quantiles import row_stats
+from ..bisect import DEFAULT_BOUND
 from ..core import verbosity
 from ..core.errors import ExitCode, UndecidedError, UsageError
 from ..plan.plan import DEFAULT_MAX_ITERATIONS
@@ -34,7 +35,8 @@ def register(subparsers) -> None:
                              + " ".join(s.key for s in row_stats())
                              + " or any percentile, e.g. p99.99")
     parser.add_argument("--max-regression", metavar="PCT",
-                        help="largest tolerated change of a step, e.g. 10%% (default 10%%; "
+                        help="largest tolerated change of a step, e.g. 10%% (default "
+                             + DEFAULT_BOUND.replace("%", "%%") + "; "
                              "with --knee: 100%% is a doubling)")
     parser.add_argument("--knee", action="store_true", default=None,
                         help="compare every step with the first variant: the first one whose "

@@ -38,7 +38,7 @@ def register(subparsers) -> None:
 def add_common(parser: argparse.ArgumentParser) -> None:
     add_source_arguments(parser)
     parser.add_argument("--noise", default="2%", help="smallest change called better/worse "
-                        "(default 2%%)")
+                        "(default %(default)s)")
     parser.add_argument("--pool-hosts", action="store_true",
                         help="pool a variant's runs from several hosts (default: per host, "
                              "as VARIANT@HOST)")

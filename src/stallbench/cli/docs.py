@@ -11,7 +11,19 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.errors import ExitCode
 from ..core.version import __version__
+from ..results.rundirs import RESULTS_DEFAULT, RESULTS_ENV
+
+# the man page's EXIT STATUS: what each of core/errors.py's ExitCode means to a user
+EXIT_STATUS = {
+    ExitCode.OK: "success",
+    ExitCode.FAILURE: "check found a regression (or a run failed)",
+    ExitCode.USAGE: "bad input: usage, configuration, missing privilege or tool; one line on "
+                    "stderr says what and how to fix it",
+    ExitCode.UNDECIDED: "check cannot decide (git bisect run: skip)",
+    ExitCode.INTERRUPTED: "interrupted",
+}
 
 # inside the package (importlib.resources.files("stallbench") / ...), and in the source tree
 PACKAGE_FILES = {"bash": "share/bash-completion/completions/stallbench",
@@ -113,7 +125,7 @@ def bash(parser: argparse.ArgumentParser) -> str:
         "# do not edit). Install: copy to /usr/share/bash-completion/completions/stallbench",
         "# or put `source <(stallbench completion bash)` in ~/.bashrc.",
         "_stallbench_variants() {",
-        '    local results=${STALLBENCH_RESULTS:-results} i',
+        f'    local results=${{{RESULTS_ENV}:-{RESULTS_DEFAULT}}} i',
         "    for ((i = 1; i < COMP_CWORD; i++)); do",
         '        [[ ${COMP_WORDS[i]} == --results ]] && results=${COMP_WORDS[i + 1]}',
         "    done",
@@ -249,13 +261,12 @@ def man(parser: argparse.ArgumentParser) -> str:
                 out += [".TP", f".I {_roff(metavar)}", _roff(text)]
         out += _man_options([o for o in cmd.options
                              if o.flags[0] not in ("-q", "--quiet", "-v", "--verbose")])
-    out += [".SH EXIT STATUS", ".TP", "0", "success", ".TP", "1",
-            _roff("check found a regression (or a run failed)"), ".TP", "2",
-            _roff("bad input: usage, configuration, missing privilege or tool; one line on "
-                  "stderr says what and how to fix it"), ".TP", "125",
-            _roff("check cannot decide (git bisect run: skip)"), ".TP", "130", "interrupted",
-            ".SH ENVIRONMENT", ".TP", ".B STALLBENCH_RESULTS",
-            _roff("the results directory when --results is not given (default ./results)"),
+    out.append(".SH EXIT STATUS")
+    for code, meaning in EXIT_STATUS.items():
+        out += [".TP", str(int(code)), _roff(meaning)]
+    out += [".SH ENVIRONMENT", ".TP", f".B {RESULTS_ENV}",
+            _roff(f"the results directory when --results is not given (default "
+                  f"./{RESULTS_DEFAULT})"),
             ".SH FILES", ".TP", _roff("RESULTS/<variant>/<workload>/<iteration>/"),
             _roff("run.json, ops.parquet, monitors/*.parquet, stacks.folded"), ".TP",
             _roff("/run/stallbench/"), _roff("cleanup journals of running stallbench processes"),

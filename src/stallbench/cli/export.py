@@ -10,7 +10,7 @@ from pathlib import Path
 from ..core import verbosity
 from ..core.errors import ExitCode, UsageError
 from ..core.units import parse_duration
-from ..exporters import FORMATS
+from ..exporters import DEFAULT_MAX_EVENTS, FORMATS
 from ..results.runselect import resolve_runs
 from .common import add_source_arguments
 
@@ -36,15 +36,15 @@ def register(subparsers) -> None:
     span.add_argument("--around-slow", type=int, metavar="N",
                       help="only windows of 100 ms around the N slowest ops")
     trace.add_argument("--max-events", type=int, default=None, metavar="N",
-                       help="at most N slices (default 500000): the shortest ops, syscalls "
-                            "and block requests are left out first, never a reclaim, "
+                       help=f"at most N slices (default {DEFAULT_MAX_EVENTS}): the shortest ops, "
+                            "syscalls and block requests are left out first, never a reclaim, "
                             "throttle or D-state interval nor one of the --around-slow ops")
     stacks = parser.add_argument_group("folded")
     stacks.add_argument("--diff", metavar="OTHER",
                         help="differential folded stacks: RUN_OR_VARIANT (first) vs OTHER")
     stacks.add_argument("--svg", action="store_true", help="a flame graph as SVG instead")
     hdr = parser.add_argument_group("hdr")
-    hdr.add_argument("--interval", default="1s", help="histogram interval (default 1s)")
+    hdr.add_argument("--interval", default="1s", help="histogram interval (default %(default)s)")
     parser.set_defaults(func=run)
 
 

@@ -4,7 +4,8 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Every exit status of `stallbench` (DESIGN.md's contract; the man page lists them)."""
+    """Every exit status of `stallbench`, declared once: the command line returns these, the man
+    page's EXIT STATUS (cli/docs.py) and the fleet's reading of a host's exit are made from them."""
 
     OK = 0
     FAILURE = 1         # check: a regression; run: a run failed; bisect: the last is not bad

@@ -11,6 +11,11 @@ _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECA
 _SIZE_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 MAX_SIZE = 1 << 60
 
+# the unit of every time in a run's tables (ops.parquet's start_ns, a monitor table's t_ns):
+# CLOCK_MONOTONIC nanoseconds since the run started; and the axis of the plots drawn over it
+RUN_TIME_UNIT = "ns since run start"
+RUN_TIME_AXIS = "time since run start (s)"
+
 
 def parse_size(text: str | int, what: str = "size") -> int:
     """'512M', '4KiB', '1.5g', '8192' -> bytes (binary multiples, as dd and fio do)."""

@@ -2,3 +2,4 @@
 runs of a RUN_OR_VARIANT argument and writes to a binary or text stream."""
 
 FORMATS = ("perfetto", "csv", "folded", "hdr")
+DEFAULT_MAX_EVENTS = 500_000    # perfetto: slices per export without --max-events

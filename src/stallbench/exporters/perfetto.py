@@ -31,6 +31,7 @@ from ..results.opsfile import OPS_ROW_GROUP
 from ..results.rundirs import OPS_FILE
 from ..results.runmeta import run_end_s
 from ..results.store import Run
+from . import DEFAULT_MAX_EVENTS
 from .perfettoevents import (
     ExportSummary,
     Writer,
@@ -40,7 +41,6 @@ from .perfettoevents import (
     write_trace,
 )
 
-DEFAULT_MAX_EVENTS = 500_000
 SLOW_PAD_NS = 100_000_000
 ALWAYS_KEPT = ("reclaim", "throttle", "dstate")   # trace categories never thinned
 

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import ExitCode
 from ..core.jsonfile import write_json_atomic
 from ..core.version import __version__
 from ..plan.hosts import describe_boot
@@ -245,7 +246,7 @@ class FleetRun:
             report.fail(f"segment {segment.number}: Ansible lost track of the job "
                         f"({job_result.get('msg', 'no result')})")
             needs_cleanup = fatal = True
-        elif interrupted and rc == 130:
+        elif interrupted and rc == ExitCode.INTERRUPTED:
             report.fail(f"segment {segment.number}: stopped on request (SIGINT/SIGTERM to the "
                         "controller): its stallbench stopped and kept what it recorded")
         elif isinstance(rc, int) and rc < 0:
@@ -256,10 +257,10 @@ class FleetRun:
             report.fail(f"segment {segment.number}: disk full on the host: "
                         f"{last_line(NO_SPACE_RE, output)}")
             needs_cleanup = True
-        elif rc not in (0, None):
+        elif rc not in (ExitCode.OK, None):
             detail = last_line(re.compile(r"failed|stallbench:"), output) or f"exit {rc}"
             report.fail(f"segment {segment.number}: stallbench exited {rc}: {detail}")
-            needs_cleanup = rc != 1
+            needs_cleanup = rc != ExitCode.FAILURE
         elif job_result.get("failed"):         # e.g. Ansible's async time limit killed it
             report.fail(f"segment {segment.number}: {job_result.get('msg') or 'the job failed'}")
             needs_cleanup = True

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..core.units import RUN_TIME_UNIT
+
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
@@ -39,6 +41,9 @@ class Column:
         import pyarrow as pa
         return {"int64": pa.int64(), "int32": pa.int32(), "float64": pa.float64(),
                 "string": pa.string(), "bool": pa.bool_()}[self.type]
+
+
+RUN_TIME = Column("t_ns", TIME, RUN_TIME_UNIT)   # every sampled table's first column: when
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import pyarrow as pa
 from ..analysis import monitornames, montables
 from ..core.context import RunContext
 from ._sampling import RowStore, SamplerThread, read_text, spill_dir
-from .base import COUNTER, GAUGE, TIME, Column, Monitor, MonitorResult, TableSchema
+from .base import COUNTER, GAUGE, RUN_TIME, Column, Monitor, MonitorResult, TableSchema
 
 # memory.stat keys of cgroup v1/v2 that are cumulative event counts (the others are sizes)
 _MEMCG_COUNTER_PREFIXES = ("pg", "workingset_", "thp_", "zswpin", "zswpout", "total_pg",
@@ -60,7 +60,7 @@ def _column(name: str) -> Column:
     return Column(name, GAUGE, "pages" if source == "vmstat" else "bytes")
 
 
-COUNTERS = TableSchema("counters", (Column("t_ns", TIME, "ns since run start"),), rule=_column,
+COUNTERS = TableSchema("counters", (RUN_TIME,), rule=_column,
                        totals=montables.counters_totals)
 
 

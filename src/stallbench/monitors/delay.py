@@ -35,7 +35,7 @@ from ..analysis.delaykinds import DELAY_KIND_NAMES, DELAY_KINDS
 from ..core.context import RunContext
 from ..core.journal import Journal
 from ._sampling import RowStore, read_text, spill_dir
-from .base import COUNTER, GAUGE, KEY, TIME, Column, Monitor, MonitorResult, TableSchema
+from .base import COUNTER, GAUGE, KEY, RUN_TIME, Column, Monitor, MonitorResult, TableSchema
 from .delayacct import DELAYACCT_SYSCTL, DelayacctClaim, delayacct_dir, release_delayacct
 
 NETLINK_GENERIC = 16
@@ -375,7 +375,7 @@ class DelayMonitor(Monitor):
 
 DELAY = TableSchema(
     "delay",
-    (Column("t_ns", TIME, "ns since run start"), Column("pid", KEY, "id", "int32"),
+    (RUN_TIME, Column("pid", KEY, "id", "int32"),
      Column("tid", KEY, "id", "int32"), Column("comm", KEY, "text", "string"),
      Column("born_in_run", KEY, "flag", "bool"), Column("exited", KEY, "flag", "bool"),
      *(Column(f"{kind}_{what}", COUNTER, unit) for kind in DELAY_KIND_NAMES

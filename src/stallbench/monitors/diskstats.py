@@ -19,7 +19,7 @@ import pyarrow as pa
 from ..analysis import monitornames, montables
 from ..core.context import RunContext
 from ._sampling import SamplerThread, read_text
-from .base import COUNTER, GAUGE, KEY, TIME, Column, Monitor, MonitorResult, TableSchema
+from .base import COUNTER, GAUGE, KEY, RUN_TIME, Column, Monitor, MonitorResult, TableSchema
 
 FIELDS = ("reads", "read_merges", "read_sectors", "read_ms", "writes", "write_merges",
           "write_sectors", "write_ms", "in_flight", "io_ms", "weighted_ms", "discards",
@@ -33,7 +33,7 @@ def _unit(field: str) -> str:
 
 DISKSTATS = TableSchema(
     "diskstats",
-    (Column("t_ns", TIME, "ns since run start"), Column("device", KEY, "text", "string"),
+    (RUN_TIME, Column("device", KEY, "text", "string"),
      *(Column(f, GAUGE if f == "in_flight" else COUNTER, _unit(f)) for f in FIELDS)),
     totals=montables.diskstats_totals)
 

@@ -14,7 +14,7 @@ from typing import Any
 from ..analysis import monitornames, montables
 from ..core.context import RunContext
 from ._sampling import RowStore, SamplerThread, read_text, spill_dir
-from .base import COUNTER, GAUGE, KEY, TIME, Column, Monitor, MonitorResult, TableSchema
+from .base import COUNTER, GAUGE, KEY, RUN_TIME, Column, Monitor, MonitorResult, TableSchema
 
 RESOURCES = ("cpu", "memory", "io")
 
@@ -52,7 +52,7 @@ def pressure_sources(cgroup: dict[str, Any] | None) -> tuple[dict[str, str], str
 
 PSI = TableSchema(
     "psi",
-    (Column("t_ns", TIME, "ns since run start"), Column("scope", KEY, "text", "string"),
+    (RUN_TIME, Column("scope", KEY, "text", "string"),
      Column("resource", KEY, "text", "string"), Column("kind", KEY, "text", "string"),
      Column("total_ns", COUNTER, "ns"), Column("avg10", GAUGE, "percent", "float64")),
     totals=montables.psi_totals)

@@ -15,7 +15,7 @@ from typing import Any
 from ..analysis import monitornames
 from ..core.context import RunContext
 from ._sampling import RowStore, SamplerThread, read_text, spill_dir
-from .base import KEY, TIME, Column, Monitor, MonitorResult, TableSchema
+from .base import KEY, RUN_TIME, Column, Monitor, MonitorResult, TableSchema
 
 
 def parse_proc_stack(text: str) -> list[str]:
@@ -40,7 +40,7 @@ def thread_state(pid: int, tid: int) -> tuple[str, str] | None:
 
 STACKS = TableSchema(
     "stacks",
-    (Column("t_ns", TIME, "ns since run start"), Column("pid", KEY, "id", "int32"),
+    (RUN_TIME, Column("pid", KEY, "id", "int32"),
      Column("tid", KEY, "id", "int32"), Column("comm", KEY, "text", "string"),
      Column("wchan", KEY, "text", "string"), Column("stack", KEY, "text", "string")))
 STACKS_SCHEMA = STACKS.arrow()

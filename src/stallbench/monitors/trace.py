@@ -45,7 +45,7 @@ from ..core.syscalls import header_for, names_unavailable, syscall_names
 from ..core.tracefs import TracefsInstance, find_tracefs, mount_tracefs, tracefs_supported
 from ..logformats.ftrace import parse_block_trace, parse_trace
 from ._sampling import read_text
-from .base import KEY, TIME, VALUE, Column, Monitor, MonitorResult, TableSchema
+from .base import KEY, RUN_TIME, VALUE, Column, Monitor, MonitorResult, TableSchema
 
 BASE_EVENTS = (
     "vmscan/mm_vmscan_direct_reclaim_begin", "vmscan/mm_vmscan_direct_reclaim_end",
@@ -239,7 +239,7 @@ def _device_numbers(devices: list[str]) -> dict[str, int]:
 # trace and trace_full: one row per interval (its start and duration)
 TRACE = TableSchema(
     "trace",
-    (Column("t_ns", TIME, "ns since run start"), Column("duration_ns", VALUE, "ns"),
+    (RUN_TIME, Column("duration_ns", VALUE, "ns"),
      Column("pid", KEY, "id", "int32"), Column("tid", KEY, "id", "int32"),
      *(Column(name, KEY, "text", "string")
        for name in ("comm", "category", "kind", "stack", "device", "detail"))),

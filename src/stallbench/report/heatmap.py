@@ -10,7 +10,7 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from ..core.units import choose_time_unit
+from ..core.units import RUN_TIME_AXIS, choose_time_unit
 
 _OVERLAY_COLOURS = {"memory": "#d62728", "io": "#1f77b4", "reclaim": "#ff7f0e",
                     "throttle": "#9467bd"}
@@ -71,7 +71,7 @@ def _variant_figure(maps, norms, column: int) -> Figure:
         strip.set_ylim(0, 100)
         strip.set_xlim(t[0], t[-1])
         strip.tick_params(labelsize="small")
-        strip.set_xlabel("time since run start (s)", fontsize="small")
+        strip.set_xlabel(RUN_TIME_AXIS, fontsize="small")
         strip.set_ylabel("stalled %", fontsize="small")
         handles, labels = strip.get_legend_handles_labels()
         if spans is not None:

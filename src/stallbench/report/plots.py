@@ -22,7 +22,7 @@ from matplotlib.ticker import (  # noqa: E402
 )
 
 from ..compare.model import Comparison, OpComparison  # noqa: E402
-from ..core.units import choose_time_unit  # noqa: E402
+from ..core.units import RUN_TIME_AXIS, choose_time_unit  # noqa: E402
 from ..results.runmeta import run_end_s  # noqa: E402
 
 MAX_COUNTERS = 6
@@ -204,7 +204,7 @@ def timeline_figure(comparison: Comparison) -> Figure | None:
         if end_s is not None:
             bottom.set_xlim(0, end_s)
         if index == len(ops) - 1:
-            bottom.set_xlabel("time since run start (s)")
+            bottom.set_xlabel(RUN_TIME_AXIS)
         bottom.grid(True, alpha=0.3)
     return fig
 
@@ -263,7 +263,7 @@ def counters_figure(comparison: Comparison) -> Figure | None:
         if end_s is not None:
             ax.set_xlim(0, end_s)
         ax.set_title(f"{name} ({kind})")
-        ax.set_xlabel("time since run start (s)")
+        ax.set_xlabel(RUN_TIME_AXIS)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="small")
     return fig

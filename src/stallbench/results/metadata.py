@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..core.errors import RunDataError
+from ..core.units import RUN_TIME_UNIT
 from .runmeta import RUN_FILE, SCHEMA_VERSION, RunMeta, read_meta
 
 PREFIX = "stallbench."
@@ -27,7 +28,7 @@ def column_unit(table: str, column: str) -> str:
     """The unit of a column, from the naming conventions of the run's tables: for ops.parquet
     and imported tables; a monitor's table says its own (TableSchema.units)."""
     if column in ("t_ns", "start_ns", "intended_ns"):
-        return "ns since run start"
+        return RUN_TIME_UNIT
     if column.endswith("_ns"):
         return "ns"
     if column.endswith("_ms") or column.endswith("_ticks_ms"):
