@@ -23,12 +23,12 @@ from ...analysis.summary import RESPONSE_SUFFIX, op_totals
 from ...core.errors import RunDataError
 from ...monitors.base import table_columns
 from ...monitors.counters import COUNTERS
-from ...results.rundirs import TRACE_TABLES
 from ...results.store import Run
 from .facts import busy_at_rows, longest_op, variant_facts
 
 SLOW_FACTOR = 10.0
 SKIPPED_STATUSES = ("skipped", "failed")
+TRACE = "(trace table)"    # _tables: each run's own trace table (no table has this name)
 
 
 def explain(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]],
@@ -134,24 +134,20 @@ class _VariantData:
                    for r in self.runs)
 
     def _tables(self, name: str) -> list[tuple[Run, dict[str, np.ndarray]]]:
-        """(run, numpy columns) of each run with a non-empty table `name`."""
+        """(run, numpy columns) of each run with a non-empty table `name`; TRACE: each run's
+        own trace table (Run.trace_table_name, the rule of every reader), so a run with only
+        `trace` counts beside one that also has `trace_full`."""
         if name not in self._cache:
             found = []
             for run in self.runs:
                 try:
-                    table = run.monitor_table(name)
+                    table = run.trace_table() if name == TRACE else run.monitor_table(name)
                 except RunDataError:
                     continue
                 if table is not None and table.num_rows:
                     found.append((run, table_columns(table)))
             self._cache[name] = found
         return self._cache[name]
-
-    def _trace(self) -> list[tuple[Run, dict[str, np.ndarray]]]:
-        for name in TRACE_TABLES:
-            if found := self._tables(name):
-                return found
-        return []
 
     # -- counters, psi, diskstats ---------------------------------------------------------
     def counter_deltas(self) -> list[dict[str, int]]:
@@ -251,10 +247,10 @@ class _VariantData:
         return [am.parse_folded(text) for run in self.runs if (text := run.stacks_folded())]
 
     def trace_dstate(self) -> list[np.ndarray]:
-        return [ws.dstate_stacks(c["category"], c["stack"]) for _run, c in self._trace()]
+        return [ws.dstate_stacks(c["category"], c["stack"]) for _run, c in self._tables(TRACE)]
 
     def trace_durations(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        return [(c["category"], c["duration_ns"]) for _run, c in self._trace()]
+        return [(c["category"], c["duration_ns"]) for _run, c in self._tables(TRACE)]
 
     # -- slow ops -----------------------------------------------------------------------------
     def _breakdown(self, run: Run) -> _Breakdown:
