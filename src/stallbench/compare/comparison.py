@@ -29,7 +29,7 @@ from ..analysis.distrust import (
 )
 from ..analysis.environment import environment_diff  # fidelity
 from ..analysis.noise import NoiseProfile
-from ..analysis.quantiles import DECIDING_STATS, percentiles
+from ..analysis.quantiles import DECIDING_STATS, MAX, MEAN, MIN, RATE, percentiles
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..analysis.wheresection import WhereSection
 from ..core.errors import UsageError
@@ -118,7 +118,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
         problems=[p for r in (baseline, *candidates) for p in r.problems],
         level_shifts=level_shifts,
         accuracy={"quantile_relative_error": hist.QUANTILE_RELATIVE_ERROR,
-                  "exact": ["samples", "rate", "min", "max", "mean"],
+                  "exact": ["samples", *(s.key for s in (RATE, MIN, MAX, MEAN))],
                   "run_to_run_prior_sd": dict(iv.RUN_TO_RUN_SD),
                   "prior_dof": iv.PRIOR_DOF},
     )
