@@ -68,7 +68,7 @@ def _page_cache_drops() -> int | None:
                     return int(line.split()[1])
     except (OSError, ValueError):
         pass
-    return None                        # kernels before 3.15 have no such counter
+    return None                        # a kernel without the counter
 
 
 def _descendants_cpu_s(root: int) -> tuple[float, float]:
