@@ -44,7 +44,7 @@ READER = textwrap.dedent("""
         os.preadv(fd, [buf], rng.randrange(size // 4096) * 4096)
         busy += time.perf_counter_ns() - t
         n += 1
-    print(n, busy, flush=True)
+    print(n, busy, time.process_time_ns(), flush=True)
 """)
 
 
@@ -100,8 +100,8 @@ def _run_monitored(names: list[str], data_file: Path, direct: bool, cgroup: Path
         out, _ = child.communicate(timeout=60)
         results = {name: m.stop() for name, m in monitors.items()}
         journal_entries_after_stop = list(journal.entries)
-    n, busy = (int(x) for x in out.split())
-    return {"results": results, "reads": n, "busy_ns": busy, "pid": child.pid,
+    n, busy, cpu = (int(x) for x in out.split())
+    return {"results": results, "reads": n, "busy_ns": busy, "cpu_ns": cpu, "pid": child.pid,
             "vmstat_before": vmstat_before,
             "vmstat_after": parse_vmstat(Path("/proc/vmstat").read_text()),
             "journal_after_stop": journal_entries_after_stop}
@@ -151,7 +151,8 @@ def test_delay_accounting_of_a_memory_starved_reader(starved: dict) -> None:
     assert rows, "the reader's own task was sampled"
     last = rows[-1]
     assert last["freepages_ns"] > 0         # memcg reclaim in the read path
-    assert 0 < last["blkio_ns"] <= starved["busy_ns"]   # waited on reads, never longer
+    blkio = _reported_blkio(starved)
+    assert blkio is None or 0 < blkio <= starved["busy_ns"]   # waited on reads, never longer
     assert result.summary["totals_ns"]["freepages"] >= last["freepages_ns"]
     assert any(r["exited"] for r in rows), "the exit record kept the final totals"
     # restored: the journal no longer holds the sysctl, the value is what it was
@@ -204,7 +205,25 @@ def test_diskstats_count_every_direct_read(data_file: Path, state_dir: Path) -> 
     assert parse_diskstats(Path("/proc/diskstats").read_text())[device][0] >= rows[-1]["reads"]
     delay = [r for r in run["results"]["delay"].tables["delay"].to_pylist()
              if r["tid"] == run["pid"]]
-    assert 0 < delay[-1]["blkio_ns"] <= run["busy_ns"]
+    # its time on a CPU: the exit record against the reader's own clock read just before its
+    # exit (CLOCK_PROCESS_CPUTIME_ID); the interpreter's teardown comes after that reading
+    exits = [r for r in delay if r["exited"]]
+    assert exits and run["cpu_ns"] <= exits[-1]["oncpu_ns"] <= run["cpu_ns"] + 200_000_000
+    blkio = _reported_blkio(run)
+    assert blkio is None or 0 < blkio <= run["busy_ns"]
+
+
+def _reported_blkio(run: dict) -> int | None:
+    """The reader's block I/O waits as the delay monitor reports them (run.json's totals_ns),
+    never the kernel's raw counter: on 6.18 that took a zero start for a wait of this reader,
+    born after accounting was switched on (CI: 31695 s, the uptime, in a 1.5 s run), and the
+    monitor drops such a step. None where it found the waits accounted faster than time
+    passes and left them out, saying so (impossible_per_s)."""
+    summary = run["results"]["delay"].summary
+    if "blkio" in summary.get("impossible_per_s", {}):
+        assert "blkio" not in summary["totals_ns"] or summary["totals_ns"]["blkio"] == 0
+        return None
+    return summary["totals_ns"]["blkio"]
 
 
 STARTER = textwrap.dedent("""

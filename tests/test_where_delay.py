@@ -49,11 +49,11 @@ def test_delays_outside_the_ops_are_not_attributed_to_them():
     # wake-up from its pacing sleep): at most 0.1 s of it can be inside the ops, none must be
     t_ns = np.array([1, 2, 3]) * S
     busy = np.array([0.1, 0.2, 0.3]) * S
-    inside, op_time, accrued, _ = delays_in_ops(t_ns, busy, True, {"cpu": busy * 5}, 0)
+    inside, op_time, accrued, *_ = delays_in_ops(t_ns, busy, True, {"cpu": busy * 5}, 0)
     assert inside == {"cpu": 0} and op_time == 0.3 * S and accrued == {"cpu": 1.5 * S}
     # a reader busy 99% of each step with 0.9 s of block I/O per step: 0.89 s is in its ops
     busy = np.array([0.99, 1.98, 2.97]) * S
-    inside, op_time, _, _ = delays_in_ops(t_ns, busy, True, {"blkio": busy / 1.1}, 0)
+    inside, op_time, *_ = delays_in_ops(t_ns, busy, True, {"blkio": busy / 1.1}, 0)
     assert abs(inside["blkio"] - 3 * 0.89 * S) < 1e3 and inside["blkio"] <= op_time
 
 
@@ -97,7 +97,7 @@ def test_waits_in_a_paced_worker_s_ops_are_its_ops_once_its_sleeps_are_known():
     t_ns = np.array([1, 2, 3]) * S
     busy, asleep = np.array([0.1, 0.2, 0.3]) * S, np.array([0.85, 1.7, 2.55]) * S
     blkio = np.array([0.1, 0.2, 0.3]) * S
-    inside, _, _, _ = delays_in_ops(t_ns, busy, True, {"blkio": blkio}, 0, asleep)
+    inside, *_ = delays_in_ops(t_ns, busy, True, {"blkio": blkio}, 0, asleep)
     assert abs(inside["blkio"] - 3 * 0.05 * S) < 1e3
     # without the sleeps nothing must have been inside the ops
     assert delays_in_ops(t_ns, busy, True, {"blkio": blkio}, 0)[0] == {"blkio": 0}
@@ -176,3 +176,27 @@ def test_a_new_op_gets_a_line_where_delay_accounting_names_no_wait():
     # an op that was in the baseline too and whose waits are as small gets no line
     grown = {"checkpoint": ("p99", 0.5)}
     assert explanations("b", grown, {}, [role], {"checkpoint": ["checkpointer"]}, {}, {}) == []
+
+
+def test_block_io_waits_beyond_the_time_off_a_cpu_are_cut_to_it():
+    # a reader in its ops 99% of each 1 s step, on a CPU half of each step; the kernel accounts
+    # 0.98 s of block I/O per step (as waits timed from an earlier wait's start would): at most
+    # the 0.5 s per step it was off a CPU can have been a wait for the device
+    t_ns = np.array([1, 2, 3]) * S
+    busy = np.array([0.99, 1.98, 2.97]) * S
+    blkio = np.array([0.98, 1.96, 2.94]) * S
+    half = np.array([0.5, 1.0, 1.5]) * S
+    result = delays_in_ops(t_ns, busy, True, {"blkio": blkio}, 0, None, half)
+    assert result.beyond_off_cpu == {"blkio": (int(3 * 0.97 * S), int(1.5 * S))}
+    assert abs(result.inside["blkio"] - 1.5 * S) < 1e3
+    # on a CPU 1% of each step: 0.97 s per step fits in the 0.99 s off a CPU, nothing is cut
+    result = delays_in_ops(t_ns, busy, True, {"blkio": blkio}, 0, None, half / 50)
+    assert result.beyond_off_cpu == {} and abs(result.inside["blkio"] - 3 * 0.97 * S) < 1e3
+    # run.json's totals take the same rule: 3 s lived, 1.5 s on a CPU, 2.94 s accounted
+    cut: dict[str, int] = {}
+    totals = task_delays(np.array([7, 7, 7]), np.ones(3, bool), {"blkio": blkio}, t_ns,
+                         None, half, cut)
+    assert totals == {7: {"blkio": int(1.5 * S)}} and cut == {"blkio": int(1.44 * S)}
+    # a run recorded before oncpu_ns (NaN): nothing to bound with
+    assert task_delays(np.array([7, 7, 7]), np.ones(3, bool), {"blkio": blkio}, t_ns, None,
+                       np.full(3, np.nan), cut)[7]["blkio"] == int(2.94 * S)

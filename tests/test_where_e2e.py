@@ -63,12 +63,35 @@ def test_tight_memcg_shows_reclaim_freepages_and_page_lock_stacks(randread_pair)
 
 
 def test_page_cached_run_shows_none_of_that(randread_pair) -> None:
-    _results, _tight, cached = randread_pair
+    _results, tight, cached = randread_pair
     meta = json.loads((cached / "run.json").read_text())
     assert not any(r["category"] == "reclaim" for r in _reader_rows(cached, "trace"))
     assert meta["monitors"]["delay"]["totals_ns"]["freepages"] == 0
-    folded = (cached / "stacks.folded").read_text() if (cached / "stacks.folded").exists() else ""
-    assert "folio_wait_bit_common" not in folded
+    # taskstats' I/O accounting, independent of the stack sampler: the reader found its pages in
+    # the cache, next to nothing came from the device
+    read_char = _io_during_run(cached, "read_char")
+    assert read_char > 0 and _io_during_run(cached, "read_bytes") <= read_char / 1000
+    # and so at most a trace of the tight run's page-lock waits: a page the rest of the machine
+    # evicted between the warmup and the run is one read and one wait (seen in CI: 1 blocked
+    # sample in filemap_get_pages, where the tight run has some 50)
+    assert _page_lock_samples(cached) <= 0.05 * _page_lock_samples(tight)
+
+
+def _page_lock_samples(run_dir: Path) -> int:
+    folded = run_dir / "stacks.folded"
+    counts = parse_folded(folded.read_text()) if folded.exists() else {}
+    return sum(n for stack, n in counts.items() if "folio_wait_bit_common" in stack)
+
+
+def _io_during_run(run_dir: Path, name: str) -> int:
+    """A taskstats I/O counter (delay table io_<name>) summed over the run's tasks."""
+    last: dict[int, dict] = {}
+    first: dict[int, dict] = {}
+    for row in _reader_rows(run_dir, "delay"):
+        first.setdefault(row["tid"], row)
+        last[row["tid"]] = row
+    return sum(row[f"io_{name}"] - (0 if row["born_in_run"] else first[tid][f"io_{name}"])
+               for tid, row in last.items())
 
 
 def test_explain_section_for_the_pair(randread_pair) -> None:

@@ -14,8 +14,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .delaykinds import DELAY_KIND_NAMES
 from .delaymax import longest_delays
-from .inops import IMPOSSIBLE_RATE, accounted_per_second
+from .inops import IMPOSSIBLE_RATE, OFF_CPU, accounted_per_second
 from .stalls import decimate
 
 
@@ -131,18 +132,22 @@ def diskstats_totals(columns: Mapping[str, np.ndarray], schema: Declaration) -> 
 
 
 def task_delays(tid: np.ndarray, born_in_run: np.ndarray, delays: Mapping[str, np.ndarray],
-                t_ns: np.ndarray | None = None, impossible: dict[str, float] | None = None
+                t_ns: np.ndarray | None = None, impossible: dict[str, float] | None = None,
+                oncpu_ns: np.ndarray | None = None, cut: dict[str, int] | None = None
                 ) -> dict[int, dict[str, int]]:
     """{tid: {kind: ns accrued during the run}} from cumulative samples in time order.
 
     With sample times, each step between two samples counts only when it is possible: no
     more than the time since the run started (a wait is added when it ends, so one step may
     hold a wait that began samples earlier, but not before the run: the rule delaymax.py
-    applies to maxima). A kernel that had a wait in flight when kernel.task_delayacct was
-    switched on reports it from a zero start, i.e. the whole uptime (seen on 6.18: blkio
-    6035 s in a 20 s run); such a step is dropped, not summed. A task whose waits of a kind add
+    applies to maxima). A wait whose start the kernel did not record is reported from a zero
+    start, i.e. the whole uptime (seen on 6.18: blkio 6035 s in a 20 s run; in CI, 31695 s in
+    a 1.5 s run of a reader born after accounting was switched on, so not only a wait in flight
+    at the switch); such a step is dropped, not summed. A task whose waits of a kind add
     up faster than time passes (inops.accounted_per_second) has that kind left out: a kernel
-    accounting fault, not a delay (`impossible`, if given, collects {kind: the largest rate})."""
+    accounting fault, not a delay (`impossible`, if given, collects {kind: the largest rate}).
+    With each row's time on a CPU (`oncpu_ns`), a task's block I/O waits beyond the time it was
+    off a CPU (inops.py's rule) are cut to that time (`cut`, if given, collects {kind: ns cut})."""
     tid = np.asarray(tid)
     if tid.size == 0:
         return {}
@@ -176,12 +181,31 @@ def task_delays(tid: np.ndarray, born_in_run: np.ndarray, delays: Mapping[str, n
                     known[i] = False
                     if impossible is not None:
                         impossible[kind] = max(rate, impossible.get(kind, 0.0))
+        if kind in OFF_CPU and oncpu_ns is not None and t_ns is not None:
+            room = _off_cpu_time(np.asarray(oncpu_ns, dtype=np.float64)[order],
+                                 since_start, born, starts, ends)
+            beyond = accrued > room * IMPOSSIBLE_RATE + 1e6
+            if beyond.any():
+                if cut is not None:
+                    cut[kind] = cut.get(kind, 0) + int((accrued - room)[beyond].sum())
+                accrued = np.where(beyond, room, accrued)
         per_kind[kind] = (accrued, known)
     result: dict[int, dict[str, int]] = {}
     for i, task in enumerate(tasks[starts].tolist()):
         result[int(task)] = {kind: int(accrued[i]) for kind, (accrued, known) in per_kind.items()
                              if known[i]}
     return result
+
+
+def _off_cpu_time(oncpu: np.ndarray, since_start: np.ndarray, born: np.ndarray,
+                  starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per task, its time over the samples (from the run's start when born in it) less its
+    time on a CPU: infinite where a row has no time on a CPU (a run recorded before oncpu_ns)."""
+    wall = since_start[ends] - np.where(born, 0.0, since_start[starts])
+    on = oncpu[ends] - np.where(born, 0.0, oncpu[starts])
+    room = np.clip(wall - on, 0.0, None)
+    unknown = np.isnan(oncpu[ends]) | (~born & np.isnan(oncpu[starts]))
+    return np.where(unknown, np.inf, room)
 
 
 def delay_columns(columns: Mapping[str, np.ndarray], kinds: Iterable[str],
@@ -191,12 +215,14 @@ def delay_columns(columns: Mapping[str, np.ndarray], kinds: Iterable[str],
 
 
 def delay_totals(columns: Mapping[str, np.ndarray], kinds: Iterable[str],
-                 impossible: dict[str, float] | None = None) -> dict[str, int]:
+                 impossible: dict[str, float] | None = None, cut: dict[str, int] | None = None
+                 ) -> dict[str, int]:
     """Sum over tasks of each delay accrued during the run (task_delays' rule)."""
     kinds = list(kinds)
     totals = dict.fromkeys(kinds, 0)
     per_task = task_delays(columns["tid"], columns["born_in_run"],
-                           delay_columns(columns, kinds), columns["t_ns"], impossible)
+                           delay_columns(columns, kinds), columns["t_ns"], impossible,
+                           columns.get("oncpu_ns"), cut)
     for delays in per_task.values():
         for kind, value in delays.items():
             totals[kind] += value
@@ -218,13 +244,17 @@ def delay_longest(columns: Mapping[str, np.ndarray], kinds: Iterable[str]
 
 def delay_run_totals(columns: Mapping[str, np.ndarray], schema: Declaration) -> dict[str, Any]:
     """run.json: {"totals_ns": {kind: ns}, "max_ns": {kind: longest}} (no max_ns where the
-    kernel records no maxima); the kinds are the table's declared `<kind>_ns` counters."""
-    kinds = [name[:-3] for name in columns if name.endswith("_ns") and name != "t_ns"
-             and not name.endswith("_max_ns") and schema.is_counter(name)]
+    kernel records no maxima); the kinds are analysis/delaykinds.py's whose `<kind>_ns` counter
+    the table declares (not its other `_ns` columns: oncpu_ns is no delay)."""
+    kinds = [name[:-3] for name in columns if name.endswith("_ns")
+             and name[:-3] in DELAY_KIND_NAMES and schema.is_counter(name)]
     impossible: dict[str, float] = {}
-    out: dict[str, Any] = {"totals_ns": delay_totals(columns, kinds, impossible)}
+    cut: dict[str, int] = {}
+    out: dict[str, Any] = {"totals_ns": delay_totals(columns, kinds, impossible, cut)}
     if impossible:     # kind -> waits accounted per second of a task's time, left out
         out["impossible_per_s"] = impossible
+    if cut:            # kind -> waits accounted beyond the tasks' time off a CPU, cut
+        out["beyond_off_cpu_ns"] = cut
     longest = delay_longest(columns, kinds)
     if longest is not None:
         out["max_ns"] = longest

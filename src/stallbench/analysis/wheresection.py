@@ -88,6 +88,9 @@ class RoleDelays:
     # kind -> the most delay accounted per second of one of its tasks' time, where above one:
     # a kernel accounting fault; such a kind is not in `delays` (analysis/inops.py)
     impossible: dict[str, float] = field(default_factory=dict)
+    # kind -> [ns the kernel accounted inside the ops, the tasks' time off a CPU and not in a
+    # pacing sleep] where the first exceeded the second; the share is the second's
+    beyond_off_cpu: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -249,6 +252,7 @@ def role_delays(runs: Sequence[RunDelays], ops_by_role: Mapping[str, int] | None
     busy_by_role: dict[str, int] = {}
     io_by_role: dict[str, dict[str, int]] = {}
     impossible: dict[str, dict[str, float]] = {}
+    beyond: dict[str, dict[str, list[int]]] = {}
     for run in runs:
         columns = run.columns
         tid = np.asarray(columns["tid"])
@@ -266,11 +270,17 @@ def role_delays(runs: Sequence[RunDelays], ops_by_role: Mapping[str, int] | None
                      for k in DELAY_KIND_NAMES if f"{k}_ns" in columns}
             task = inops.delays_in_ops(
                 t_ns[rows], busy[rows], bool(born[rows[0]]), kinds, run.started_ns,
-                None if run.asleep_ns is None else np.asarray(run.asleep_ns)[rows])
+                None if run.asleep_ns is None else np.asarray(run.asleep_ns)[rows],
+                np.asarray(columns["oncpu_ns"], dtype=np.float64)[rows]
+                if "oncpu_ns" in columns else None)
             busy_by_role[role] = busy_by_role.get(role, 0) + task.op_time_ns
             faults = impossible.setdefault(role, {})
             for kind, rate in task.impossible.items():
                 faults[kind] = max(rate, faults.get(kind, 0.0))
+            for kind, (accounted, room) in task.beyond_off_cpu.items():
+                cut = beyond.setdefault(role, {}).setdefault(kind, [0, 0])
+                cut[0] += accounted
+                cut[1] += room
             io = io_by_role.setdefault(role, {})
             for name, value in _io_deltas(columns, rows, bool(born[rows[0]])).items():
                 io[name] = io.get(name, 0) + value
@@ -286,7 +296,8 @@ def role_delays(runs: Sequence[RunDelays], ops_by_role: Mapping[str, int] | None
         rows_out.append(RoleDelays(role, latency, {
             kind: DelayShare(accrued[role][kind], value / latency if latency else None, value)
             for kind, value in inside[role].items() if kind not in faults},
-            io_by_role.get(role, {}), int((ops_by_role or {}).get(role, 0)), faults))
+            io_by_role.get(role, {}), int((ops_by_role or {}).get(role, 0)), faults,
+            beyond.get(role, {})))
     return rows_out
 
 
@@ -296,6 +307,16 @@ def impossible_warnings(label: str, delays: Sequence[RoleDelays]) -> list[str]:
             "per second of its time, which no task can wait: a kernel accounting fault (a wait "
             f"timed from an earlier start?); {kind} is left out of the delay shares"
             for role in delays for kind, rate in sorted(role.impossible.items())]
+
+
+def off_cpu_warnings(label: str, delays: Sequence[RoleDelays]) -> list[str]:
+    """One line per role and kind whose waits inside the ops the kernel accounted beyond the
+    tasks' time off a CPU (analysis/inops.py), which no wait for the device can exceed."""
+    return [f"{label}: taskstats accounted {accounted / 1e9:.2f} s of {kind} delay inside the "
+            f"{role.role} workers' ops, more than the {room / 1e9:.2f} s they were off a CPU "
+            "and not in a pacing sleep (a task waiting for the device is asleep): a kernel "
+            f"accounting fault; their {kind} share is cut to that time"
+            for role in delays for kind, (accounted, room) in sorted(role.beyond_off_cpu.items())]
 
 
 def role_io(delays: Sequence[RoleDelays]) -> dict[str, RoleIO]:

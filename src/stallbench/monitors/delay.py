@@ -13,7 +13,10 @@ total in ns: cpu, blkio, swapin, freepages (direct reclaim), thrashing, compact,
 and `<kind>_max_ns`, the task's longest single delay of that kind so far (taskstats v16+, at the
 end of struct taskstats; null on older kernels); and the task's I/O accounting `io_read_char`,
 `io_write_char`, `io_read_syscalls`, `io_write_syscalls`, `io_read_bytes`, `io_write_bytes`
-(bytes it read from the block layer: what tells a page-cache read from a device read).
+(bytes it read from the block layer: what tells a page-cache read from a device read); and
+`oncpu_ns`, the task's time on a CPU (cpu_run_virtual_total: the scheduler's sum_exec_runtime,
+what /proc/PID/task/TID/schedstat shows first), which bounds its block I/O waits
+(analysis/inops.py: a task waiting for the device is off a CPU).
 Version 15 put max/min between the older fields, which moves every later field; v16 moved them
 to the end, so a v15 kernel is refused with that reason rather than misread. run.json's
 `totals_ns` (delay accrued during the run per kind, summed over tasks) and `max_ns` (the longest
@@ -62,6 +65,9 @@ _BROKEN_LAYOUT_VERSION = 15
 # and bytes the task had read from / caused to be written to the block layer
 IO_FIELDS = {"read_char": 216, "write_char": 224, "read_syscalls": 232, "write_syscalls": 240,
              "read_bytes": 248, "write_bytes": 256}
+# cpu_run_virtual_total, filled whether or not delay accounting is on (cpu_run_real_total at
+# 64 is utime + stime, tick-sampled)
+ONCPU_AT = 72
 _COMM = (80, 32)
 _AC_PID = 128
 _AC_TGID = 368
@@ -191,6 +197,7 @@ def decode_stats(raw: bytes) -> dict[str, Any]:
             result[f"{kind.name}_ns"] = struct.unpack_from("Q", raw, kind.total_at)[0]
         else:
             result[f"{kind.name}_count"] = result[f"{kind.name}_ns"] = None
+    result["oncpu_ns"] = struct.unpack_from("Q", raw, ONCPU_AT)[0]
     for name, at in IO_FIELDS.items():
         result[f"io_{name}"] = struct.unpack_from("Q", raw, at)[0] if len(raw) >= at + 8 \
             else None
@@ -382,6 +389,7 @@ DELAY = TableSchema(
        for what, unit in (("count", "delays"), ("ns", "ns"))),
      # the task's longest single delay so far (v16+): a running maximum
      *(Column(f"{kind}_max_ns", GAUGE, "ns") for kind in DELAY_KIND_NAMES),
+     Column("oncpu_ns", COUNTER, "ns"),
      *(Column(f"io_{name}", COUNTER, "calls" if name.endswith("syscalls") else "bytes")
        for name in IO_FIELDS)),
     totals=montables.delay_run_totals)
