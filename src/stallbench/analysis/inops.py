@@ -184,11 +184,14 @@ def accounted_per_second(step: np.ndarray, wall: np.ndarray) -> float | None:
     per second of their time, where that exceeds 1 (else None). The largest single step is
     left out: a wait that began before accounting was switched on is one step (dropped below),
     not a rate. Seen in CI on a fresh 6.18 VM: a throttled reader's block I/O waits accounted
-    at 30 s per second, every step (here on the same kernel: 0.98). The cause is not established;
-    two candidates: a wait timed from an earlier wait's start (the same kernel here once gave a
-    throttled reader a "longest wait" two reads long, analysis/delaymax.py), or, since a wait
-    woken from another CPU is ended by the waker (try_to_wake_up calls delayacct_blkio_end),
-    vCPUs whose sched_clock disagree adding their offset to every such wait."""
+    at 30 s per second, every step (here on the same kernel: 0.98). The likely cause, from the
+    scheduler's source (not confirmed by a kernel build): with EEVDF's delayed dequeue (6.12+,
+    sched feature DELAY_DEQUEUE) a task that blocks may stay queued and be dequeued later, at
+    another task's pick (dequeue_entities -> __block_task), and __block_task's
+    delayacct_blkio_start() stamps `current`, the task then scheduling, not the one blocking.
+    The blocked task's wait is then timed from its own last stamp: zero for a new task (the
+    uptime, dropped as one step), or a moment it was scheduling others' dequeues (a wait
+    stretched over its CPU time and sleeps, which the time off a CPU bounds: module docstring)."""
     positive = np.clip(step, 0.0, None)
     total = float(wall.sum())
     if positive.size < 2 or total <= 0:
