@@ -200,3 +200,21 @@ def test_block_io_waits_beyond_the_time_off_a_cpu_are_cut_to_it():
     # a run recorded before oncpu_ns (NaN): nothing to bound with
     assert task_delays(np.array([7, 7, 7]), np.ones(3, bool), {"blkio": blkio}, t_ns, None,
                        np.full(3, np.nan), cut)[7]["blkio"] == int(2.94 * S)
+
+
+def test_the_where_section_says_when_block_io_was_cut_to_the_time_off_a_cpu():
+    from stallbench.analysis.wheresection import RunDelays, off_cpu_warnings, role_delays
+    # one checkpointer task (pid 5): 3 s, in ops 99%, on a CPU half the time, 0.98 s of
+    # block I/O accounted per second: 2.91 s inside its ops against 1.5 s off a CPU
+    t_ns = np.array([1, 2, 3]) * S
+    columns = {"tid": np.array([5, 5, 5]), "pid": np.array([5, 5, 5]), "t_ns": t_ns,
+               "born_in_run": np.ones(3, bool), "blkio_ns": np.array([0.98, 1.96, 2.94]) * S,
+               "oncpu_ns": np.array([0.5, 1.0, 1.5]) * S}
+    rows = role_delays([RunDelays(columns, {5: "checkpointer"},
+                                  np.array([0.99, 1.98, 2.97]) * S, 0)])
+    assert rows[0].beyond_off_cpu == {"blkio": [int(2.91 * S), int(1.5 * S)]}
+    assert abs(rows[0].delays["blkio"].share - 1.5 / 2.97) < 1e-6
+    assert off_cpu_warnings("b", rows) == [
+        "b: taskstats accounted 2.91 s of blkio delay inside the checkpointer workers' ops, more "
+        "than the 1.50 s they were off a CPU and not in a pacing sleep (a task waiting for the "
+        "device is asleep): a kernel accounting fault; their blkio share is cut to that time"]

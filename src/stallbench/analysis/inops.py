@@ -150,11 +150,16 @@ def delays_in_ops(t_ns: np.ndarray, busy_ns: np.ndarray, born: bool,
         _off_cpu_room(np.asarray(oncpu_ns, dtype=np.float64), born, wall, step_asleep)
     for kind in OFF_CPU:
         inside = float(lows[kind].sum()) if kind in lows else 0.0
-        if room is not None and inside > room * IMPOSSIBLE_RATE + 1e6:
+        if room is not None and beyond_room(inside, room):
             beyond[kind] = (int(inside), int(room))
             lows[kind] = lows[kind] * (room / inside)
     return TaskDelays({k: int(v.sum()) for k, v in lows.items()}, int(step_busy.sum()),
                       accrued, impossible, beyond)
+
+
+def beyond_room(accounted: float | np.ndarray, room: float | np.ndarray) -> bool | np.ndarray:
+    """Waits accounted beyond the time they could have taken, past sampling jitter."""
+    return accounted > room * IMPOSSIBLE_RATE + 1e6
 
 
 def _off_cpu_room(oncpu: np.ndarray, born: bool, wall: np.ndarray, asleep: np.ndarray

@@ -16,7 +16,7 @@ import numpy as np
 
 from .delaykinds import DELAY_KIND_NAMES
 from .delaymax import longest_delays
-from .inops import IMPOSSIBLE_RATE, OFF_CPU, accounted_per_second
+from .inops import IMPOSSIBLE_RATE, OFF_CPU, accounted_per_second, beyond_room
 from .stalls import decimate
 
 
@@ -184,7 +184,7 @@ def task_delays(tid: np.ndarray, born_in_run: np.ndarray, delays: Mapping[str, n
         if kind in OFF_CPU and oncpu_ns is not None and t_ns is not None:
             room = _off_cpu_time(np.asarray(oncpu_ns, dtype=np.float64)[order],
                                  since_start, born, starts, ends)
-            beyond = accrued > room * IMPOSSIBLE_RATE + 1e6
+            beyond = beyond_room(accrued, room)
             if beyond.any():
                 if cut is not None:
                     cut[kind] = cut.get(kind, 0) + int((accrued - room)[beyond].sum())
