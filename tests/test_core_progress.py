@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from stallbench.core.progress import Progress
+from stallbench.run.progress import Progress
 
 
 def test_an_op_that_stops_completing_is_flagged_while_others_go_on():

@@ -16,7 +16,7 @@ from stallbench.core.errors import UsageError
 from stallbench.env.iocgroup import find_io_controller
 from stallbench.env.memcg import find_memory_controller
 from stallbench.plan.plan import load_plan
-from stallbench.plan.shapes import parse_io_max
+from stallbench.settings.shapes import parse_io_max
 
 RECORD = 64 << 10
 LIMIT = 4 << 20

@@ -14,7 +14,7 @@ from stallbench.core.journal import Journal
 from stallbench.env import environment
 from stallbench.env.loopfs import MIN_SIZE, default_size
 from stallbench.env.tools import find_tool
-from stallbench.plan.plan import VariantSettings
+from stallbench.settings.variant import VariantSettings
 
 pytestmark = needs_root
 

@@ -16,7 +16,7 @@ from stallbench.core.errors import UsageError
 from stallbench.core.journal import Journal
 from stallbench.env import environment
 from stallbench.env.sysmem import meminfo
-from stallbench.plan.plan import VariantSettings
+from stallbench.settings.variant import VariantSettings
 
 pytestmark = needs_root
 TESTS = Path(__file__).parent
@@ -31,7 +31,7 @@ sys.path[:0] = [{tests!r}, {src!r}]
 from test_env_support import TinyWorkload
 from stallbench.env import environment
 from stallbench.core.journal import Journal
-from stallbench.plan.plan import VariantSettings
+from stallbench.settings.variant import VariantSettings
 settings = VariantSettings(**json.loads({settings!r}))
 with Journal(Path({state!r})) as journal:
     with environment(settings, journal, TinyWorkload(), Path({results!r})) as state:

@@ -14,7 +14,7 @@ from stallbench.core.errors import UsageError
 from stallbench.core.journal import Journal
 from stallbench.env import check_settings, environment
 from stallbench.env.sysmem import meminfo, tolerance
-from stallbench.plan.plan import VariantSettings
+from stallbench.settings.variant import VariantSettings
 
 
 @pytest.fixture

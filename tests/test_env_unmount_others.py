@@ -14,7 +14,7 @@ from test_env_support import TinyWorkload, loop_listing, mount_line, needs_root
 from conftest import run_stallbench, stallbench_cmd
 from stallbench.core.journal import Journal
 from stallbench.env import environment
-from stallbench.plan.plan import VariantSettings
+from stallbench.settings.variant import VariantSettings
 
 pytestmark = needs_root
 

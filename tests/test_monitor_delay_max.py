@@ -16,7 +16,7 @@ import pytest
 from conftest import requires_root, run_stallbench
 from stallbench.analysis.delaykinds import DELAY_KIND_NAMES
 from stallbench.analysis.delaymax import explanation, longest_delays
-from stallbench.core.units import format_ns
+from stallbench.analysis.display import format_ns
 from stallbench.env.iocgroup import find_io_controller
 from stallbench.monitors.delay import (
     DelayMonitor,

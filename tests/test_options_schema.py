@@ -165,7 +165,7 @@ VARIANT_SAMPLES = {
 
 
 def test_every_variant_flag_and_its_plan_key_give_the_same_settings(tmp_path):
-    from stallbench.plan.variant import VARIANT_FIELDS
+    from stallbench.settings.variant import VARIANT_FIELDS
 
     flagged = {f.name for f in VARIANT_FIELDS if f.option is not None}
     assert flagged == set(VARIANT_SAMPLES), "give a sample for each new variant setting"

@@ -8,7 +8,7 @@ import io
 from rich.console import Console
 
 from conftest import run_stallbench
-from stallbench.core.progress import Progress
+from stallbench.run.progress import Progress
 
 
 def test_the_live_title_does_not_wrap():

@@ -23,9 +23,9 @@ from test_reliability_support import assert_one_line_exit_2, sb, tree_listing
 
 from stallbench.cli import main
 from stallbench.core.errors import UsageError
+from stallbench.core.names import check_name
 from stallbench.importers import IMPORTERS, parse_log
 from stallbench.importers.common import write_run
-from stallbench.results.rundirs import check_name
 
 V = '[[variants]]\nname = "a"\n'
 BAD_PLANS = [

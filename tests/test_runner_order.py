@@ -9,8 +9,8 @@ from collections import Counter
 from pathlib import Path
 
 from conftest import run_stallbench
-from stallbench.plan.plan import VariantSettings
 from stallbench.run.runner import round_order
+from stallbench.settings.variant import VariantSettings
 
 
 def _variants(*names: str) -> list[VariantSettings]:

@@ -15,10 +15,10 @@ import pytest
 
 from stallbench.core.errors import RunDataError, UsageError
 from stallbench.core.hostfacts import kernel_info, pid_alive, utc_now
+from stallbench.core.names import check_name
 from stallbench.results.opsfile import OPS_SCHEMA, ops_batch, split_by_op, write_ops_file
 from stallbench.results.rundirs import (
     RESULTS_HELP,
-    check_name,
     claim_iteration,
     default_results_dir,
     iter_run_dirs,

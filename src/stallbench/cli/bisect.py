@@ -71,10 +71,10 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..bisect import lines as bisect_lines
     from ..bisect.search import NOT_BAD
     from ..bisect.steps import Settings, run_bisect
     from ..plan.plan import load_plan
-    from ..report import bisect as bisect_report
     from ..report import render
     from ..workloads import get_workload
 
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
                        f"to {commits[-1].name}) on the first-parent line")
 
     def on_step(step, names) -> None:
-        print(bisect_report.step_line(step), end="", flush=True)
+        print(bisect_lines.step_line(step), end="", flush=True)
 
     try:
         result = run_bisect(plan, given, args.resume, on_step, verbosity.info,
@@ -130,9 +130,9 @@ def run(args: argparse.Namespace) -> int:
                                                   result.answer.first_bad)
     if result.comparison is not None:
         print(render(result.comparison, "text"), end="")
-    print(bisect_report.answer_lines(result, described), end="")
+    print(bisect_lines.answer_lines(result, described), end="")
     if result.answer.first_bad is None:
-        line = bisect_report.no_answer(result.answer, result.names,
+        line = bisect_lines.no_answer(result.answer, result.names,
                                        result.settings.bound_text or "")
         if result.answer.kind == NOT_BAD:
             print(f"stallbench: {line}", file=sys.stderr)

@@ -23,7 +23,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..fleet.deploy import deploy
-    from ..plan.hosts import check_hosts_option
+    from ..settings.hosts import check_hosts_option
 
     reports = deploy(check_hosts_option(args.hosts),
                      log=lambda line: print(line, file=sys.stderr, flush=True))

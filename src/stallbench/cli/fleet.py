@@ -11,7 +11,7 @@ from ..plan.plan import Plan
 
 
 def _source(plan: Plan, hosts: str | None) -> Path | list[str]:
-    from ..plan.hosts import check_hosts_option
+    from ..settings.hosts import check_hosts_option
 
     if hosts:
         return check_hosts_option(hosts)

@@ -10,9 +10,9 @@ from ..core import verbosity
 from ..core.errors import ExitCode, UsageError
 from ..core.options import add_arguments, parse_values, values_from_args
 from ..plan.plan import RUN_FIELDS, Plan
-from ..plan.variant import VARIANT_FIELDS, flag_of, variant_from_flags
 from ..results.rundirs import RESULTS_HELP
 from ..results.runmeta import Status
+from ..settings.variant import VARIANT_FIELDS, flag_of, variant_from_flags
 from ..workloads import available_workloads, get_workload
 from .common import add_results_argument, print_comparison, results_dir
 

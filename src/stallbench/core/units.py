@@ -1,4 +1,5 @@
-"""Parsing of sizes, durations and percentages, and choosing display units for nanoseconds."""
+"""Reading sizes, durations and percentages (parse_*), and writing them back as a flag takes
+them (size_text, duration_text); the display units of a report are analysis/display.py's."""
 
 from __future__ import annotations
 
@@ -93,43 +94,3 @@ def duration_text(seconds: float) -> str:
         if round(value) >= 1 and abs(value - round(value)) < 1e-6 * value:
             return f"{round(value)}{unit}"
     return f"{seconds:g}s"
-
-
-# (name, nanoseconds per unit), smallest first
-TIME_UNITS = (("ns", 1), ("µs", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000))
-
-
-def choose_time_unit(values_ns) -> tuple[str, int]:
-    """The unit in which the typical (median) value of a table reads best (1..9999)."""
-    finite = sorted(v for v in values_ns if v is not None and v > 0 and math.isfinite(v))
-    if not finite:
-        return "µs", 1_000
-    typical = finite[len(finite) // 2]
-    chosen = TIME_UNITS[0]
-    for name, scale in TIME_UNITS:
-        if typical >= scale:
-            chosen = (name, scale)
-    return chosen
-
-
-def format_ns(value_ns: float | None, unit: tuple[str, int] | None = None) -> str:
-    """Render nanoseconds in a given unit (or one chosen for this value) with ~4 digits."""
-    if value_ns is None or (isinstance(value_ns, float) and math.isnan(value_ns)):
-        return "-"
-    name, scale = unit or choose_time_unit([value_ns])
-    value = value_ns / scale
-    if value >= 100 or value == int(value):
-        text = f"{value:.0f}" if value >= 100 else f"{value:.0f}"
-    elif value >= 10:
-        text = f"{value:.1f}"
-    else:
-        text = f"{value:.2f}"
-    return f"{text} {name}" if unit is None else text
-
-
-def format_size(nbytes: int) -> str:
-    for name, power in (("GiB", 3), ("MiB", 2), ("KiB", 1)):
-        if nbytes >= 1024 ** power:
-            value = nbytes / 1024 ** power
-            return f"{value:.0f} {name}" if value == int(value) else f"{value:.1f} {name}"
-    return f"{nbytes} B"

@@ -13,14 +13,13 @@ import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from ..analysis.display import format_size
 from ..core.context import EnvState
 from ..core.errors import UsageError
 from ..core.journal import Journal
-from ..core.units import format_size
-from ..plan.variant import VariantSettings
-from ..workloads.base import Workload
+from ..settings.variant import VariantSettings
 from . import (
     iocgroup,
     leftovers,  # noqa: F401 - registers nothing, but cleanup uses it through env
@@ -39,13 +38,26 @@ from .sysmem import meminfo, reserve_system_memory
 __all__ = ["environment", "drop_caches", "check_settings", "check_dir_safe", "TerminatedBySignal"]
 
 
+class SizedWorkload(Protocol):
+    """What the environment asks of a workload (workloads/base.Workload has it): its name and
+    the space its files take, which may depend on the memory the variant leaves it."""
+
+    name: str
+
+    def resolve(self, memory_available: int) -> None: ...
+
+    def space_needed(self, memory_available: int) -> int: ...
+
+    def default_size_flag(self) -> str | None: ...
+
+
 class TerminatedBySignal(KeyboardInterrupt):
     """SIGTERM arrived while an environment was set up (raised only where nobody else handles
     SIGTERM), so that the environment unwinds like on Ctrl-C."""
 
 
 @contextlib.contextmanager
-def environment(settings: VariantSettings, journal: Journal, workload: Workload,
+def environment(settings: VariantSettings, journal: Journal, workload: SizedWorkload,
                 results: Path, own_dir: str | None = None) -> Iterator[EnvState]:
     """Set up one variant for one run and undo it on exit (also on exceptions/KeyboardInterrupt).
     `own_dir`: the default directory is results/.work/<workload>/<own_dir>, for runs of several
@@ -175,7 +187,7 @@ def _check_space(workdir: Path, needed: int, where: str, fix: str, workload_name
 SAFE_SHARE = 0.5   # a file sized by default may take at most this share of the free space
 
 
-def _check_default_size(settings: VariantSettings, workload: Workload, needed: int,
+def _check_default_size(settings: VariantSettings, workload: SizedWorkload, needed: int,
                         memory_available: int, results: Path, default_dir: Path) -> None:
     """A data file the user did not size (2x the memory available) may not fill the disk:
     refuse, naming the flag, when it would take more than SAFE_SHARE of the free space."""

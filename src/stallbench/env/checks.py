@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..analysis.display import format_size
 from ..core.errors import UsageError
 from ..core.options import root_reasons
-from ..core.units import format_size
-from ..plan.shapes import check_plain_path
-from ..plan.variant import VARIANT_FIELDS, VariantSettings, check_shape
+from ..settings.shapes import check_plain_path
+from ..settings.variant import VARIANT_FIELDS, VariantSettings, check_shape
 from .loopfs import MIN_SIZE
 from .memcg import find_memory_controller
 from .sysctl import check_sysctl_key
@@ -39,7 +39,7 @@ def check_dir_safe(path: Path | str, what: str) -> Path:
 
 def check_settings(settings: VariantSettings) -> None:
     """Every check that needs no change to the machine; UsageError (one line) when wrong."""
-    from ..results.rundirs import check_name
+    from ..core.names import check_name
 
     check_name(settings.name)
     opt = f"variant {settings.name}: "

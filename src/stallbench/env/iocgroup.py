@@ -25,7 +25,7 @@ from typing import Any
 
 from ..core.errors import UsageError
 from ..core.journal import Journal
-from ..plan.variant import VariantSettings
+from ..settings.variant import VariantSettings
 from .memcg import Controller, MemoryCgroup, cgroup_joiner, find_controller, make_cgroup
 
 V1_THROTTLE = {"rbps": "blkio.throttle.read_bps_device", "wbps": "blkio.throttle.write_bps_device",

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..analysis.display import format_size
 from ..core.context import ProcessSet
 from ..core.errors import UsageError
 from ..core.journal import Journal, process_start_time, register_undo
 from ..core.signals import held_while_starting
-from ..core.units import format_size
 from .blockdev import mount_of, proc_mounts_entry
 from .tools import tool
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import UsageError
-from ..plan.variant import VariantSettings
+from ..settings.variant import VariantSettings
 from .memcg import Controller, MemoryCgroup
 
 # option name -> (attribute, {cgroup version: file}); a version missing has no such knob

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.errors import UsageError
 from ..core.journal import Journal, register_undo
-from ..plan.shapes import check_sysctl
+from ..settings.shapes import check_sysctl
 from .locks import exclusive
 
 PROC_SYS = Path("/proc/sys")

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..analysis.display import format_size
 from ..core.errors import UsageError
 from ..core.journal import Journal
-from ..core.units import format_size
 from .dropcaches import drop_caches
 from .locks import exclusive
 

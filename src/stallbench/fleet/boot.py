@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from ..plan.hosts import describe_boot
+from ..settings.hosts import describe_boot
 from .inventory import HostConfig
 from .outcome import HostReport
 from .probe import PROBE_LINES, PYTHON_KNOWN, probe_lines

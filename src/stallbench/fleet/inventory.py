@@ -34,8 +34,8 @@ from typing import Any
 
 from ..core.errors import UsageError
 from ..core.version import __version__
-from ..plan.hosts import TARGET_RE
 from ..plan.plan import Plan
+from ..settings.hosts import TARGET_RE
 from .ansible import list_inventory
 
 DEFAULT_WORKDIR = "/var/tmp/stallbench-fleet"

@@ -34,9 +34,9 @@ from typing import Any
 from ..core.errors import ExitCode
 from ..core.jsonfile import write_json_atomic
 from ..core.version import __version__
-from ..plan.hosts import describe_boot
 from ..plan.plan import Plan
 from ..results.store import load_run
+from ..settings.hosts import describe_boot
 from .ansible import Runner, check_ansible
 from .boot import boot_failed, boot_tasks
 from .inventory import HostConfig, assign, load_inventory

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import UsageError
-from ..results.rundirs import check_name, claim_iteration, iter_run_dirs
+from ..core.names import check_name
+from ..results.rundirs import claim_iteration, iter_run_dirs
 from ..results.runmeta import RUN_FILE, read_meta, write_meta
 
 

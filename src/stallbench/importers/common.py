@@ -63,7 +63,9 @@ def write_run(imported: Imported, results: Path, variant: str,
         writer.note(note)
     writer.save()
     try:
-        counts = writer.write_ops(samples.batches(offset))
+        from ..results.opsfile import ops_batches  # pyarrow: when the ops are written
+
+        counts = writer.write_ops(ops_batches(samples.op_names, samples.chunks(offset)))
         for name, table in imported.monitor_tables.items():
             writer.write_monitor(name, table)
     except BaseException as exc:

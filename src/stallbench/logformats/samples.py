@@ -12,9 +12,8 @@ from array import array
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:   # numpy, pyarrow and store load on first use: workloads import this module
+if TYPE_CHECKING:   # numpy loads on first use: workloads import this module
     import numpy as np
-    import pyarrow as pa
 
 
 def clock_offset_ns() -> int:
@@ -113,11 +112,11 @@ class Samples:
         bins = np.bincount(codes, minlength=len(self.op_names))
         return {name: int(bins[i]) for i, name in enumerate(self.op_names) if bins[i]}
 
-    def batches(self, offset_ns: int = 0, chunk: int = 1 << 20) -> Iterator[pa.RecordBatch]:
-        """Ops record batches with start_ns shifted by -offset_ns (negative starts become 0)."""
+    def chunks(self, offset_ns: int = 0, chunk: int = 1 << 20) -> Iterator[tuple[np.ndarray, ...]]:
+        """(op codes, worker, start_ns, latency_ns, intended_ns or None) arrays of at most
+        `chunk` ops, start_ns shifted by -offset_ns (negative starts become 0): what
+        results/opsfile.ops_batches makes record batches of."""
         import numpy as np
-
-        from ..results.opsfile import ops_batch
 
         codes, worker, start, latency = self.arrays()
         start = np.maximum(start - offset_ns, 0)
@@ -125,9 +124,8 @@ class Samples:
         if intended is not None:
             intended = np.where(intended >= 0, np.maximum(intended - offset_ns, 0), -1)
         for i in range(0, len(start), chunk):
-            yield ops_batch(self.op_names, codes[i:i + chunk], worker[i:i + chunk],
-                            start[i:i + chunk], latency[i:i + chunk],
-                            None if intended is None else intended[i:i + chunk])
+            yield (codes[i:i + chunk], worker[i:i + chunk], start[i:i + chunk],
+                   latency[i:i + chunk], None if intended is None else intended[i:i + chunk])
 
     def span_ns(self) -> tuple[int, int]:
         """(first start, last end) on the log's clock; (0, 0) when empty."""

@@ -1,1 +1,2 @@
-"""Plans and variants: the settings of a run, read from TOML through the option tables."""
+"""Plans: the run settings, the variants and each workload's options, read from TOML through
+the option tables (the variants' own table is settings/)."""

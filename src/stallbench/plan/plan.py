@@ -29,9 +29,9 @@ from ..core.tomllines import key_lines
 from ..core.units import parse_duration
 from ..monitors import monitors_help, parse_monitor_list
 from ..results.rundirs import default_results_dir
+from ..settings.shapes import check_plain_path
+from ..settings.variant import RELATIONS, VARIANT_FIELDS, VariantSettings, workload_options_table
 from ..workloads import available_workloads, get_workload
-from .shapes import check_plain_path
-from .variant import RELATIONS, VARIANT_FIELDS, VariantSettings, workload_options_table
 
 MAX_PLAN_BYTES = 1 << 20
 MAX_ITERATIONS = 10_000
@@ -291,7 +291,7 @@ class _PlanReader:
             seen.add(variant.name)
         hosts = None
         if "hosts" in data:
-            from .hosts import check_plan_hosts
+            from ..settings.hosts import check_plan_hosts
             hosts = self.wrap(("hosts",), check_plan_hosts, data["hosts"], "hosts",
                               self.path.parent)
         return Plan(workload=workload, workload_options=options, variants=variants,

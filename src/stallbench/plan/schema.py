@@ -6,17 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.options import json_schema
+from ..settings.variant import VARIANT_FIELDS
 from ..workloads import available_workloads, get_workload
 from .plan import OTHER_TOP_KEYS, PLAN_FIELDS
-from .variant import VARIANT_FIELDS
 
 
 def plan_json_schema() -> dict[str, Any]:
     """schemas/plan.schema.json, from the tables (tests/test_plan_schema.py compares them): what
     the reader accepts, so a key it refuses fails validation too (each workload's option table
     names its keys, chosen by the plan's `workload`)."""
-    from .hosts import BOOT_SCHEMA
-    from .shapes import OPTION_KEY_RE
+    from ..settings.hosts import BOOT_SCHEMA
+    from ..settings.shapes import OPTION_KEY_RE
 
     workloads = available_workloads()
     variant = json_schema(VARIANT_FIELDS)

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from ..analysis.bands import Shift
+from ..analysis.display import choose_time_unit, format_ns
 from ..analysis.intervals import (
     ADJUSTED,
     DIRECTED,
@@ -15,7 +16,6 @@ from ..analysis.intervals import (
 )
 from ..analysis.quantiles import RATE, Stat, latency_stats, row_stats
 from ..compare.model import Comparison, OpComparison, OpStats
-from ..core.units import choose_time_unit, format_ns
 
 NO_SAMPLES = "no samples"
 NOT_RESOLVABLE = "n/r"

@@ -10,7 +10,8 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from ..core.units import RUN_TIME_AXIS, choose_time_unit
+from ..analysis.display import choose_time_unit
+from ..core.units import RUN_TIME_AXIS
 
 _OVERLAY_COLOURS = {"memory": "#d62728", "io": "#1f77b4", "reclaim": "#ff7f0e",
                     "throttle": "#9467bd"}

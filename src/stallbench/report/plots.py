@@ -21,8 +21,9 @@ from matplotlib.ticker import (  # noqa: E402
     NullLocator,
 )
 
+from ..analysis.display import choose_time_unit
 from ..compare.model import Comparison, OpComparison  # noqa: E402
-from ..core.units import RUN_TIME_AXIS, choose_time_unit  # noqa: E402
+from ..core.units import RUN_TIME_AXIS  # noqa: E402
 from ..results.runmeta import run_end_s  # noqa: E402
 
 MAX_COUNTERS = 6

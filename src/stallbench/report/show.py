@@ -6,9 +6,9 @@ import json
 import textwrap
 from typing import Any
 
+from ..analysis.display import choose_time_unit, format_size
 from ..analysis.quantiles import latency_stats
 from ..compare.show import RunsSummary
-from ..core.units import choose_time_unit, format_size
 from .common import JSON_KEYS, format_count, format_rate, format_seconds
 from .jsonout import stats_dict
 

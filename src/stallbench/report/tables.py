@@ -4,7 +4,7 @@ htmlout.py) without deciding any content.
 
 As in hyperfine's MarkupExporter, the builder decides every cell's words once; an emitter only
 turns rows into its syntax. Nothing is computed here: every number is a field of the Comparison,
-formatted with common.py; the unit of an op's table is chosen from its values (units.py).
+formatted with common.py; the unit of an op's table is chosen from its values (analysis/display.py).
 """
 
 from __future__ import annotations

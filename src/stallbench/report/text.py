@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import textwrap
 
+from ..analysis.display import format_ns
 from ..analysis.quantiles import MIN_TAIL_SAMPLES
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..compare.model import Comparison, OpComparison
-from ..core.units import format_ns
 from .common import (
     band_label,
     duet_lines,

@@ -7,8 +7,8 @@ As in tables.py, every cell's words are decided here; nothing is computed beyond
 
 from __future__ import annotations
 
+from ..analysis.display import format_ns
 from ..analysis.wheresection import CounterRow, WhereSection
-from ..core.units import format_ns
 from .tables import LEFT, Chapter, Column, Section, Table, cells
 
 COUNTER_ROWS = 25

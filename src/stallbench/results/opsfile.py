@@ -8,7 +8,7 @@ Columns: `op` (dictionary string), `worker` (int32), `start_ns`, `latency_ns`, `
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,6 +91,13 @@ def ops_batch(op_names: list[str], op_codes, worker, start_ns, latency_ns,
         schema=OPS_SCHEMA,
     )
 
+
+
+def ops_batches(op_names: list[str], chunks: Iterable[tuple]) -> Iterator[pa.RecordBatch]:
+    """A record batch per (op codes, worker, start_ns, latency_ns, intended_ns) chunk, such as
+    logformats/samples.Samples.chunks gives."""
+    for chunk in chunks:
+        yield ops_batch(op_names, *chunk)
 
 @dataclass
 class OpArrays:

@@ -1,12 +1,11 @@
 """The run directory's layout: RESULTS/<variant>/<workload>/<iteration>/ and its file names,
-the results directory's default, plain names, the atomic claim of an iteration (mkdir) and the
+the results directory's default, the atomic claim of an iteration (mkdir) and the
 walk over run directories. No numpy or pyarrow: the command line reads the default for help.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,8 +20,6 @@ STACKS_FILE = "stacks.folded"
 # every reader takes the same one so that their totals agree
 TRACE_TABLES = ("trace_full", "trace")
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+@=,:-]{0,99}$")
-
 RESULTS_ENV = "STALLBENCH_RESULTS"
 RESULTS_DEFAULT = "results"
 RESULTS_HELP = f"results directory (default: ${RESULTS_ENV} or ./{RESULTS_DEFAULT})"
@@ -31,16 +28,6 @@ RESULTS_HELP = f"results directory (default: ${RESULTS_ENV} or ./{RESULTS_DEFAUL
 def default_results_dir() -> Path:
     """$STALLBENCH_RESULTS, else ./results."""
     return Path(os.environ.get(RESULTS_ENV) or RESULTS_DEFAULT)
-
-
-def check_name(name: str, what: str = "variant name") -> str:
-    """Variant and workload names become directory names: keep them plain."""
-    if not isinstance(name, str) or not _NAME_RE.fullmatch(name) or ".." in name:
-        raise UsageError(
-            f"{what} {name!r} is not allowed: use letters, digits and ._+@=,:- "
-            "(no '/', spaces or control characters, at most 100 characters)"
-        )
-    return name
 
 
 def claim_iteration(base: Path) -> Path:

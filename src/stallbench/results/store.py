@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from ..core.errors import RunDataError, UsageError
 from ..core.hostfacts import kernel_info, pid_alive, utc_now
+from ..core.names import check_name
 from ..core.version import __version__
 from . import metadata
 from .opsfile import OPS_ROW_GROUP, OpArrays, empty_op, split_by_op, write_ops_file
@@ -32,7 +33,6 @@ from .rundirs import (
     OPS_FILE,
     STACKS_FILE,
     TRACE_TABLES,
-    check_name,
     claim_iteration,
     refuse_symlinks,
 )

@@ -1,1 +1,2 @@
-"""Running a plan: interleaved rounds, duets, monitors, --iterations auto, the guest side."""
+"""Running a plan: interleaved rounds, duets, monitors, --iterations auto, a kernel variant's
+run under QEMU (vmhost.py) and the guest side (guest.py)."""

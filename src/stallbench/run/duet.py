@@ -43,7 +43,7 @@ from typing import Any
 
 from ..core.errors import UsageError
 from ..plan.plan import Plan
-from ..plan.variant import VariantSettings
+from ..settings.variant import VariantSettings
 
 START_TIMEOUT_S = 600.0   # from the prepare barrier to the start: monitors only
 

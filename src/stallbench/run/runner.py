@@ -22,7 +22,6 @@ from ..core import machineload
 from ..core.context import RunContext
 from ..core.errors import UsageError
 from ..core.journal import Journal
-from ..core.progress import Progress
 from ..monitors import default_monitor_names
 from ..plan.plan import Plan, VariantSettings
 from ..results import recovery
@@ -31,6 +30,7 @@ from ..results.store import RunWriter
 from ..workloads import Workload, get_workload
 from . import duet
 from .monitorrun import start_monitors, stop_monitors
+from .progress import Progress
 
 assert recovery  # imported for its "finalize_run" undo kind
 
@@ -242,7 +242,7 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
             log: Callable[[str], None],
             in_duet: tuple[duet.DuetRound, list[int]] | None = None) -> RunOutcome:
     if variant.kernel is not None:                 # booted under QEMU, run in the guest: vm/
-        from ..vm.host import run_in_guest
+        from .vmhost import run_in_guest
 
         path, status, reason = run_in_guest(plan, variant, workload, monitor_names, interrupt,
                                             log)

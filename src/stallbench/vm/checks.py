@@ -4,10 +4,10 @@ QEMU and busybox are there. The rest of its settings are checked inside the gues
 
 from __future__ import annotations
 
+from ..analysis.display import format_size
 from ..core.errors import UsageError
-from ..core.units import format_size
 from ..env.sysmem import SAFE_FLOOR, meminfo
-from ..plan.variant import VariantSettings
+from ..settings.variant import VariantSettings
 from .initramfs import find_busybox
 from .kernel import KernelError, check_kernel_file
 from .qemu import qemu_binary

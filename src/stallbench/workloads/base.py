@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..core.context import RunContext
+    from ..logformats.samples import Samples
 
 # Called by the workload with live per-op progress: {op: (count_total, max_latency_ns_recent)}
 ProgressFn = Callable[[dict[str, tuple[int, int]]], None]
@@ -37,6 +38,14 @@ class WorkloadResult:
     extra: dict[str, Any] = field(default_factory=dict)    # -> run.json["workload_summary"]
     status: Status = Status.COMPLETE           # or FAILED / INTERRUPTED
     reason: str | None = None
+
+
+def logged_ops(samples: Samples, shift_ns: int) -> Iterable[pa.RecordBatch]:
+    """The ops an external program logged (fio, pgbench, a traced command), shifted onto the
+    run's clock, as WorkloadResult.batches streams them."""
+    from ..results.opsfile import ops_batches  # pyarrow: only when the ops are written
+
+    return ops_batches(samples.op_names, samples.chunks(shift_ns))
 
 
 @dataclass

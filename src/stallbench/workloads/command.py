@@ -27,7 +27,7 @@ from ..logformats.lines import LineTail
 from ..logformats.samples import Samples, clock_offset_ns
 from ..logformats.strace import StraceParser
 from . import supervisor
-from .base import ProgressFn, Workload, WorkloadResult
+from .base import ProgressFn, Workload, WorkloadResult, logged_ops
 from .syscalltrace import (
     STRACE_NOTE,
     TRACEFS_NOTE,
@@ -135,7 +135,7 @@ class CommandWorkload(Workload):
         status, reason = outcome.run_status("the command")
         extra = {"exit_code": self.exit_code, "tracer": self.tracer,
                  "stopped": outcome.stopped, "counts": samples.counts()}
-        return WorkloadResult(batches=samples.batches(shift_ns), counted=samples.counts(),
+        return WorkloadResult(batches=logged_ops(samples, shift_ns), counted=samples.counts(),
                               rusage=outcome.rusage, extra=extra, status=status, reason=reason)
 
     def _end_ns(self, ctx: RunContext) -> int:

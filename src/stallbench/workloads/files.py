@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..analysis.display import format_size
 from ..core.errors import UsageError
-from ..core.units import format_size
 
 FILL_CHUNK = 1 << 20
 SYNC_EVERY = 128 << 20      # fdatasync this often while filling: the rate seen is the device's

@@ -34,7 +34,7 @@ from ..core.units import parse_size
 from ..logformats import fio as fio_logs
 from ..logformats.samples import Samples, clock_offset_ns
 from . import supervisor
-from .base import ProgressFn, Workload, WorkloadResult
+from .base import ProgressFn, Workload, WorkloadResult, logged_ops
 
 
 # -- options: the one declaration of fio's flags, plan keys, defaults and checks ---------------
@@ -209,7 +209,7 @@ class FioWorkload(Workload):
             "fio", supervisor.last_line(stderr_path.read_text(errors="replace")))
         counted = _json_counts(final) if final is not None else samples.counts()
         # fio's log times are wall clock (ms): onto the run's monotonic clock
-        return WorkloadResult(batches=samples.batches(offset + ctx.t0_ns), counted=counted,
+        return WorkloadResult(batches=logged_ops(samples, offset + ctx.t0_ns), counted=counted,
                               rusage=outcome.rusage, extra=extra, status=status,
                               reason=reason)
 

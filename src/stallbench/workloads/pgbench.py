@@ -47,7 +47,7 @@ from ..logformats.pgbench import (
 )
 from ..logformats.samples import Samples, clock_offset_ns
 from . import supervisor
-from .base import ProgressFn, Workload, WorkloadResult
+from .base import ProgressFn, Workload, WorkloadResult, logged_ops
 from .pgbenchargs import (
     BUILTINS,
     DEFAULT_SETTINGS,
@@ -337,7 +337,7 @@ class PgbenchWorkload(Workload):
                                             planned="duration")
         counted = {"txn": own["transactions"]} if "transactions" in own and \
             self.ops == ("txn",) else {}
-        return WorkloadResult(batches=samples.batches(offset + ctx.t0_ns), counted=counted,
+        return WorkloadResult(batches=logged_ops(samples, offset + ctx.t0_ns), counted=counted,
                               rusage=rusage, extra=extra, status=status, reason=reason)
 
 

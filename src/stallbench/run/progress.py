@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from rich.console import Console, Group
     from rich.live import Live
 
-from .units import format_ns
+from ..analysis.display import format_ns
 
 PLAIN_PERIOD_S = 5.0
 STARVED_AFTER_S = 1.0

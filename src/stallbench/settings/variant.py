@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..analysis.display import format_size
 from ..core.errors import UsageError
 from ..core.options import (
     APPEND,
@@ -28,7 +29,7 @@ from ..core.options import (
     fields_of,
     option,
 )
-from ..core.units import format_size, parse_size
+from ..core.units import parse_size
 from .shapes import (
     FILESYSTEMS,
     IO_MAX_KEYS,
@@ -96,7 +97,7 @@ def _memory_limit(value: object, what: str) -> int:
 
 
 def _name(value: object, what: str) -> str:
-    from ..results.rundirs import check_name
+    from ..core.names import check_name
 
     return check_name(_string(value, what), f"{what}: variant name")
 

@@ -1,12 +1,13 @@
-"""Renders `stallbench bisect` (computed in bisect.py): a line per decided step, the answer."""
+"""What `stallbench bisect` prints: a line per decided step, the answer (report/common.py's
+number formats)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..bisect.search import FOUND, NOT_BAD, RANGE, Answer
-from ..bisect.steps import Result, Step
-from .common import format_percent
+from ..report.common import format_percent
+from .search import FOUND, NOT_BAD, RANGE, Answer
+from .steps import Result, Step
 
 
 def step_line(step: Step) -> str:

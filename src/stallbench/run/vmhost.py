@@ -22,20 +22,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..analysis.display import format_size
 from ..core.errors import RunDataError, UsageError
 from ..core.hostfacts import kernel_info
 from ..core.journal import Journal
-from ..core.units import format_size
-from ..plan.plan import Plan, VariantSettings
+from ..plan.plan import Plan
 from ..results.guestnote import TCG_NOTE
 from ..results.runmeta import RUN_FILE, Status, read_meta
 from ..results.store import RunWriter
+from ..settings.variant import VariantSettings
+from ..vm import exchange as guest_side  # the contract with run/guest.py
+from ..vm.checks import DEFAULT_CPUS, DEFAULT_MEMORY
+from ..vm.initramfs import build_initramfs
+from ..vm.kernel import KernelError, cache_dir, pvh_vmlinux, resolve_kernel
+from ..vm.qemu import Guest, GuestError, choose_accel, qemu_argv, qemu_binary, qemu_version
 from ..workloads import Workload
-from . import exchange as guest_side  # the contract with run/guest.py
-from .checks import DEFAULT_CPUS, DEFAULT_MEMORY
-from .initramfs import build_initramfs
-from .kernel import KernelError, cache_dir, pvh_vmlinux, resolve_kernel
-from .qemu import Guest, GuestError, choose_accel, qemu_argv, qemu_binary, qemu_version
 
 BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 120.0}
 RUN_GRACE_S = 600.0          # setup in the guest (data files) on top of the run's duration
@@ -160,7 +161,7 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
 def _installed_under_tmp() -> bool:
     """The guest gets its own /tmp, unless this stallbench (or its Python) lives under the
     host's /tmp: then the guest keeps seeing that, read-only, and writes under /run/tmp."""
-    package = os.path.dirname(os.path.dirname(__file__))   # src/stallbench, vm/'s parent
+    package = os.path.dirname(os.path.dirname(__file__))   # src/stallbench, run/'s parent
     paths = [sys.executable, os.path.realpath(sys.executable), sys.prefix, package]
     return any(os.path.realpath(p).startswith("/tmp/") or p.startswith("/tmp/") for p in paths)
 
