@@ -54,14 +54,17 @@ def delayacct_on():
 @requires_root
 def test_run_json_delay_totals_agree_with_the_report(tmp_path: Path, delayacct_on) -> None:
     results = tmp_path / "results"
+    # direct reads: every op waits for the device, so block I/O is there to be accounted (a
+    # cached file gave none: the suite of 2026-12-03, blkio 0 ns in a 2 s run)
     for variant, threads in (("one", "1"), ("two", "2")):
         out = run_stallbench("run", "randread", "--variant", variant, "--results", str(results),
                              "--dir", str(tmp_path), "--file-size", "32M", "--duration", "2",
-                             "--threads", threads, "--monitors", "delay", "--no-progress",
-                             "--no-drop-caches", timeout=120)
+                             "--threads", threads, "--direct", "--monitors", "delay",
+                             "--no-progress", "--no-drop-caches", timeout=120)
         assert out.returncode == 0, out.stderr
     report = json.loads(run_stallbench("compare", "one", "two", "--results", str(results),
                                        "--format", "json", check=True).stdout)
+    faulty = set()
     for variant in ("one", "two"):
         run_dir = results / variant / "randread" / "1"
         meta = json.loads((run_dir / "run.json").read_text())
@@ -84,9 +87,10 @@ def test_run_json_delay_totals_agree_with_the_report(tmp_path: Path, delayacct_o
             lived = sum(r["t_ns"] for r in last.values())
             if any((r[f"{kind}_ns"] or 0) > r["t_ns"] * 1.05 + 1e6 for r in last.values()):
                 assert totals[kind] == report_total <= lived * 1.05, (variant, kind)
+                faulty.add((variant, kind))
                 continue
             assert totals[kind] == report_total == kernel, (variant, kind)
-        assert totals["cpu"] > 0 and totals["blkio"] > 0
+        assert totals["cpu"] > 0 and (totals["blkio"] > 0 or (variant, "blkio") in faulty)
 
 
 def _delay_table() -> pa.Table:

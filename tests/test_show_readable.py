@@ -58,6 +58,27 @@ def test_show_prints_the_environment_whole_and_within_100_columns(real_run):
     assert "space_needed: 4 MiB" in flat
 
 
+def test_show_wraps_a_long_note_and_keeps_it_whole(real_run):
+    # the note another program's page cache drops give a run (the suite's other lanes gave one:
+    # 241 columns on one line); written into a copy of the real run's run.json
+    results = real_run[0].parent / "noted"    # a path as short as the real run's
+    shutil.copytree(real_run[0], results)
+    run_json = next(results.glob("a/randread/*/run.json"))
+    meta = json.loads(run_json.read_text())
+    note = ("another program dropped the page cache 2 times during the run (vmstat "
+            "drop_pagecache): cached reads became reads from the device and memory cgroups "
+            "emptied, so this run's latencies are not its configuration's alone")
+    meta["notes"] = [*meta.get("notes", []), note]
+    run_json.write_text(json.dumps(meta))
+    out = run_stallbench("show", "a", "--results", str(results), check=True).stdout
+    head = out[:out.index("\nlatency in")].splitlines()
+    assert [line for line in head if len(line) > 100] == []
+    start = next(i for i, line in enumerate(head) if line.startswith("    note: another"))
+    shown = [head[start]] + [line for line in head[start + 1:start + 4]
+                             if line.startswith("      ") and not line.startswith("       ")]
+    assert " ".join(" ".join(shown).split()) == "note: " + note
+
+
 def _significant_digits(cell: str) -> int:
     digits = cell.replace(".", "").replace(",", "").lstrip("0")
     return len(digits)

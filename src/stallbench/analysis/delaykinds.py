@@ -1,7 +1,8 @@
 """The kinds of Linux delay accounting (taskstats), declared once: where the kernel keeps each
 kind's count and total in struct taskstats, the first version that has it, and the words the
 reports use for it. monitors/delay.py decodes and names the `delay` table's columns from this
-table; analysis/monitors.py and analysis/delaymax.py take their words from it."""
+table; analysis/monitors.py and analysis/delaymax.py take their words from it, inops.py,
+mechanism.py and whyline.py their groups."""
 
 from __future__ import annotations
 
@@ -16,18 +17,33 @@ class DelayKind:
     since: int              # the first taskstats version that has this kind
     noun: str               # "the longest single {noun} was 14 ms" (analysis/delaymax.py)
     spent: str | None       # "86% of the op time was {spent}": a cause worth naming (None: not)
+    state: str | None = None    # the task's one state all through the wait: "runnable" (on a run
+    #                             queue) or "asleep" (io_schedule); None: partly on a CPU. A task
+    #                             is in one state at a time, and asleep off a CPU (analysis/inops)
+    reclaim: bool = False   # a stall of memory reclaim: the memory limit or low system memory
+    #                         is its mechanism (analysis/mechanism.py)
+    blocks: bool = False    # the task waited for the device or for memory, not for a CPU: what
+    #                         makes an op's change a blocking one (analysis/whyline.py)
 
 
 # in struct taskstats order: v16+ keeps {kind}_delay_max, {kind}_delay_min pairs at its end in
 # this order too
 DELAY_KINDS: tuple[DelayKind, ...] = (
-    DelayKind("cpu", 16, 24, 1, "run-queue wait", "waiting for a CPU"),
-    DelayKind("blkio", 32, 40, 1, "block I/O wait", "in block I/O waits"),
-    DelayKind("swapin", 48, 56, 1, "swap-in", "in swap-in"),
-    DelayKind("freepages", 312, 320, 6, "direct-reclaim stall", "in direct reclaim (freepages)"),
-    DelayKind("thrashing", 328, 336, 9, "thrashing (refault) wait", "in thrashing (refaults)"),
-    DelayKind("compact", 352, 360, 11, "compaction stall", "in compaction"),
+    DelayKind("cpu", 16, 24, 1, "run-queue wait", "waiting for a CPU", state="runnable"),
+    DelayKind("blkio", 32, 40, 1, "block I/O wait", "in block I/O waits", state="asleep",
+              blocks=True),
+    DelayKind("swapin", 48, 56, 1, "swap-in", "in swap-in", blocks=True),
+    DelayKind("freepages", 312, 320, 6, "direct-reclaim stall", "in direct reclaim (freepages)",
+              reclaim=True, blocks=True),
+    DelayKind("thrashing", 328, 336, 9, "thrashing (refault) wait", "in thrashing (refaults)",
+              reclaim=True, blocks=True),
+    DelayKind("compact", 352, 360, 11, "compaction stall", "in compaction", reclaim=True,
+              blocks=True),
     DelayKind("wpcopy", 400, 408, 13, "copy-on-write copy", None),
     DelayKind("irq", 416, 424, 14, "IRQ delay", None),
 )
 DELAY_KIND_NAMES: tuple[str, ...] = tuple(k.name for k in DELAY_KINDS)
+ONE_STATE: tuple[str, ...] = tuple(k.name for k in DELAY_KINDS if k.state)   # cannot overlap
+ASLEEP: tuple[str, ...] = tuple(k.name for k in DELAY_KINDS if k.state == "asleep")
+RECLAIM: tuple[str, ...] = tuple(k.name for k in DELAY_KINDS if k.reclaim)
+BLOCKING: tuple[str, ...] = tuple(k.name for k in DELAY_KINDS if k.blocks)

@@ -33,8 +33,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-DISJOINT = ("cpu", "blkio")     # delay kinds a task cannot be in at the same time
-OFF_CPU = ("blkio",)            # delay kinds a task spends asleep: bounded by its time off a CPU
+from .delaykinds import ASLEEP, ONE_STATE
+
 IMPOSSIBLE_RATE = 1.05          # waits accounted per second of a task's time beyond which they
 #                                 are a kernel accounting fault (5% for sampling jitter)
 
@@ -139,7 +139,7 @@ def delays_in_ops(t_ns: np.ndarray, busy_ns: np.ndarray, born: bool,
         accrued[kind] = int(step.sum())
     # a task is either runnable (waiting for a CPU) or asleep (in block I/O), never both: where
     # waits that began in earlier steps make the two exceed the step's op time, scale them
-    disjoint = [k for k in DISJOINT if k in lows]
+    disjoint = [k for k in ONE_STATE if k in lows]
     if len(disjoint) > 1:
         together = sum(lows[k] for k in disjoint)
         scale = np.where(together > step_busy, step_busy / np.maximum(together, 1.0), 1.0)
@@ -148,7 +148,7 @@ def delays_in_ops(t_ns: np.ndarray, busy_ns: np.ndarray, born: bool,
     beyond: dict[str, tuple[int, int]] = {}
     room = None if oncpu_ns is None else \
         _off_cpu_room(np.asarray(oncpu_ns, dtype=np.float64), born, wall, step_asleep)
-    for kind in OFF_CPU:
+    for kind in ASLEEP:
         inside = float(lows[kind].sum()) if kind in lows else 0.0
         if room is not None and beyond_room(inside, room):
             beyond[kind] = (int(inside), int(room))

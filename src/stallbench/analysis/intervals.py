@@ -86,6 +86,7 @@ from .change import (
     too_wide,
     verdict,
 )
+from .quantiles import stat_named
 from .runstats import (
     MAX_GROUPS,
     MIN_BLOCKS_PER_GROUP,
@@ -136,8 +137,9 @@ RUN_TO_RUN_SD = {"p50": 0.14, "p90": 0.25, "p95": 0.25, "p99": 0.25, "p999": 0.9
                  "p9999": 1.20, "mean": 0.25, "rate": 0.15}
 TAIL_PROBABILITY = 0.99   # quantiles beyond it keep the A/A table's weight beside measured runs
 RESPONSE_PRIOR_FACTOR = 4.0
-_QUANTILE_PRIOR = ((0.50, "p50"), (0.90, "p90"), (0.95, "p95"), (0.99, "p99"), (0.999, "p999"),
-                   (0.9999, "p9999"))
+# the table's quantiles by probability: the points the prior of any other quantile lies between
+_QUANTILE_PRIOR = tuple(sorted((stat_named(key).probability, key) for key in RUN_TO_RUN_SD
+                               if stat_named(key).probability is not None))
 METHOD = ("two-level: time blocks within each run, and the spread between runs (measured from "
           "the runs, with this host's noise profile where there is one, else with fewer than "
           "3+3 runs partly assumed from A/A runs)")

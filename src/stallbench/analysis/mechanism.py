@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from . import monitornames as names
+from .delaykinds import RECLAIM
 from .display import format_size
 
 IO_LIMIT_NAMES = {"read_iops": "riops", "write_iops": "wiops", "read_bps": "rbps",
@@ -113,7 +114,7 @@ def mechanism(kind: str, op: str, direction: str, facts: Facts,
             return (f"reads of pages evicted under low system memory "
                     f"({format_size(facts.system_memory)} left to the system)")
         return stacks_hint
-    if kind in ("freepages", "thrashing", "compact"):
+    if kind in RECLAIM:
         if memcg_bound(facts):
             return f"memcg reclaim: the {format_size(facts.memory_limit)} limit was hit " \
                    f"{facts.memory_hits} times"

@@ -14,9 +14,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .delaykinds import DELAY_KIND_NAMES
+from .delaykinds import ASLEEP, DELAY_KIND_NAMES
 from .delaymax import longest_delays
-from .inops import IMPOSSIBLE_RATE, OFF_CPU, accounted_per_second, beyond_room
+from .inops import IMPOSSIBLE_RATE, accounted_per_second, beyond_room
 from .stalls import decimate
 
 
@@ -181,7 +181,7 @@ def task_delays(tid: np.ndarray, born_in_run: np.ndarray, delays: Mapping[str, n
                     known[i] = False
                     if impossible is not None:
                         impossible[kind] = max(rate, impossible.get(kind, 0.0))
-        if kind in OFF_CPU and oncpu_ns is not None and t_ns is not None:
+        if kind in ASLEEP and oncpu_ns is not None and t_ns is not None:
             room = _off_cpu_time(np.asarray(oncpu_ns, dtype=np.float64)[order],
                                  since_start, born, starts, ends)
             beyond = beyond_room(accrued, room)

@@ -301,24 +301,6 @@ def role_delays(runs: Sequence[RunDelays], ops_by_role: Mapping[str, int] | None
     return rows_out
 
 
-def impossible_warnings(label: str, delays: Sequence[RoleDelays]) -> list[str]:
-    """One line per role and kind whose waits the kernel accounted faster than time passes."""
-    return [f"{label}: taskstats accounted {kind} delay to a {role.role} worker at {rate:.1f} s "
-            "per second of its time, which no task can wait: a kernel accounting fault (a wait "
-            f"timed from an earlier start?); {kind} is left out of the delay shares"
-            for role in delays for kind, rate in sorted(role.impossible.items())]
-
-
-def off_cpu_warnings(label: str, delays: Sequence[RoleDelays]) -> list[str]:
-    """One line per role and kind whose waits inside the ops the kernel accounted beyond the
-    tasks' time off a CPU (analysis/inops.py), which no wait for the device can exceed."""
-    return [f"{label}: taskstats accounted {accounted / 1e9:.2f} s of {kind} delay inside the "
-            f"{role.role} workers' ops, more than the {room / 1e9:.2f} s they were off a CPU "
-            "and not in a pacing sleep (a task waiting for the device is asleep): a kernel "
-            f"accounting fault; their {kind} share is cut to that time"
-            for role in delays for kind, (accounted, room) in sorted(role.beyond_off_cpu.items())]
-
-
 def role_io(delays: Sequence[RoleDelays]) -> dict[str, RoleIO]:
     """What analysis/device.py needs of each role: op time, block I/O waits in the ops, I/O."""
     return {row.role: RoleIO(row.ops_latency_ns, None if "blkio" in row.impossible

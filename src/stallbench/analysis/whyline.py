@@ -1,6 +1,7 @@
 """The one-line explanations of the where section ("read p99 +310%: ..."), from the typed
 subsections wheresection.py fills: delay accounting attributed to the ops (with the mechanism
-by name, analysis/mechanism.py) and the slow ops' breakdown. Pure.
+by name, analysis/mechanism.py) and the slow ops' breakdown; and the section's warnings when
+the kernel's delay accounting cannot be true. Pure.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from . import delaymax
 from . import monitors as am
+from .delaykinds import BLOCKING
 from .mechanism import Facts, mechanism, op_direction, throttle_words
 from .wheresection import DeviceVerdict, Explanation, LongestDelay, RoleDelays, SlowOps
 
@@ -89,7 +91,6 @@ def _unnamed_new_op(op: str, role: RoleDelays, direction: str, traced: bool) -> 
             + ("" if traced else "; --monitors stacks would name the wait"))
 
 
-BLOCKING = ("blkio", "freepages", "thrashing", "compact", "swapin")
 GREW = 1.2     # a delay is a cause of the change when its time per op grew by this factor
 
 
@@ -108,3 +109,21 @@ def _device_bound(slow: SlowOps) -> bool:
     top = max(slow.shares, key=lambda k: slow.shares[k])
     return top in ("device", "direct I/O to the device") or "block" in top or "D state" in top \
         or top.startswith("other")
+
+
+def impossible_warnings(label: str, delays: Sequence[RoleDelays]) -> list[str]:
+    """One line per role and kind whose waits the kernel accounted faster than time passes."""
+    return [f"{label}: taskstats accounted {kind} delay to a {role.role} worker at {rate:.1f} s "
+            "per second of its time, which no task can wait: a kernel accounting fault (a wait "
+            f"timed from an earlier start?); {kind} is left out of the delay shares"
+            for role in delays for kind, rate in sorted(role.impossible.items())]
+
+
+def off_cpu_warnings(label: str, delays: Sequence[RoleDelays]) -> list[str]:
+    """One line per role and kind whose waits inside the ops the kernel accounted beyond the
+    tasks' time off a CPU (analysis/inops.py), which no wait for the device can exceed."""
+    return [f"{label}: taskstats accounted {accounted / 1e9:.2f} s of {kind} delay inside the "
+            f"{role.role} workers' ops, more than the {room / 1e9:.2f} s they were off a CPU "
+            "and not in a pacing sleep (a task waiting for the device is asleep): a kernel "
+            f"accounting fault; their {kind} share is cut to that time"
+            for role in delays for kind, (accounted, room) in sorted(role.beyond_off_cpu.items())]

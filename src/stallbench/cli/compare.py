@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..analysis.quantiles import DEFAULT_PERCENTS
+from ..compare import DEFAULT_NOISE
 from ..core.errors import ExitCode, UsageError
 from ..report import FORMATS
 from .common import add_source_arguments
@@ -37,8 +38,8 @@ def register(subparsers) -> None:
 
 def add_common(parser: argparse.ArgumentParser) -> None:
     add_source_arguments(parser)
-    parser.add_argument("--noise", default="2%", help="smallest change called better/worse "
-                        "(default %(default)s)")
+    parser.add_argument("--noise", default=f"{DEFAULT_NOISE:.0%}",
+                        help="smallest change called better/worse (default %(default)s)")
     parser.add_argument("--pool-hosts", action="store_true",
                         help="pool a variant's runs from several hosts (default: per host, "
                              "as VARIANT@HOST)")

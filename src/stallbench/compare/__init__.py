@@ -8,3 +8,5 @@ pictures' data). Beside it, for the other commands that read runs as a compariso
 gate.py (`check`, and `--iterations auto`), show.py (`show` of one variant) and
 calibration.py (`calibrate`: a noise profile from A/A runs).
 """
+
+DEFAULT_NOISE = 0.02   # changes smaller than this are never called better/worse (--noise)

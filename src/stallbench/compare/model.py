@@ -12,12 +12,13 @@ from ..analysis import intervals as iv
 from ..analysis.noise import NoiseProfile
 from ..analysis.quantiles import Stat, row_stats
 from ..analysis.wheresection import WhereSection
+from . import DEFAULT_NOISE
 from .stalls import StallSummary
 
 
 @dataclass
 class CompareOptions:
-    noise: float = 0.02  # changes smaller than this are never called better/worse
+    noise: float = DEFAULT_NOISE  # changes smaller than this are never called better/worse
     interval_s: float = 1.0  # stalls-over-time interval
     stall_threshold_ns: int = 100_000_000  # an interval whose max exceeds this is a stall
     rate_drop: float = 0.10  # rate fell by more than this -> flagged FEWER OPS

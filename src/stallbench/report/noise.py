@@ -6,9 +6,8 @@ from pathlib import Path
 
 from ..analysis.intervals import MAX_INTERVAL_RATIO
 from ..analysis.noise import NoiseProfile, resolution
-from ..analysis.quantiles import stat_named
+from ..analysis.quantiles import DECIDING_STATS, stat_named
 
-SHOWN = ("p50", "p99", "rate")
 RESOLUTION_RUNS = (1, 3)
 
 
@@ -23,7 +22,7 @@ def render_profile(profile: NoiseProfile, path: Path) -> str:
              + " run(s) per variant; changes well beyond it are called)"]
     for op, stats in profile.table.items():
         parts = []
-        for key in SHOWN:
+        for key in DECIDING_STATS:     # the statistics that decide verdicts
             if key not in stats:
                 continue
             sd, dof, within = stats[key]

@@ -67,8 +67,10 @@ def render_text(summary: RunsSummary) -> str:
         if meta.monitors:
             lines.append("    monitors " + ", ".join(
                 f"{name} ({(m or {}).get('status', '?')})" for name, m in meta.monitors.items()))
-        for note in meta.notes:
-            lines.append(f"    note: {note}")
+        for note in meta.notes:    # a note is as long as it needs to be: wrapped, nothing cut
+            lines += textwrap.wrap(f"note: {note}", WIDTH, initial_indent="    ",
+                                   subsequent_indent="      ", break_long_words=False,
+                                   break_on_hyphens=False)
     lines.append("")
     lines.append("latency in each row's unit; a value far from the row's carries its own "
                  "(3.19µs)")

@@ -66,8 +66,8 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
         section.psi[label] = ws.pressure(variant.psi(), variant.seconds)
         section.diskstats[label] = ws.disk_summaries(variant.diskstats())
         section.delay[label] = ws.role_delays(variant.delays(), variant.ops_by_role())
-        section.warnings += ws.impossible_warnings(label, section.delay[label])
-        section.warnings += ws.off_cpu_warnings(label, section.delay[label])
+        section.warnings += whyline.impossible_warnings(label, section.delay[label])
+        section.warnings += whyline.off_cpu_warnings(label, section.delay[label])
         section.device[label] = device.device_vs_above(
             section.diskstats[label], {op: (n, total) for op, (n, total, _)
                                        in variant.op_totals.items()}, len(variant.runs),
