@@ -30,7 +30,7 @@ def format_ns(value_ns: float | None, unit: tuple[str, int] | None = None) -> st
     name, scale = unit or choose_time_unit([value_ns])
     value = value_ns / scale
     if value >= 100 or value == int(value):
-        text = f"{value:.0f}" if value >= 100 else f"{value:.0f}"
+        text = f"{value:.0f}"
     elif value >= 10:
         text = f"{value:.1f}"
     else:
