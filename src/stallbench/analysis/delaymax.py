@@ -72,12 +72,27 @@ def longest_delays(tid: np.ndarray, born_in_run: np.ndarray,
     return result
 
 
+# The kernel's task clock (local_clock) against CLOCK_MONOTONIC, which times the ops: NTP slews
+# the latter by at most 500 ppm, and the two are read a few µs apart. A worker's longest wait
+# is the kernel's own number compared with exact op times, so no sampling jitter applies (seen
+# on 6.18: a throttled reader's longest block I/O wait 265.8 ms where no read took more than
+# 259.2 ms and no completion was further than that from the previous one after the first).
+CLOCK_RATE = 1.001
+CLOCK_SLACK_NS = 1_000_000
+
+
+def outlasts(value_ns: float, bound_ns: float) -> bool:
+    """Whether a single wait of `value_ns` cannot fit in a span of `bound_ns` timed by the
+    recorder."""
+    return bool(value_ns > bound_ns * CLOCK_RATE + CLOCK_SLACK_NS)
+
+
 def beyond_ops(entry: Mapping[str, Any], longest_op_ns: int | None) -> dict[str, Any]:
     """A worker's longest-delay entry (longest_delays' form), made impossible when its maximum
-    exceeds `longest_op_ns` (the run's longest op or time without a completion, whichever is
-    longer) by more than sampling allows."""
+    outlasts `longest_op_ns` (the run's longest op or time without a completion, whichever is
+    longer)."""
     value = entry.get("max_ns")
-    if value is None or longest_op_ns is None or value <= longest_op_ns * IMPOSSIBLE_RATE + 1e6:
+    if value is None or longest_op_ns is None or not outlasts(value, longest_op_ns):
         return dict(entry)
     return {**entry, "max_ns": None, "tid": None,
             "impossible": int(entry.get("impossible") or 0) + 1}

@@ -122,6 +122,7 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
         "counters": comparison.counters,
         "notes": comparison.notes,
         "noise_profile": comparison.noise_profile,
+        "profile_problem": comparison.profile_problem,
         "problems": comparison.problems,
     }
 
