@@ -141,8 +141,17 @@ def _paired_or_skip(comparison: dict, label: str) -> None:
     assert duet["interval"] == "paired", duet
 
 
+def _twin_calls(results: Path) -> dict:
+    """The A/A twin's called rows at --noise 10%: {statistic: (verdict, change)}."""
+    aa = _compare(results, "a2", "twin", "--noise", "10%")
+    _paired_or_skip(aa, "twin")
+    return {stat: (c["verdict"], c.get("change")) for stat, c in
+            aa["ops"]["read"]["variants"]["twin"]["change"].items()
+            if c["verdict"] in ("better", "worse")}
+
+
 @requires_root
-def test_duets_find_a_moderate_change_and_not_the_twin(duets):
+def test_duets_find_a_moderate_change_and_not_the_twin(duets, tmp_path):
     results, _ = duets
     changed = _compare(results, "a", "big")
     _paired_or_skip(changed, "big")
@@ -150,18 +159,22 @@ def test_duets_find_a_moderate_change_and_not_the_twin(duets):
     read = changed["ops"]["read"]["variants"]["big"]["change"]
     assert read["p50_ns"]["verdict"] == "worse", read["p50_ns"]
     # A 95% procedure calls an A/A twin different in up to 1 comparison of 20 by design (BH
-    # over the deciding statistics): 1 of 30 of these duets on 2026-12-03, -8.2% at p50 with
-    # three consistent pairs, and CI's run of 2026-12-02. What must hold in every run is that
-    # no sizeable change is called: over 10%, 0.3% of trials on that day's pairs (bootstrap of
-    # their 90 p50 log ratios, BENCHMARKS.md "Duet A/A on a fresh machine").
-    aa = _compare(results, "a2", "twin", "--noise", "10%")
-    _paired_or_skip(aa, "twin")
-    called = {stat: c["verdict"] for stat, c in aa["ops"]["read"]["variants"]["twin"]
-              ["change"].items() if c["verdict"] in ("better", "worse")}
-    assert not called, called
-    text = run_stallbench("compare", "a2", "twin", "--results", str(results), check=True).stdout
+    # over the deciding statistics), and over 10% rarely but not never: drawing 3 of 90 real A/A
+    # pairs (BENCHMARKS.md "Duet A/A on a fresh machine"), 0.3% at p50 and at p99 (the
+    # suite of 2026-12-04 met one: p99 -13% with pairs of -13.1, -11.5, -14.1%, its levels
+    # moving within each run). One call cannot tell chance from a fault, so a called twin
+    # records a second, independent A/A plan, which must not be called: chance twice is
+    # ~1 in 10^5, an interval too narrow for the pairs' spread is called again.
+    aa_results = results
+    called = _twin_calls(results)
+    if called:
+        aa_results, _ = _run_plan(tmp_path, "aa", "a2", "twin", "")
+        again = _twin_calls(aa_results)
+        assert not again, f"called twice: {called}, then {again}"
+    text = run_stallbench("compare", "a2", "twin", "--results", str(aa_results),
+                          check=True).stdout
     assert "DUET: twin ran at the same time as a2" in text
-    check = run_stallbench("check", "a2", "twin", "--results", str(results), "--metric",
+    check = run_stallbench("check", "a2", "twin", "--results", str(aa_results), "--metric",
                            "read:p50", "--max-regression", "10%")
     assert check.returncode != 1, check.stdout + check.stderr
 
