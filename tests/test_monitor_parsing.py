@@ -149,9 +149,9 @@ def test_monitor_registry_names_match_the_classes() -> None:
         parse_monitor_list,
     )
 
-    assert monitor_names() == ["counters", "psi", "diskstats", "delay", "stacks", "trace",
-                               "trace-full"]
+    assert monitor_names() == ["counters", "psi", "diskstats", "delay", "reclaim", "stacks",
+                               "trace", "trace-full"]
     assert all(monitor_class(name).name == name for name in monitor_names())
-    assert default_monitor_names() == ["counters", "psi", "diskstats", "delay"]
-    assert parse_monitor_list("all") == ["counters", "psi", "diskstats", "delay", "stacks",
-                                         "trace"]
+    assert default_monitor_names() == ["counters", "psi", "diskstats", "delay", "reclaim"]
+    assert parse_monitor_list("all") == ["counters", "psi", "diskstats", "delay", "reclaim",
+                                         "stacks", "trace"]

@@ -1,19 +1,30 @@
-"""Device or above it, per op, from the op's own I/O (pure).
+"""Device or above it, per op, from the op's own I/O and the device's side (pure).
 
 Not the device's time per request against the op's mean: a page-cached read of 1 µs next to a
 device at 469 µs per request is not "in the device". What the op's role read from the block
 layer (taskstats read_bytes against the bytes its read calls returned) says whether its reads
 reached the device at all; the share of its op time in block I/O waits (delays attributed to
 the ops, analysis/inops.py) whether it waited for it; a throttle the variant set is named.
+
+A block I/O wait is not always the device's time: the kernel counts every io_schedule sleep as
+one, so a dirty-throttling pause (balance_dirty_pages), a writeback wait inside reclaim or a
+back-off in reclaim is "block I/O" though the device served nothing of the op. The device's
+own side bounds it: what the role read from the block layer and wrote to it (taskstats
+read_bytes, write_bytes: bytes read at submission, written at dirtying or direct submission),
+at the device's time per byte (diskstats: request time over bytes, the slowest device's, so a
+bound and not an estimate) is the most the device can have spent on the role's own I/O; block
+I/O waits beyond that, and the dirty-throttling pauses the tracepoints timed inside the op, are
+sleeps the device did not serve (`not_device`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import monitors as am
+from . import tracedstalls
 from .mechanism import Facts, op_direction, throttle_words
 
 
@@ -27,6 +38,12 @@ class DeviceVerdict:
     #                                         bytes its read calls returned (taskstats)
     blkio_share: float | None = None        # of the role's op time, in block I/O waits
     requests_per_op: float | None = None    # all the devices' requests / the run's ops
+    device_share: float | None = None       # of the role's op time, at most the device's time
+    #                                         for the role's own reads (None: not bounded)
+    not_device: float | None = None         # of the op time, block I/O waits the device did not
+    #                                         serve (beyond device_share, or traced pauses)
+    not_device_in: list[str] = field(default_factory=list)   # the traced stalls (kinds) that
+    #                                         hold them, where the tracepoints say
 
 
 @dataclass
@@ -49,13 +66,16 @@ ABOVE = "above the device (page cache, reclaim, locks, CPU)"
 def device_vs_above(disks: Mapping[str, Any], op_totals: Mapping[str, tuple[int, int]],
                     runs: int, delays: Mapping[str, RoleIO] | None = None,
                     roles_of_op: Mapping[str, Sequence[str]] | None = None,
-                    facts: Facts | None = None) -> dict[str, DeviceVerdict]:
+                    facts: Facts | None = None,
+                    stalls: Mapping[str, Mapping[str, float]] | None = None
+                    ) -> dict[str, DeviceVerdict]:
     """Per op: was its time spent in the device or above it, judged from the op's own I/O:
     the share of the bytes its role read that came from the block layer (taskstats), and the
-    share of its op time in block I/O waits (delays attributed to the ops); a throttle the
-    variant set is named as such. Without delay accounting only a bound is possible: with far
-    fewer device requests than ops, most ops cannot have reached the device.
-    `op_totals[op]` = (samples, latency sum) over the runs."""
+    share of its op time in block I/O waits (delays attributed to the ops), less what the device
+    cannot have served (module docstring); a throttle the variant set is named as such. Without
+    delay accounting only a bound is possible: with far fewer device requests than ops, most ops
+    cannot have reached the device. `op_totals[op]` = (samples, latency sum) over the runs;
+    `stalls[op][kind]` the share of the op's time in traced stalls of each kind."""
     roles_of_op = roles_of_op or {}
     by_role = delays or {}
     if not disks and not by_role:
@@ -64,6 +84,7 @@ def device_vs_above(disks: Mapping[str, Any], op_totals: Mapping[str, tuple[int,
     device_ns = sum((d.ns_per_request or 0) * ((d.reads or 0) + (d.writes or 0))
                     for d in disks.values())
     per_request = device_ns / requests if requests else None
+    per_byte = ns_per_byte(disks, "read"), ns_per_byte(disks, "write")
     all_ops = sum(n for n, _ in op_totals.values())
     result = {}
     for op, (samples, total) in op_totals.items():
@@ -73,25 +94,75 @@ def device_vs_above(disks: Mapping[str, Any], op_totals: Mapping[str, tuple[int,
         roles = [by_role[r] for r in roles_of_op.get(op, []) if r in by_role]
         per_op = requests / max(1, runs) / (all_ops / max(1, runs)) if disks and all_ops \
             else None
-        from_device = blkio = None
+        from_device = blkio = served = None
+        beyond = Beyond(None, [])
         verdict = None
         bound = am.device_share(total, requests / max(1, runs), per_request)
         if roles:
             io = {k: sum(r.io.get(k, 0) for r in roles) for k in ("read_char", "read_bytes",
-                                                                 "write_char")}
+                                                                 "write_char", "write_bytes")}
             latency = sum(r.ops_latency_ns for r in roles)
             waits = [r.blkio_in_ops_ns for r in roles]
             blkio = sum(waits) / latency if latency and None not in waits else None
             direction = op_direction(op, io)
             if io["read_char"]:
                 from_device = min(1.0, io["read_bytes"] / io["read_char"])
-            verdict = _verdict(direction, from_device, blkio, facts)
+            # an fsync waits for flushes (no bytes) and the journal's writes (the journal
+            # thread's bytes): the role's own bytes do not bound its device time
+            if latency and per_byte != (None, None) and not syncs(roles_of_op, op):
+                served = min(1.0, sum(io[f"{way}_bytes"] * ns for way, ns
+                                      in zip(("read", "write"), per_byte, strict=True) if ns)
+                             / latency)
+            beyond = not_served(blkio, served, (stalls or {}).get(op, {}))
+            verdict = _verdict(direction, from_device, blkio, facts, beyond)
             if verdict is None and None in waits:
                 verdict = _without_waits(direction, from_device, bound, facts, disks)
         elif per_op is not None and per_op < PAGE_CACHE_FRACTION:
             verdict = f"{ABOVE}: {per_op:.1%} device requests per op"
-        result[op] = DeviceVerdict(mean, per_request, bound, verdict, from_device, blkio, per_op)
+        result[op] = DeviceVerdict(mean, per_request, bound, verdict, from_device, blkio, per_op,
+                                   served, beyond.share, beyond.where)
     return result
+
+
+def syncs(roles_of_op: Mapping[str, Sequence[str]], op: str) -> bool:
+    """Some role that runs the op also runs an fsync-like op."""
+    roles = set(roles_of_op.get(op, ()))
+    return any(op_direction(other, {}) == "sync" and roles & set(runners)
+               for other, runners in roles_of_op.items())
+
+
+def ns_per_byte(disks: Mapping[str, Any], way: str) -> float | None:
+    """The device's time per byte read or written (`way`): request time over bytes, of the
+    devices that did any, the slowest's; None where none did."""
+    ratios = []
+    for d in disks.values():
+        count, per_request = getattr(d, f"{way}s"), getattr(d, f"{way}_ns_per_request")
+        rate = getattr(d, f"{way}_bytes_per_s")
+        if count and per_request and rate and d.seconds:
+            ratios.append(per_request * count / (rate * d.seconds))
+    return max(ratios) if ratios else None
+
+
+class Beyond(NamedTuple):
+    share: float | None     # of the op time: block I/O waits the device did not serve
+    where: list[str]        # the traced stalls' kinds that hold them
+
+
+def not_served(blkio: float | None, served: float | None,
+               stalls: Mapping[str, float]) -> Beyond:
+    """Block I/O waits the device did not serve, as a share of the op time: beyond the device's
+    time for the role's reads (`served`), and at least the dirty-throttling pauses timed inside
+    the op (which taskstats counts as block I/O); with the traced stalls that hold them."""
+    if blkio is None:
+        return Beyond(None, [])
+    beyond = max(0.0, blkio - served) if served is not None else 0.0
+    pauses = sum(share for kind, share in stalls.items() if tracedstalls.counted_as_block_io(kind))
+    beyond = max(beyond, min(blkio, pauses))
+    if served is None and not pauses:
+        return Beyond(None, [])
+    held = [kind for kind, share in sorted(stalls.items(), key=lambda kv: -kv[1])
+            if share >= min(PARTLY_SHARE, beyond) / 2]
+    return Beyond(beyond, held[:2])
 
 
 def _without_waits(direction: str, from_device: float | None, bound: float | None,
@@ -126,7 +197,7 @@ def throttle_binds(facts: Facts, direction: str, disks: Mapping[str, Any]) -> bo
 
 
 def _verdict(direction: str, from_device: float | None, blkio: float | None,
-             facts: Facts | None) -> str | None:
+             facts: Facts | None, beyond: Beyond) -> str | None:
     """In words; the shares themselves are the verdict's own columns."""
     if direction == "read" and from_device is not None and from_device < PAGE_CACHE_FRACTION:
         return "above the device: page cache"
@@ -136,7 +207,15 @@ def _verdict(direction: str, from_device: float | None, blkio: float | None,
         if facts else None
     if throttle and blkio >= PARTLY_SHARE:
         return f"in {throttle}, before the device"
-    if blkio >= DEVICE_WAIT_SHARE:
+    waited = blkio - (beyond.share or 0.0)      # the block I/O waits the device can have served
+    if beyond.share is not None and beyond.share >= PARTLY_SHARE \
+            and (beyond.share >= waited or beyond.where):
+        where = (" in " + " and ".join(map(tracedstalls.stall_words, beyond.where))
+                 if beyond.where else " beyond the device's time for its own I/O")
+        if waited >= DEVICE_WAIT_SHARE:
+            return f"the device ({waited:.0%}) and above it: {beyond.share:.0%}{where}"
+        return f"above the device: {beyond.share:.0%}{where}"
+    if waited >= DEVICE_WAIT_SHARE:
         return "waiting for the device"
     if blkio >= PARTLY_SHARE or (from_device is not None and from_device >= REACHED_DEVICE):
         return "partly the device, the rest above it"

@@ -8,8 +8,11 @@ PSI = "psi"
 DISKSTATS = "diskstats"
 DELAY = "delay"
 STACKS = "stacks"
+RECLAIM = "reclaim"
 TRACE = "trace"
 TRACE_FULL = "trace-full"
 
 STACK_MONITORS = (STACKS, TRACE, TRACE_FULL)   # the monitors that record where tasks blocked
 TRACE_MONITORS = (TRACE, TRACE_FULL)           # the tracefs ones (reclaim throttling too)
+# the monitors whose tables time each reclaim and throttling stall (their table names)
+STALL_TABLES = {RECLAIM: "reclaim", TRACE: "trace", TRACE_FULL: "trace_full"}

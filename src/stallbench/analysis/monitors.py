@@ -180,15 +180,31 @@ STACK_CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# the scheduler's own frames at the leaf of a sleeping task's stack (a trace's stack trace keeps
+# them; /proc/PID/stack already leaves them out): the function that slept is the one below
+SCHEDULER_FRAMES = frozenset((
+    "__schedule", "schedule", "io_schedule", "io_schedule_timeout", "schedule_timeout",
+    "schedule_timeout_uninterruptible", "schedule_timeout_killable", "schedule_timeout_idle",
+    "schedule_hrtimeout", "schedule_hrtimeout_range", "schedule_hrtimeout_range_clock",
+    "schedule_preempt_disabled", "preempt_schedule_common", "__cond_resched", "bit_wait_io",
+    "bit_wait", "io_schedule_prepare", "io_schedule_finish"))
+
+
+def sleeping_frame(stack: str) -> str:
+    """The innermost frame of a folded stack that is not the scheduler's: where the task slept
+    ("" for an empty stack)."""
+    frames = [f for f in stack.split(";") if f and f not in SCHEDULER_FRAMES]
+    return frames[-1] if frames else ""
+
+
 def classify_stack(stack: str) -> str:
     """A folded stack (outermost first) -> what it was waiting on, in words."""
     frames = set(stack.split(";"))
     for label, markers in STACK_CLASSES:
         if frames.intersection(markers):
             return label
-    leaf = [f for f in stack.split(";") if f not in ("io_schedule", "schedule",
-                                                      "schedule_timeout", "io_schedule_timeout")]
-    return f"other: {leaf[-1]}" if leaf else "other"
+    leaf = sleeping_frame(stack)
+    return f"other: {leaf}" if leaf else "other"
 
 
 def parse_folded(text: str) -> dict[str, int]:
@@ -206,7 +222,8 @@ def top_stacks(counts: Mapping[str, int], limit: int = 8) -> list[dict[str, Any]
     total = sum(counts.values())
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
     return [{"stack": stack, "samples": n, "share": n / total if total else 0.0,
-             "what": classify_stack(stack)} for stack, n in ranked]
+             "what": classify_stack(stack), "sleeps_in": sleeping_frame(stack)}
+            for stack, n in ranked]
 
 
 # --------------------------------------------------------------------------------------------

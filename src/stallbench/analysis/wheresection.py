@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import delaymax, inops
+from . import delaymax, inops, tracedstalls
 from . import monitors as am
 from .delaykinds import DELAY_KIND_NAMES
 from .device import DeviceVerdict, RoleIO
@@ -94,6 +94,18 @@ class RoleDelays:
 
 
 @dataclass
+class OpStall:
+    """One kind of stall the tracepoints timed (reclaim, dirty throttling) inside one op's ops
+    after the warm-up, over the runs (analysis/tracedstalls.py): exact, not a lower bound."""
+    in_ops_ns: int
+    share: float | None           # of the op's time
+    stalls: int                   # stalls that overlapped its ops
+    mean_ns: float | None         # a stall's mean length
+    per_op: float | None          # stalls per op
+    ns_per_op: float | None = None    # the op time inside them, per op
+
+
+@dataclass
 class LongestDelay:
     max_ns: int | None
     tid: int | None
@@ -108,6 +120,7 @@ class StackRow:
     samples: int
     share: float
     what: str
+    sleeps_in: str = ""           # the innermost frame that is not the scheduler's
 
 
 @dataclass
@@ -151,6 +164,7 @@ class WhereSection:
     diskstats: dict[str, dict[str, DiskSummary]] = field(default_factory=dict)
     device: dict[str, dict[str, DeviceVerdict]] = field(default_factory=dict)
     delay: dict[str, list[RoleDelays]] = field(default_factory=dict)
+    stalls: dict[str, dict[str, dict[str, OpStall]]] = field(default_factory=dict)
     delay_max: dict[str, dict[str, LongestDelay]] = field(default_factory=dict)
     facts: dict[str, Facts] = field(default_factory=dict)
     stacks: dict[str, Stacks] = field(default_factory=dict)
@@ -318,6 +332,21 @@ def _io_deltas(columns: Mapping[str, np.ndarray], rows: np.ndarray, born: bool
         values = values[np.isfinite(values)]
         if values.size:
             out[name[3:]] = int(values[-1] - (0 if born else values[0]))
+    return out
+
+
+def op_stalls(merged: Mapping[str, Mapping[str, tracedstalls.StallSum]],
+              op_totals: Mapping[str, tuple[int, int]]) -> dict[str, dict[str, OpStall]]:
+    """op -> stall kind -> OpStall, from the runs' summed stalls and each op's (samples, latency
+    sum) after the warm-up."""
+    out: dict[str, dict[str, OpStall]] = {}
+    for op, kinds in merged.items():
+        samples, total = op_totals.get(op, (0, 0))
+        out[op] = {kind: OpStall(s.in_ops_ns, s.in_ops_ns / total if total else None, s.stalls,
+                                 s.stall_ns / s.stalls if s.stalls else None,
+                                 s.stalls / samples if samples else None,
+                                 s.in_ops_ns / samples if samples else None)
+                   for kind, s in sorted(kinds.items())}
     return out
 
 

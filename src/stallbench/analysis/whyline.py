@@ -6,15 +6,23 @@ the kernel's delay accounting cannot be true. Pure.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
-from . import delaymax
+from . import causes, delaymax, stackdiff, tracedstalls
 from . import monitors as am
-from .delaykinds import BLOCKING
+from .display import format_ns
 from .mechanism import Facts, mechanism, op_direction, throttle_words
-from .wheresection import DeviceVerdict, Explanation, LongestDelay, RoleDelays, SlowOps
+from .wheresection import (
+    DeviceVerdict,
+    Explanation,
+    LongestDelay,
+    OpStall,
+    Pressure,
+    RoleDelays,
+    SlowOps,
+    Stacks,
+)
 
 
 def explanations(label: str, tail_changes: Mapping[str, tuple[str, float | None]],
@@ -25,40 +33,48 @@ def explanations(label: str, tail_changes: Mapping[str, tuple[str, float | None]
                  facts: Facts | None = None,
                  device: Mapping[str, DeviceVerdict] | None = None,
                  base_delays: Sequence[RoleDelays] = (),
-                 base_facts: Facts | None = None) -> list[Explanation]:
-    """The one-line explanations of a candidate, per op whose tail grew: first from delay
-    accounting of the one role that runs it (the share of all its op time, attributed to the
-    ops, with the mechanism where the variant's settings and counters name it), then from its
-    slow ops' breakdown (trace or stack samples: which wait, by name); then the longest single
-    delays that grew."""
+                 base_facts: Facts | None = None,
+                 stalls: Mapping[str, Mapping[str, OpStall]] | None = None,
+                 base_stalls: Mapping[str, Mapping[str, OpStall]] | None = None,
+                 base_device: Mapping[str, DeviceVerdict] | None = None,
+                 op_samples: Mapping[str, tuple[int, int]] | None = None
+                 ) -> list[Explanation]:
+    """The one-line explanations of a candidate, per op whose tail grew: first the causes of its
+    time (analysis/causes.py: the stalls the tracepoints timed in its ops and the delay
+    accounting of the one role that runs it, block I/O split by the device's side), those that
+    grew against the baseline first, with the mechanism where the variant's settings and
+    counters name it; then its slow ops' breakdown (trace or stack samples: which wait, by
+    name); then the longest single delays that grew. `op_samples[side][op]`: the op's samples
+    in the candidate and the baseline."""
     out = []
     facts = facts or Facts()
     rows = {row.role: row for row in delays}
+    base_rows = {row.role: row for row in base_delays}
     for op, (stat, change) in sorted(tail_changes.items()):
         roles = roles_of_op.get(op, [])
         role = rows.get(roles[0]) if len(roles) == 1 else None
         direction = op_direction(op, role.io if role else {})
-        if role is not None:
-            base = next((r for r in base_delays if r.role == role.role), None)
-            shares = {k: dataclasses.asdict(v) for k, v in role.delays.items()
-                      if _grew(k, role, base)}
-            blocking = any(kind in BLOCKING for kind, _ in am.delay_causes(shares))
-            cpu_first = not blocking
-            words = {kind: text for kind, _ in am.delay_causes(shares, cpu_first)
-                     if (text := mechanism(kind, op, direction, facts, base_facts, blocking))}
-            line = am.delay_explanation(op, change, role.role, shares, mechanism=words,
-                                        cpu_first=cpu_first, stat=stat)
-            if line:
-                out.append(Explanation(label, op, line))
-            elif role.impossible and device and op in device and device[op].verdict \
-                    and change is not None and change > am.MIN_GROWTH:
-                out.append(Explanation(label, op, (
-                    f"{am.headline(op, stat, change)}: {device[op].verdict} (from the device's "
-                    f"counters: the {', '.join(sorted(role.impossible))} delay accounting "
-                    "was impossible here)")))
-            elif stat == am.NEW_OP and not role.impossible:
-                out.append(Explanation(label, op, _unnamed_new_op(op, role, direction,
-                                                                  traced=op in slow)))
+        here = _side(op, role, (stalls or {}).get(op, {}), (device or {}).get(op),
+                     (op_samples or {}).get(op, (0, 0))[0])
+        base = _side(op, base_rows.get(role.role) if role else None,
+                     (base_stalls or {}).get(op, {}), (base_device or {}).get(op),
+                     (op_samples or {}).get(op, (0, 0))[1]) if base_delays or base_stalls \
+            else None
+        grown, steady = causes.ranked(causes.op_causes(here, base), am.MIN_SHARE)
+        line = _cause_line(op, stat, change, role, grown, steady, direction, facts, base_facts,
+                           (device or {}).get(op), (stalls or {}).get(op, {}),
+                           (base_stalls or {}).get(op, {}))
+        if line:
+            out.append(Explanation(label, op, line))
+        elif role is not None and role.impossible and device and op in device \
+                and device[op].verdict and change is not None and change > am.MIN_GROWTH:
+            out.append(Explanation(label, op, (
+                f"{am.headline(op, stat, change)}: {device[op].verdict} (from the device's "
+                f"counters: the {', '.join(sorted(role.impossible))} delay accounting "
+                "was impossible here)")))
+        elif role is not None and stat == am.NEW_OP and not role.impossible:
+            out.append(Explanation(label, op, _unnamed_new_op(op, role, direction,
+                                                              traced=op in slow)))
         if op in slow:
             line = am.explanation(op, change, slow[op].breakdown_ns, slow[op].source,
                                   stat=stat)
@@ -68,10 +84,132 @@ def explanations(label: str, tail_changes: Mapping[str, tuple[str, float | None]
                     line += f"; {throttle}"
                 out.append(Explanation(label, op, line))
     for kind, entry in longest_here.items():
-        base = longest_base.get(kind)
-        line = delaymax.explanation(label, kind, entry.max_ns, base.max_ns if base else None)
+        base_entry = longest_base.get(kind)
+        line = delaymax.explanation(label, kind, entry.max_ns,
+                                    base_entry.max_ns if base_entry else None)
         if line:
             out.append(Explanation(label, None, line))
+    return out
+
+
+def _side(op: str, role: RoleDelays | None, stalls: Mapping[str, OpStall],
+          device: DeviceVerdict | None, samples: int) -> causes.OpSide:
+    """What causes.op_causes needs of one variant's op."""
+    return causes.OpSide(
+        samples, role.ops if role else 0,
+        {k: d.in_ops_ns for k, d in role.delays.items()} if role else None,
+        {k: d.share for k, d in role.delays.items() if d.share is not None} if role else None,
+        {k: (st.share or 0.0, st.ns_per_op or 0.0) for k, st in stalls.items()},
+        device.not_device if device else None,
+        tuple(device.not_device_in) if device else ())
+
+
+def _cause_line(op: str, stat: str, change: float | None, role: RoleDelays | None,
+                grown: list[causes.Cause], steady: list[causes.Cause], direction: str,
+                facts: Facts, base_facts: Facts | None, device: DeviceVerdict | None,
+                stalls: Mapping[str, OpStall], base_stalls: Mapping[str, OpStall]
+                ) -> str | None:
+    """'read p99 +174%: 25% of the read ops' time was in memcg reclaim (...), ...; also in
+    the baseline: ...' from the ranked causes, or None when none grew."""
+    if change is None or change <= am.MIN_GROWTH or not grown:
+        return None
+    blocking = any(c.blocks for c in grown)
+    parts: list[str] = []
+    said_delay = False
+    for cause in grown[:MAX_CAUSES]:
+        if cause.traced:
+            parts.append(_stall_words(op, cause, stalls[cause.kind], base_stalls.get(cause.kind),
+                                      device, first=not parts))
+            continue
+        words = _delay_words(cause.kind, op, direction, facts, base_facts, blocking)
+        if not said_delay:
+            role_name = role.role if role else op
+            parts.append(f"delay accounting: at least {cause.share:.0%} of the {role_name} "
+                         f"workers' op time was {words}")
+            said_delay = True
+        else:
+            parts.append(f"{cause.share:.0%} {words}")
+    text = f"{am.headline(op, stat, change)}: " + ", ".join(parts).replace(";, ", "; ")
+    text = text.removesuffix(";")
+    if steady:
+        text += "; also in the baseline: " + ", ".join(
+            f"{_steady_words(c)} {c.share:.0%}"
+            + (f" ({c.base_share:.0%} there)" if c.base_share is not None else "")
+            for c in steady[:MAX_CAUSES])
+    return text
+
+
+MAX_CAUSES = 2
+
+
+def _delay_words(kind: str, op: str, direction: str, facts: Facts, base_facts: Facts | None,
+                 blocking: bool) -> str:
+    if kind == causes.BEYOND:
+        return ("in block I/O waits beyond the device's time for the op's own I/O (sleeps the "
+                "kernel counts as I/O waits; --monitors reclaim times reclaim and dirty "
+                "throttling)" if "reclaim" not in facts.monitors else
+                "in block I/O waits beyond the device's time for the op's own I/O (sleeps the "
+                "kernel counts as I/O waits, outside reclaim and dirty throttling)")
+    words = am.DELAY_WORDS[kind]
+    if kind == "blkio":
+        words = "in block I/O waits"
+    text = mechanism(kind, op, direction, facts, base_facts, blocking)
+    return words + (f" ({text})" if text else "")
+
+
+def _steady_words(cause: causes.Cause) -> str:
+    if cause.traced:
+        return tracedstalls.stall_words(cause.kind)
+    if cause.kind == causes.BEYOND:
+        return "block I/O waits beyond the device's time"
+    if cause.kind == "blkio":
+        return "block I/O waits the device can have served"
+    return f"{delaymax.KIND_WORDS.get(cause.kind, cause.kind)}s"
+
+
+def _stall_words(op: str, cause: causes.Cause, stall: OpStall, base: OpStall | None,
+                 device: DeviceVerdict | None, first: bool) -> str:
+    """'25% of the read ops' time was in memcg reclaim (1,020 of 2.1 ms mean, 0.13 per op;
+    45 µs mean in the baseline), sleeps the kernel counts as block I/O waits'."""
+    mean = format_ns(stall.mean_ns) if stall.mean_ns is not None else "?"
+    before = (f"{base.stalls:,} of {format_ns(base.mean_ns)} mean in the baseline"
+              if base is not None and base.stalls and base.mean_ns is not None
+              else "none in the baseline")
+    text = (f"{cause.share:.0%} of the {op} ops' time was in "
+            f"{tracedstalls.stall_words(cause.kind)}" if first
+            else f"{cause.share:.0%} in {tracedstalls.stall_words(cause.kind)}")
+    text += f": {stall.stalls:,} stalls of {mean} mean, {stall.per_op or 0:.2g} per op, {before}"
+    if cause.holds_io and device is not None and device.not_device:
+        text += ("; sleeps the kernel counts as block I/O waits (beyond the device's time for "
+                 f"the op's own I/O: {device.not_device:.0%} of the op time);")
+    return text
+
+
+PRESSURE_ROSE = 0.05       # memory pressure's share of the run's time rose by this much
+
+
+def variant_lines(label: str, psi: Mapping[str, Pressure], base_psi: Mapping[str, Pressure],
+                  stacks: Stacks | None, base_stacks: Stacks | None) -> list[Explanation]:
+    """The candidate's lines that are not one op's: memory pressure (PSI) where it rose, and
+    the sleep its blocked stacks moved to, with where their stack leaves the baseline's."""
+    out = []
+    for key, item in sorted(psi.items()):
+        scope, resource, kind = (key.split(".") + ["", "", ""])[:3]
+        if resource != "memory" or kind != "some":
+            continue
+        before = base_psi.get(key)
+        was = before.share_of_time if before else 0.0
+        if item.share_of_time - was >= PRESSURE_ROSE:
+            out.append(Explanation(label, None, (
+                f"{label}: memory pressure rose: {scope} tasks stalled on memory (PSI some: "
+                f"reclaim, refaults, throttling) {item.share_of_time:.0%} of the run's time, "
+                f"{was:.0%} in the baseline")))
+    if stacks is not None and stacks.top:
+        here = [(row.stack, row.share) for row in stacks.top]
+        base = [(row.stack, row.share) for row in base_stacks.top] if base_stacks else []
+        change = stackdiff.grown_sleep(here, base)
+        if change is not None:
+            out.append(Explanation(label, None, stackdiff.change_line(label, change)))
     return out
 
 
@@ -89,17 +227,6 @@ def _unnamed_new_op(op: str, role: RoleDelays, direction: str, traced: bool) -> 
             f"{am.MIN_SHARE:.0%} of the {role.role} workers' op time ({seen}): the rest was on a "
             f"CPU or asleep outside block I/O{sleep}"
             + ("" if traced else "; --monitors stacks would name the wait"))
-
-
-GREW = 1.2     # a delay is a cause of the change when its time per op grew by this factor
-
-
-def _grew(kind: str, here: RoleDelays, base: RoleDelays | None) -> bool:
-    """Its time per op grew against the baseline's role (no baseline role: taken as grown)."""
-    if base is None or not base.ops or not here.ops:
-        return True
-    before = base.delays[kind].in_ops_ns / base.ops if kind in base.delays else 0.0
-    return here.delays[kind].in_ops_ns / here.ops > GREW * before
 
 
 def _device_bound(slow: SlowOps) -> bool:

@@ -18,6 +18,7 @@ _REGISTRY = (
     (names.PSI, "psi", True, True),
     (names.DISKSTATS, "diskstats", True, True),
     (names.DELAY, "delay", True, True),
+    (names.RECLAIM, "reclaim", True, True),
     (names.STACKS, "stacks", False, True),
     (names.TRACE, "trace", False, True),
     (names.TRACE_FULL, "trace", False, False),

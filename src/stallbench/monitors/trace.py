@@ -47,12 +47,14 @@ from ..logformats.ftrace import parse_block_trace, parse_trace
 from ._sampling import read_text
 from .base import KEY, RUN_TIME, VALUE, Column, Monitor, MonitorResult, TableSchema
 
-BASE_EVENTS = (
+# the stalls a task takes in memory reclaim and throttling, each one event or a begin/end pair
+# in the task's own context (so set_event_pid filters them): the reclaim monitor's whole set
+STALL_EVENTS = (
     "vmscan/mm_vmscan_direct_reclaim_begin", "vmscan/mm_vmscan_direct_reclaim_end",
     "vmscan/mm_vmscan_memcg_reclaim_begin", "vmscan/mm_vmscan_memcg_reclaim_end",
-    "vmscan/mm_vmscan_throttled", "writeback/balance_dirty_pages", "sched/sched_switch",
-    "sched/sched_wakeup",
+    "vmscan/mm_vmscan_throttled", "writeback/balance_dirty_pages",
 )
+BASE_EVENTS = (*STALL_EVENTS, "sched/sched_switch", "sched/sched_wakeup")
 SYSCALL_EVENTS = ("raw_syscalls/sys_enter", "raw_syscalls/sys_exit")
 BLOCK_EVENTS = ("block/block_rq_issue", "block/block_rq_complete")
 D_STATE_TRIGGER = "stacktrace if prev_state & 2"
@@ -63,6 +65,9 @@ class TraceMonitor(Monitor):
     name = monitornames.TRACE
     full = False
     table_name = "trace"
+    events: tuple[str, ...] = BASE_EVENTS
+    required_event = "sched/sched_switch"     # without it the monitor says why and is skipped
+    dstate_stacks = True                      # a stack trace of each sleep in D state
 
     def __init__(self, poll_s: float = 0.05, buffer_kb: int | None = None):
         self.poll_s = poll_s
@@ -90,12 +95,12 @@ class TraceMonitor(Monitor):
         root = find_tracefs()
         if root is None and not tracefs_supported():
             return "kernel has no tracefs"
-        events = list(BASE_EVENTS) + (list(SYSCALL_EVENTS + BLOCK_EVENTS) if cls.full else [])
+        events = list(cls.events) + (list(SYSCALL_EVENTS + BLOCK_EVENTS) if cls.full else [])
         if root is not None:
             missing = [e for e in events
                        if not os.path.isdir(os.path.join(root, "events", e))]
-            if "sched/sched_switch" in missing:
-                return "tracefs has no sched_switch event"
+            if cls.required_event in missing:
+                return f"tracefs has no {cls.required_event.split('/')[-1]} event"
             if len(missing) == len(events):
                 return "none of the needed trace events exist on this kernel"
         return None
@@ -109,11 +114,12 @@ class TraceMonitor(Monitor):
             self._main = TracefsInstance(self._root, name, ctx.journal, self.buffer_kb)
             self._main.set_option("event-fork", "1")
             self._main.set_option("record-tgid", "1")
-            events = list(BASE_EVENTS) + (list(SYSCALL_EVENTS) if self.full else [])
+            events = list(self.events) + (list(SYSCALL_EVENTS) if self.full else [])
             for event in events:
                 if self._main.has_event(event):
                     self._main.enable(event)
-            self._main.set_trigger("sched/sched_switch", D_STATE_TRIGGER)
+            if self.dstate_stacks:
+                self._main.set_trigger("sched/sched_switch", D_STATE_TRIGGER)
             if self.full:
                 self._devices = _device_numbers(ctx.env.devices)
                 self._block = TracefsInstance(self._root, name + "-blk", ctx.journal,

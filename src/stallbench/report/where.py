@@ -7,6 +7,7 @@ As in tables.py, every cell's words are decided here; nothing is computed beyond
 
 from __future__ import annotations
 
+from ..analysis import tracedstalls
 from ..analysis.display import format_ns
 from ..analysis.wheresection import CounterRow, WhereSection
 from .tables import LEFT, Chapter, Column, Section, Table, cells
@@ -100,13 +101,25 @@ def _table_sections(section: WhereSection) -> list[Section]:
                                            "write MiB/s", "read/req", "write/req", "queue",
                                            "util"], disk_rows))
     device_rows = [[label, op, format_ns(d.op_mean_ns), _share(d.from_device),
-                    _share(d.blkio_share), d.verdict or "-"]
+                    _share(d.blkio_share), _share(d.device_share), d.verdict or "-"]
                    for label, ops in section.device.items() for op, d in ops.items()]
     if device_rows:
-        out.append(_part("device or above it, from each op's own I/O (bytes its reads got from "
-                         "the block layer; its op time in block I/O waits)",
-                         ["variant", "op", "op mean", "from device", "I/O waits", "time spent"],
-                         device_rows))
+        out.append(_part("device or above it, from each op's own I/O: the bytes its reads got "
+                         "from the block layer, its op time in block I/O waits, and the most "
+                         "of it the device can have spent on its role's own I/O (its time per "
+                         "byte)",
+                         ["variant", "op", "op mean", "from device", "I/O waits", "device ≤",
+                          "time spent"], device_rows))
+    stall_rows = [[label, op, tracedstalls.stall_words(kind), f"{stall.stalls:,}",
+                   format_ns(stall.mean_ns), _num(stall.per_op, 3), _share(stall.share)]
+                  for label, ops in section.stalls.items() for op, kinds in ops.items()
+                  for kind, stall in kinds.items()]
+    if stall_rows:
+        out.append(_part("stalls timed by the kernel's tracepoints inside each op (reclaim, "
+                         "dirty throttling): how many, their mean length, per op, and their "
+                         "share of the op's time",
+                         ["variant", "op", "stall", "stalls", "mean", "per op", "of op time"],
+                         stall_rows))
     delay_rows = [[label, role.role, kind, format_ns(d.total_ns), format_ns(d.in_ops_ns),
                    _share(d.share)]
                   for label, roles in section.delay.items() for role in roles
@@ -124,9 +137,11 @@ def _table_sections(section: WhereSection) -> list[Section]:
                          ["variant", "delay", "longest", "task"], longest_rows))
     for label, stacks in section.stacks.items():
         if stacks.top:
-            out.append(_part(f"top blocked stacks: {label} (from {stacks.source})",
-                             ["share", "samples", "waiting on", "stack (leaf last)"],
-                             [[_share(s.share), str(s.samples), s.what, _short_stack(s.stack)]
+            out.append(_part(f"top blocked stacks: {label} (from {stacks.source}; the "
+                             "function each slept in, then the stack from the syscall in)",
+                             ["share", "samples", "waiting on", "sleeps in", "stack (leaf last)"],
+                             [[_share(s.share), str(s.samples), s.what,
+                               s.sleeps_in or "-", _short_stack(s.stack)]
                               for s in stacks.top]))
     for label, ops in section.slow_ops.items():
         rows = [[op, str(slow.count), format_ns(slow.threshold_ns), cause, _share(share),

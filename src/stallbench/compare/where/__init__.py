@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ...analysis import delaymax, device, monitornames, montables, slowops, whyline
+from ...analysis import delaymax, device, monitornames, montables, slowops, tracedstalls, whyline
 from ...analysis import histogram as hist
 from ...analysis import mechanism as mech
 from ...analysis import monitors as am
@@ -24,7 +24,8 @@ from ...core.errors import RunDataError
 from ...monitors.base import table_columns
 from ...monitors.counters import COUNTERS
 from ...results.store import Run
-from .facts import busy_at_rows, longest_op, variant_facts
+from .facts import busy_at_rows, longest_op, variant_facts, worker_pids, worker_roles
+from .stalls import stalls_in_ops
 
 SLOW_FACTOR = 10.0
 SKIPPED_STATUSES = ("skipped", "failed")
@@ -68,10 +69,14 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
         section.delay[label] = ws.role_delays(variant.delays(), variant.ops_by_role())
         section.warnings += whyline.impossible_warnings(label, section.delay[label])
         section.warnings += whyline.off_cpu_warnings(label, section.delay[label])
+        totals = {op: (n, total) for op, (n, total, _) in variant.op_totals.items()}
+        section.stalls[label] = ws.op_stalls(
+            tracedstalls.merge(stalls_in_ops(run) for run in variant.runs), totals)
         section.device[label] = device.device_vs_above(
-            section.diskstats[label], {op: (n, total) for op, (n, total, _)
-                                       in variant.op_totals.items()}, len(variant.runs),
-            ws.role_io(section.delay[label]), variant.roles_of_ops(), facts)
+            section.diskstats[label], totals, len(variant.runs),
+            ws.role_io(section.delay[label]), variant.roles_of_ops(), facts,
+            {op: {kind: stall.share or 0.0 for kind, stall in kinds.items()}
+             for op, kinds in section.stalls[label].items()})
         per_run, missing = variant.delay_max()
         longest = ws.longest(per_run)
         if longest:
@@ -106,7 +111,14 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
             label, tail_changes.get(label, {}), section.slow_ops[label], section.delay[label],
             variant.roles_of_ops(), section.delay_max.get(label, {}),
             section.delay_max.get(baseline_label, {}), facts, section.device[label],
-            section.delay.get(baseline_label, []), section.facts.get(baseline_label))
+            section.delay.get(baseline_label, []), section.facts.get(baseline_label),
+            section.stalls[label], section.stalls.get(baseline_label, {}),
+            section.device.get(baseline_label, {}),
+            {op: (variant.op_totals.get(op, (0,))[0], base.op_totals.get(op, (0,))[0])
+             for op in variant.op_totals})
+        section.explanations += whyline.variant_lines(
+            label, section.psi.get(label, {}), section.psi.get(baseline_label, {}),
+            section.stacks[label], section.stacks.get(baseline_label))
     return section
 
 
@@ -184,8 +196,8 @@ class _VariantData:
     def delays(self) -> list[ws.RunDelays]:
         out = []
         for run, columns in self._tables("delay"):
-            roles = _worker_roles(run)
-            worker_of_pid = {p: w for w, p in _worker_pids(run, monitornames.DELAY).items()}
+            roles = worker_roles(run)
+            worker_of_pid = {p: w for w, p in worker_pids(run, monitornames.DELAY).items()}
             pid_role = {p: roles.get(w, f"worker {w}") for p, w in worker_of_pid.items()}
             started = (run.meta.workload_summary or {}).get("workers_started_ns")
             busy, asleep = busy_at_rows(run, columns, worker_of_pid)
@@ -202,9 +214,9 @@ class _VariantData:
             if summary.get("status") != "ok":
                 continue
             if isinstance(summary.get("max_ns"), Mapping):
-                roles = _worker_roles(run)
+                roles = worker_roles(run)
                 role_of = {pid: roles.get(w, f"worker {w}")
-                           for w, pid in _worker_pids(run, monitornames.DELAY).items()}
+                           for w, pid in worker_pids(run, monitornames.DELAY).items()}
                 longest = longest_op(run)
                 per_run.append({kind: {**(delaymax.beyond_ops(entry, longest)
                                           if entry.get("tid") in role_of else entry),
@@ -219,7 +231,7 @@ class _VariantData:
         """Ops recorded per worker role (all of them, as the delays cover the whole run)."""
         result: dict[str, int] = {}
         for run in self.runs:
-            roles = _worker_roles(run)
+            roles = worker_roles(run)
             try:
                 ops = run.summary().ops
             except RunDataError:
@@ -237,7 +249,7 @@ class _VariantData:
         """Which worker roles record each op (from the summaries' worker columns)."""
         result: dict[str, set[str]] = {}
         for run in self.runs:
-            roles = _worker_roles(run)
+            roles = worker_roles(run)
             for op, data in run.summary().ops.items():
                 for worker in data.workers.tolist():
                     result.setdefault(op, set()).add(roles.get(worker, f"worker {worker}"))
@@ -330,8 +342,8 @@ class _Breakdown:
 
     def __init__(self, run: Run):
         self.source: str | None = None
-        self.task_of_worker = _worker_pids(run, monitornames.TRACE) or \
-            _worker_pids(run, monitornames.STACKS)
+        self.task_of_worker = worker_pids(run, monitornames.TRACE) or \
+            worker_pids(run, monitornames.STACKS)
         try:
             trace = run.trace_table()
         except RunDataError:
@@ -371,22 +383,3 @@ def _coded(column: pa.ChunkedArray) -> slowops.Coded:
     encoded = column.combine_chunks().dictionary_encode()
     codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     return slowops.Coded(codes, encoded.dictionary.to_pylist())
-
-
-def _worker_pids(run: Run, monitor: str) -> dict[int, int]:
-    """worker index -> pid: the workload's own record if it has one, else the order in which
-    the workers registered (they are forked in index order, so pids ascend with the index)."""
-    summary = run.meta.workload_summary or {}
-    recorded = summary.get("worker_pids")
-    if isinstance(recorded, Mapping) and recorded:
-        return {int(k): int(v) for k, v in recorded.items()}
-    for name in (monitor, monitornames.DELAY, *monitornames.STACK_MONITORS):
-        pids = ((run.meta.monitors or {}).get(name) or {}).get("workload_pids")
-        if pids:
-            return dict(enumerate(sorted(int(p) for p in pids)))
-    return {}
-
-
-def _worker_roles(run: Run) -> dict[int, str]:
-    roles = (run.meta.workload_summary or {}).get("worker_roles") or {}
-    return {int(k): str(v) for k, v in roles.items()}

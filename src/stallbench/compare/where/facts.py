@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ...analysis import inops
+from ...analysis import inops, monitornames
 from ...analysis import mechanism as mech
 from ...core.errors import RunDataError
 from ...results.store import Run
@@ -124,3 +124,22 @@ def longest_op(run: Run) -> int | None:
         return None
     longest = [int(max(op.block_max.max(initial=-1), op.gap_ns)) for op in ops.values()]
     return max(longest) if longest else None
+
+
+def worker_pids(run: Run, monitor: str) -> dict[int, int]:
+    """worker index -> pid: the workload's own record if it has one, else the order in which
+    the workers registered (they are forked in index order, so pids ascend with the index)."""
+    summary = run.meta.workload_summary or {}
+    recorded = summary.get("worker_pids")
+    if isinstance(recorded, Mapping) and recorded:
+        return {int(k): int(v) for k, v in recorded.items()}
+    for name in (monitor, monitornames.DELAY, *monitornames.STACK_MONITORS):
+        pids = ((run.meta.monitors or {}).get(name) or {}).get("workload_pids")
+        if pids:
+            return dict(enumerate(sorted(int(p) for p in pids)))
+    return {}
+
+
+def worker_roles(run: Run) -> dict[int, str]:
+    roles = (run.meta.workload_summary or {}).get("worker_roles") or {}
+    return {int(k): str(v) for k, v in roles.items()}
