@@ -36,9 +36,10 @@ class RunInfo:
     iteration: int | None
     path: str
     status: str
-    duration_s: float
-    duration_source: str  # "run.json" or "ops" (from the last completion) when run.json has none
-    warmup_s: float = 0.0  # ops that started before this are recorded but not in the statistics
+    duration_s: float  # the workload's span: its first op's start to its last completion
+    started_s: float  # when the first op started, on the run's clock (monitors start first)
+    end_s: float  # the last completion, on the run's clock
+    warmup_s: float = 0.0  # after the first op, left out of the statistics (whole blocks)
     block_ns: int = 0  # the time blocks behind the intervals and timelines
 
 
