@@ -44,6 +44,16 @@ The model, on the log scale of each statistic (p50 ... p99.9, mean, rate), for r
   over each run's four quarters beyond what sampling explains (each quarter alone has ~4x the
   whole run's variance), averaged over the runs compared, when a χ² test says the quarters
   differ more than sampling at the 0.1% level (so a stationary run adds nothing).
+  With 2+ runs a side the interval is a pooled t on the runs' own values: their whole variance
+  V̂ = τ̃² + w̄ at ν0 + df degrees of freedom, floored by a quarter of the wandering (+ w̄), the
+  part of it the next run's level would carry if the quarters wander independently.
+  A measured spread never exceeds what the runs' own values allow: the wandering (in τ0 and in
+  the floor) is at most the upper end of V's 95% interval from their sum of squares,
+  SS / χ²_{0.025}(df) (variance_bound), less w̄. A level that moves inside every run alike (a
+  memory cgroup that fills half way, a cold cache that warms) makes the quarters wander
+  without making the runs differ: guest runs whose rates agreed within 4% got a run-to-run sd
+  of 1.09 from that, and from empty time blocks before their workload started (summary.py now
+  counts the warm-up and the span from the first op).
 - The variant's estimate is the statistic of its pooled histogram; its variance is
   (τ̃² + w̄_j) / k_j. The change's interval is log(1 + change) ± t · sqrt(Σ_j (τ̃² + w̄_j) / k_j),
   with t at the Welch-Satterthwaite degrees of freedom of the three variance terms (τ̃² with
