@@ -324,10 +324,14 @@ def _noise_profile(options: CompareOptions, variants: list[VariantRuns],
 
 
 def _adjustment(options: CompareOptions) -> str:
-    named = (", ".join(f"{op}:{stat}" for op, stat in options.metrics) if options.metrics
-             is not None else "/".join(DECIDING_STATS) + " of each op")
-    return (f"Benjamini–Hochberg within each candidate over {named}; other rows: unadjusted "
-            "intervals, no verdict")
+    budgets = []
+    if options.metrics:
+        budgets.append(", ".join(f"{op}:{stat}" for op, stat in options.metrics)
+                       + (" (the metrics asked for)" if options.default_rows else ""))
+    if options.default_rows:
+        budgets.append("/".join(DECIDING_STATS) + " of each op")
+    return (f"Benjamini–Hochberg within each candidate over {' and, apart, over '.join(budgets)}"
+            "; other rows: unadjusted intervals, no verdict")
 
 
 def _notes(comparison: Comparison) -> list[str]:

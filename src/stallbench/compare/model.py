@@ -28,7 +28,9 @@ class CompareOptions:
     noise_profile: NoiseProfile | None = None  # this host's measured spread (calibrate)
     duet_profile: NoiseProfile | None = None  # its measured A/A duet pair spread (--duet)
     use_profiles: bool = True  # look for the baseline's profile beside its runs
-    metrics: tuple[tuple[str, str], ...] | None = None  # (op, stat) that decide; None: DECIDING
+    # (op, stat) asked for with --metric: they decide, in their own false-discovery budget
+    metrics: tuple[tuple[str, str], ...] | None = None
+    default_rows: bool = True  # DECIDING_STATS of each op decide too (check: only its metrics)
 
 
 @dataclass
