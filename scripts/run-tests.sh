@@ -49,7 +49,8 @@ side_by_side_then=(
      tests/test_benchmarks_run.py tests/test_options_schema.py tests/test_syscall_names.py
      tests/test_layers.py tests/test_store.py tests/test_analysis_bands.py
      tests/test_analysis_stalls.py tests/test_signals.py tests/test_verdict_words.py
-     tests/test_workload_option_names.py tests/test_runner_order.py tests/test_first_hour_runs.py"
+     tests/test_workload_option_names.py tests/test_runner_order.py tests/test_first_hour_runs.py
+     tests/test_metric_verdicts.py tests/test_clock_start.py"
 )
 
 # Byte-compile the source once: where PYTHONDONTWRITEBYTECODE is set, every `stallbench`

@@ -182,6 +182,8 @@ def test_a_real_bisect_finds_the_first_bad_variant_in_log2_steps(tmp_path):
         assert "stallbench compare" in out.stdout and "baseline  r2" in out.stdout
         assert "candidate r3" in out.stdout
         assert "r3 differs from r2 in: direct False -> True" in out.stdout
+        # the metric bisected on decides there as it did in the steps (its own budget)
+        assert "read:p50 (the metrics asked for)" in " ".join(out.stdout.split())
     else:
         _saturated_so_no_exact_answer(state, out)
     # each decided step printed its line as it went

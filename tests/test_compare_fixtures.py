@@ -48,6 +48,16 @@ def write_run(results: Path, variant: str, ops: dict[str, np.ndarray], *, durati
     return writer.path
 
 
+def ops_span_s(run_dir: Path) -> float:
+    """The oracle of a run's measured time (no warm-up): numpy on its raw ops, from the first
+    op's start to the last completion."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(Path(run_dir) / "ops.parquet", columns=["start_ns", "latency_ns"])
+    start, latency = (table.column(c).to_numpy() for c in ("start_ns", "latency_ns"))
+    return float((start + latency).max() - start.min()) / 1e9
+
+
 def lognormal_ns(rng: np.random.Generator, n: int, median_ns: float, sigma: float = 0.5,
                  scale: float = 1.0) -> np.ndarray:
     return np.maximum((rng.lognormal(np.log(median_ns), sigma, n) * scale), 1).astype(np.int64)

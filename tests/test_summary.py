@@ -46,9 +46,15 @@ def test_summary_matches_numpy_on_the_raw_ops(pg_run):
     meta = json.loads((pg_run / "run.json").read_text())
     assert meta["warmup_s"] == 1.0
     summary = stallbench.load_run(pg_run).summary()
-    warmup_ns = summary.warmup_ns
-    assert warmup_ns == 1_000_000_000
     raw = _raw(pg_run)
+    # the warm-up counts from the run's first op, in whole blocks from its block; the run
+    # spans its ops: the first op's start to the last completion
+    first = min(int(cols["start_ns"].min()) for cols in raw.values())
+    end = max(int((cols["start_ns"] + cols["latency_ns"]).max()) for cols in raw.values())
+    block = summary.block_ns
+    warmup_ns = (first // block) * block + 1_000_000_000
+    assert (summary.start_ns, summary.end_ns, summary.warmup_ns) == (first, end, warmup_ns)
+    assert summary.measured_ns == end - warmup_ns
     assert set(raw) <= set(summary.ops)
     for name, cols in raw.items():
         op = summary.ops[name]

@@ -36,7 +36,7 @@ def distrust_regime_mixes(changes: OpChanges, level_shifts: Sequence[Mapping[str
     ratio: dict[tuple[str, str], float] = {}
     for s in level_shifts:
         key = (s["variant"], s["op"])
-        size = abs(float(np.log(max(s["after_ns"], 1.0) / max(s["before_ns"], 1.0))))
+        size = abs(float(np.log(max(s["after"], 1e-9) / max(s["before"], 1e-9))))
         ratio[key] = max(ratio.get(key, 0.0), size)
     for op, by_candidate in changes.items():
         name = op.removesuffix(RESPONSE_SUFFIX)

@@ -44,6 +44,16 @@ The model, on the log scale of each statistic (p50 ... p99.9, mean, rate), for r
   over each run's four quarters beyond what sampling explains (each quarter alone has ~4x the
   whole run's variance), averaged over the runs compared, when a χ² test says the quarters
   differ more than sampling at the 0.1% level (so a stationary run adds nothing).
+  With 2+ runs a side the interval is a pooled t on the runs' own values: their whole variance
+  V̂ = τ̃² + w̄ at ν0 + df degrees of freedom, floored by a quarter of the wandering (+ w̄), the
+  part of it the next run's level would carry if the quarters wander independently.
+  A measured spread never exceeds what the runs' own values allow: the wandering (in τ0 and in
+  the floor) is at most the upper end of V's 95% interval from their sum of squares,
+  SS / χ²_{0.025}(df) (variance_bound), less w̄. A level that moves inside every run alike (a
+  memory cgroup that fills half way, a cold cache that warms) makes the quarters wander
+  without making the runs differ: guest runs whose rates agreed within 4% got a run-to-run sd
+  of 1.09 from that, and from empty time blocks before their workload started (summary.py now
+  counts the warm-up and the span from the first op).
 - The variant's estimate is the statistic of its pooled histogram; its variance is
   (τ̃² + w̄_j) / k_j. The change's interval is log(1 + change) ± t · sqrt(Σ_j (τ̃² + w̄_j) / k_j),
   with t at the Welch-Satterthwaite degrees of freedom of the three variance terms (τ̃² with
@@ -102,6 +112,7 @@ from .runstats import (
 from .tdist import (
     CONFIDENCE,
     benjamini_hochberg,
+    chi2_quantile,
     combine_log_se,
     p_value_from_interval,
     t_quantile,
@@ -116,10 +127,11 @@ __all__ = [
     "MIN_BLOCKS_PER_GROUP", "MIN_GROUPS", "MIN_TAIL_PER_GROUP", "METHOD", "PRIOR_DOF",
     "PROFILE", "QUARTERS", "RESPONSE_PRIOR_FACTOR", "RUN_TO_RUN_SD", "TAIL_PROBABILITY",
     "TOO_WIDE", "Change", "Prior", "RunStatistic", "Verdict", "assumed_prior",
-    "benjamini_hochberg", "combine_log_se", "decision_half_width", "excludes_zero",
-    "iterations_to_decide", "mean_statistic", "p_value_from_interval", "prior_sd",
+    "benjamini_hochberg", "chi2_quantile", "combine_log_se", "decision_half_width",
+    "excludes_zero", "iterations_to_decide", "mean_statistic", "p_value_from_interval", "prior_sd",
     "quantile_statistics", "rate_statistic", "ratio_change", "t_quantile", "t_two_sided_p",
-    "too_wide", "two_level_change", "verdict", "wandering", "welch_dof", "z_quantile",
+    "too_wide", "two_level_change", "variance_bound", "verdict", "wandering", "welch_dof",
+    "z_quantile",
 ]
 
 MAX_ITERATIONS_ADVICE = 30
@@ -212,16 +224,22 @@ def two_level_change(estimate: float | None, baseline: list[RunStatistic],
     dof_data = sum(kk - 1 for kk in k)
     if not isinstance(prior, Prior):
         prior = assumed_prior(float(prior), dof_data)
-    # a run whose quarters wander (the machine's load came and went) shows that the next run
-    # may land elsewhere too: the prior is at least that wandering
-    prior_sd = max(prior.sd, float(np.sqrt(wandering([r for s in sides for r in s]))))
-    # on the scale of a run's whole variance V = τ² + w, which is what the runs' spread (and a
-    # profile's A/A runs) estimate, with their degrees of freedom
-    prior_total = prior_sd ** 2 + prior.within
     measured = dof_data > 0
+    wander = wandering([r for s in sides for r in s])
     if measured:
         ss = sum(float(np.sum((np.array([r.log_value for r in side])
                                - np.mean([r.log_value for r in side])) ** 2)) for side in sides)
+        # a level that moves inside every run alike (a cgroup that fills half way) wanders
+        # without making runs differ: what the runs' own values allow bounds it
+        wander = min(wander, max(variance_bound(ss, dof_data, confidence)
+                                 - float(np.mean(w)), 0.0))
+    # a run whose quarters wander (the machine's load came and went) shows that the next run
+    # may land elsewhere too: the prior is at least that wandering
+    prior_sd = max(prior.sd, float(np.sqrt(wander)))
+    # on the scale of a run's whole variance V = τ² + w, which is what the runs' spread (and a
+    # profile's A/A runs) estimate, with their degrees of freedom
+    prior_total = prior_sd ** 2 + prior.within
+    if measured:
         total = (prior.dof * prior_total + ss) / (prior.dof + dof_data)
         within_ref = (prior.dof * prior.within + dof_data * float(np.mean(w))) \
             / (prior.dof + dof_data)
@@ -247,7 +265,7 @@ def two_level_change(estimate: float | None, baseline: list[RunStatistic],
         # that two or three runs happened to show small
         usable = [r for side in sides for r in side if r.quarter_var is not None
                   and r.within_var]
-        floor = wandering([r for s in sides for r in s]) / QUARTERS + within_ref
+        floor = wander / QUARTERS + within_ref
         if floor > pooled_total:
             pooled_total = floor
             fixed_dof = float(max(fixed_dof, (QUARTERS - 1) * len(usable)))
@@ -269,6 +287,13 @@ def two_level_change(estimate: float | None, baseline: list[RunStatistic],
                   p_value, runs=(k[0], k[1]), blocks=(groups[0], groups[1]),
                   run_sd=float(np.sqrt(run_var)), run_sd_measured=measured, variance=variance,
                   prior_dof=prior.dof, prior_source=prior.source)
+
+
+def variance_bound(ss: float, dof: int, confidence: float = CONFIDENCE) -> float:
+    """The largest whole run variance V the runs' own values allow: the upper end of V's
+    interval from their within-variant sum of squares `ss` at `dof` degrees of freedom
+    (ss / V is χ² with dof degrees of freedom for normal run levels)."""
+    return ss / chi2_quantile(dof, (1.0 - confidence) / 2)
 
 
 def _half_width(variance: dict, k: list[int], confidence: float) -> tuple[float, float]:

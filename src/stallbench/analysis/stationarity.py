@@ -1,15 +1,19 @@
-"""Is a run stationary? A level shift of an op's median inside one run.
+"""Is a run stationary? A level shift of an op's median or of its rate inside one run.
 
 A run that starts with a cold cache reads from the device for a while and then from memory; a
 run whose memory limit starts to bind half way changes regime. Pooling both regimes gives
-percentiles that describe neither, and the share of each regime varies from run to run.
+statistics that describe neither, and the share of each regime varies from run to run. A
+regime change shows in the latency's median, or only in the rate: readers of a cgroup that
+fills slow down in their slowest ops and in how many they complete (a guest's readers from
+~2,500 to ~1,450 ops/s, their median barely moving), so both are checked.
 
-Method: the median of each time block after the warm-up (blocks with at least MIN_BLOCK_OPS ops,
-from the blocks' coarse histograms) on the log scale; the single split that minimises the
-within-segment sum of squares (least-squares change point), each segment at least MIN_SEGMENT
-of the blocks; the shift, the difference of the two segments' medians (robust to bursts), is
-called when it is at least MIN_SHIFT (a factor) and at least MIN_T robust standard errors (the
-residuals' MAD), conservative because the split was chosen to be the largest.
+Method: a level per stretch of time after the warm-up, on the log scale: the median of each time
+block with at least MIN_BLOCK_OPS ops (from the blocks' coarse histograms), and the rate of
+windows of whole blocks holding MIN_BLOCK_OPS ops on average; the single split that minimises
+the within-segment sum of squares (least-squares change point), each segment at least
+MIN_SEGMENT of the levels; the shift, the difference of the two segments' medians (robust to
+bursts), is called when it is at least MIN_SHIFT (a factor) and at least MIN_T robust standard
+errors (the residuals' MAD), conservative because the split was chosen to be the largest.
 """
 
 from __future__ import annotations
@@ -26,19 +30,26 @@ MIN_BLOCKS = 8
 MIN_SHIFT = 1.5
 MIN_T = 6.0
 MIN_SEGMENT = 0.15
+MEDIAN, RATE = "p50", "rate"
 
 
 @dataclass
 class LevelShift:
-    at_ns: int              # when the new level started (since the run start)
-    before_ns: float        # median latency before
-    after_ns: float         # median latency after
+    at_ns: int              # when the new level started (on the run's clock)
+    before: float           # the level before: median latency in ns, or ops/s (`stat`)
+    after: float            # the level after
     early: bool             # in the first half of the run: a warm-up would remove it
     suggested_warmup_s: int | None
+    stat: str = MEDIAN      # MEDIAN or RATE
 
 
 def level_shift(op: sm.OpSummary, run: sm.RunSummary) -> LevelShift | None:
-    """The run's largest shift of the block medians, or None when it is stationary enough."""
+    """The run's largest shift of the block medians, else of the rate, or None when both are
+    stationary enough."""
+    return _median_shift(op, run) or _rate_shift(op, run)
+
+
+def _median_shift(op: sm.OpSummary, run: sm.RunSummary) -> LevelShift | None:
     first = run.warmup_blocks
     blocks = op.block_hist[first:]
     counts = blocks.sum(axis=1)
@@ -47,7 +58,40 @@ def level_shift(op: sm.OpSummary, run: sm.RunSummary) -> LevelShift | None:
         return None
     edges = sm.coarse_lower_edges()[op.coarse_first:op.coarse_first + blocks.shape[1] + 1]
     medians = hist.quantiles_from_counts(blocks[used], np.array([0.5]), edges)[:, 0]
-    y = np.log(np.maximum(medians, 1.0))
+    found = _change_point(np.log(np.maximum(medians, 1.0)))
+    if found is None:
+        return None
+    split, before, after = found
+    return _shift(run, (first + used[split]) * run.block_ns, before, after, MEDIAN)
+
+
+def _rate_shift(op: sm.OpSummary, run: sm.RunSummary) -> LevelShift | None:
+    first = run.warmup_blocks
+    counts = op.block_count[first:].astype(np.float64)
+    seconds = run.block_durations_ns(op.blocks)[first:] / 1e9
+    full = float(run.block_ns) / 1e9
+    if counts.size == 0 or counts.sum() == 0:
+        return None
+    # windows of whole blocks that hold MIN_BLOCK_OPS ops on average (Poisson noise ~0.2)
+    width = max(1, int(np.ceil(MIN_BLOCK_OPS * counts.size / counts.sum())))
+    windows = counts.size // width
+    if windows < MIN_BLOCKS:
+        return None
+    n = counts[:windows * width].reshape(windows, width).sum(axis=1)
+    t = seconds[:windows * width].reshape(windows, width).sum(axis=1)
+    whole = np.flatnonzero(t >= 0.5 * full * width)   # the span's cut ends are too short
+    if whole.size < MIN_BLOCKS:
+        return None
+    found = _change_point(np.log((n[whole] + 0.5) / t[whole]))
+    if found is None:
+        return None
+    split, before, after = found
+    return _shift(run, (first + int(whole[split]) * width) * run.block_ns, before, after, RATE)
+
+
+def _change_point(y: np.ndarray) -> tuple[int, float, float] | None:
+    """The least-squares split of the levels `y` and the medians before and after it, when
+    the shift is at least MIN_SHIFT and MIN_T robust standard errors; else None."""
     m = y.size
     cumulative = np.cumsum(y)
     squares = np.cumsum(y ** 2)
@@ -69,9 +113,13 @@ def level_shift(op: sm.OpSummary, run: sm.RunSummary) -> LevelShift | None:
     t = abs(shift) / (sd * np.sqrt(1.0 / before.size + 1.0 / after.size))
     if abs(shift) < np.log(MIN_SHIFT) or t < MIN_T:
         return None
-    at_ns = int((first + used[best]) * run.block_ns)
-    run_end = max(run.duration_ns, (first + blocks.shape[0]) * run.block_ns)
-    early = at_ns < run_end / 2
-    warmup = int(np.ceil((at_ns + run.block_ns) / 1e9)) if early else None
-    return LevelShift(at_ns, float(np.exp(np.median(before))), float(np.exp(np.median(after))),
-                      early, warmup)
+    return best, float(np.exp(np.median(before))), float(np.exp(np.median(after)))
+
+
+def _shift(run: sm.RunSummary, at_ns: int, before: float, after: float,
+           stat: str) -> LevelShift:
+    """A shift at `at_ns`: early when in the first half of the run's span; then the warm-up
+    (counted from the first op) that would leave it out."""
+    early = bool(at_ns < (run.start_ns + run.end_ns) / 2)
+    warmup = int(np.ceil((at_ns + run.block_ns - run.start_ns) / 1e9)) if early else None
+    return LevelShift(int(at_ns), before, after, early, warmup, stat)

@@ -6,12 +6,22 @@ A `SummaryBuilder` is fed the ops in batches (in any order) and keeps, per op:
 - `histogram`: log-linear counts (histogram.SUB_BITS buckets per power of two, quantiles within
   histogram.QUANTILE_RELATIVE_ERROR) of the ops that started after the warm-up, for the point
   estimates, the distribution shift, bands, CCDF and P(slower);
-- per time block of `block_ns` (by start time, from the run start, warm-up included): the exact
-  count, sum, min and max, and a coarse histogram (COARSE_SUB_BITS buckets per power of two),
-  for timelines and stalls, for the intervals that respect dependence in time (intervals.py)
-  and for the stationarity check;
+- per time block of `block_ns` (by start time, from the run's clock start, warm-up included):
+  the exact count, sum, min and max, and a coarse histogram (COARSE_SUB_BITS buckets per power
+  of two), for timelines and stalls, for the intervals that respect dependence in time
+  (intervals.py) and for the stationarity check;
 - per worker: count and latency sum after the warm-up;
 - the first and last completion per fine time bin, for the longest time without a completion.
+
+A run's clock starts before its monitors and its workers (a guest under QEMU TCG took 1.5-13 s
+to its first op), so the warm-up counts from the workload's start, the first op of the run (any
+op, any worker): in whole blocks from the block that op started in (`first_data_block`). The
+blocks before it are not data, and the run's measured span, which every rate divides by, runs
+from the first op (or the warm-up's end) to the last completion (`RunSummary.measured_ns`).
+Batches come in any order (a spool per worker), so the warm-up's end is known only at the end:
+ops that may still fall in it are kept per block (fine bucket and worker counts, sparse: their
+memory grows with the blocks and buckets they occupy, not with the ops) until an earlier first
+op or the end of the input decides.
 
 Paced ops (with a planned start) also get a response-time op, `NAME (response)`: completion
 minus planned start, blocked by the planned start.
@@ -28,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import histogram as hist
+from .blockarrays import BlockHistogram, Growing, PendingBlocks
 
 RESPONSE_SUFFIX = " (response)"
 COARSE_SUB_BITS = 4
@@ -52,6 +63,13 @@ def block_ns_for(duration_s: float | None, warmup_s: float = 0.0) -> int:
         if warmup_ns % choice == 0:
             return choice
     return BLOCK_CHOICES_NS[0]
+
+
+def first_data_block(start_ns: int, warmup_ns: int, block_ns: int) -> int:
+    """The first block after the warm-up, counted in whole blocks from the block of the run's
+    first op (`start_ns`, on the run's clock): the warm-up lasts warmup_ns within one block, and
+    without a warm-up the block of the first op is data."""
+    return int(start_ns) // block_ns + -(-int(warmup_ns) // block_ns)
 
 
 def coarse_lower_edges() -> np.ndarray:
@@ -85,9 +103,14 @@ class OpSummary:
 
 @dataclass
 class RunSummary:
+    """One run's ops on its clock: the workload started at `start_ns` (the first op), the
+    statistics start at block `warmup_blocks` (first_data_block), the run ended at `end_ns`
+    (the last completion)."""
+
     block_ns: int
     warmup_blocks: int
-    duration_ns: int
+    start_ns: int
+    end_ns: int
     ops: dict[str, OpSummary]
 
     @property
@@ -96,15 +119,27 @@ class RunSummary:
 
     @property
     def warmup_ns(self) -> int:
+        """Where the warm-up ends on the run's clock: ops that started before are left out."""
         return self.warmup_blocks * self.block_ns
 
+    @property
+    def data_start_ns(self) -> int:
+        """Where the measured span starts: the warm-up's end, or the first op without one."""
+        return max(self.warmup_ns, self.start_ns)
+
+    @property
+    def measured_ns(self) -> int:
+        """The run's measured span after the warm-up, the time every rate divides by: the sum of
+        block_durations_ns over the blocks after the warm-up."""
+        return max(self.end_ns - self.data_start_ns, 0)
+
     def block_durations_ns(self, blocks: int | None = None) -> np.ndarray:
-        """Length of each block, the last one cut at the end of the run."""
+        """The time of the run's span in each block: the block of the first op cut at it, the
+        last one at the end of the run, blocks outside the span 0."""
         blocks = self.blocks if blocks is None else blocks
         starts = np.arange(blocks, dtype=np.int64) * self.block_ns
-        ends = np.minimum(starts + self.block_ns, max(self.duration_ns, starts[-1] + 1)
-                          if blocks else 0)
-        return np.maximum(ends - starts, 1)
+        ends = np.minimum(starts + self.block_ns, self.end_ns)
+        return np.maximum(ends - np.maximum(starts, self.start_ns), 0)
 
 
 def op_totals(op: OpSummary, warmup_blocks: int) -> tuple[int, int, int | None, int | None]:
@@ -118,83 +153,23 @@ def op_totals(op: OpSummary, warmup_blocks: int) -> tuple[int, int, int | None, 
             int(op.block_max[warmup_blocks:][used].max()))
 
 
-class _Growing:
-    """An array that grows along its first axis, doubling, filled with `fill`."""
-
-    def __init__(self, dtype, fill) -> None:
-        self.dtype, self.fill = dtype, fill
-        self.data = np.full(16, fill, dtype=dtype)
-
-    def reserve(self, rows: int) -> np.ndarray:
-        if rows > self.data.shape[0]:
-            grown = np.full(max(rows, 2 * self.data.shape[0]), self.fill, dtype=self.dtype)
-            grown[:self.data.shape[0]] = self.data
-            self.data = grown
-        return self.data
-
-    def merge_pairs(self, reduce) -> None:
-        """Halve the resolution: element i becomes reduce(old 2i, old 2i+1)."""
-        data = self.data
-        if data.shape[0] % 2:
-            data = np.concatenate([data, np.full(1, self.fill, self.dtype)])
-        self.data = reduce(data[0::2], data[1::2])
-
-
-class _BlockHistogram:
-    """Coarse histogram per block: rows grow with the blocks, columns only span the coarse
-    buckets seen (a run's latencies cover a few powers of two, not all 49)."""
-
-    def __init__(self) -> None:
-        self.first = 0
-        self.data = np.zeros((16, 0), dtype=np.int32)
-
-    def add(self, local_block: np.ndarray, low_block: int, blocks: int,
-            coarse: np.ndarray) -> None:
-        low_col, high_col = int(coarse.min()), int(coarse.max()) + 1
-        self._reserve(blocks, low_col, high_col)
-        width = high_col - low_col
-        span = blocks - low_block
-        cells = np.bincount(local_block * width + (coarse - low_col), minlength=span * width)
-        column = low_col - self.first
-        self.data[low_block:blocks, column:column + width] += \
-            cells.reshape(span, width).astype(np.int32)
-
-    def _reserve(self, rows: int, low_col: int, high_col: int) -> None:
-        have_rows, have_width = self.data.shape
-        first = min(self.first, low_col) if have_width else low_col
-        last = max(self.first + have_width, high_col) if have_width else high_col
-        new_rows = max(rows, have_rows) if rows <= have_rows else max(rows, 2 * have_rows)
-        if new_rows == have_rows and first == self.first and last - first == have_width:
-            return
-        grown = np.zeros((new_rows, last - first), dtype=np.int32)
-        if have_width:
-            grown[:have_rows, self.first - first:self.first - first + have_width] = self.data
-        self.data, self.first = grown, first
-
-    def merge_pairs(self) -> None:
-        data = self.data
-        if data.shape[0] % 2:
-            data = np.vstack([data, np.zeros((1, data.shape[1]), np.int32)])
-        self.data = data[0::2] + data[1::2]
-
-
 class _OpAccumulator:
     def __init__(self, block_ns: int, warmup_blocks: int) -> None:
         self.block_ns = block_ns
         self.gap_bin_ns = max(block_ns // GAP_BINS_PER_BLOCK, 1)
-        self.warmup_blocks = warmup_blocks
+        self.warmup_blocks = warmup_blocks    # the builder's bound: blocks before may be warm-up
         self.histogram = np.zeros(hist.N_BUCKETS, dtype=np.int64)
-        self.count = _Growing(np.int64, 0)
-        self.sum = _Growing(np.int64, 0)
-        self.min = _Growing(np.int64, _NO_MIN)
-        self.max = _Growing(np.int64, -1)
-        self.coarse = _BlockHistogram()
-        self.first_end = _Growing(np.int64, _NO_MIN)
-        self.last_end = _Growing(np.int64, -1)
+        self.count = Growing(np.int64, 0)
+        self.sum = Growing(np.int64, 0)
+        self.min = Growing(np.int64, _NO_MIN)
+        self.max = Growing(np.int64, -1)
+        self.coarse = BlockHistogram()
+        self.first_end = Growing(np.int64, _NO_MIN)
+        self.last_end = Growing(np.int64, -1)
         self.blocks = 0
         self.gap_bins = 0
         self.workers: dict[int, list[int]] = {}
-        self.warmup_samples = 0
+        self.pending = PendingBlocks()
         self.last_completion = 0
 
     def coarsen(self) -> None:
@@ -206,10 +181,27 @@ class _OpAccumulator:
         self.coarse.merge_pairs()
         self.first_end.merge_pairs(np.minimum)
         self.last_end.merge_pairs(np.maximum)
+        self.pending.coarsen()
         self.block_ns *= 2
         self.gap_bin_ns *= 2
         self.blocks = -(-self.blocks // 2)
         self.gap_bins = -(-self.gap_bins // 2)
+
+    def lower_bound(self, bound: int) -> None:
+        """The warm-up ends earlier than thought (an earlier first op): the pending blocks from
+        `bound` on are data."""
+        self.warmup_blocks = bound
+        buckets, workers = self.pending.take_from(bound)
+        if buckets is not None and buckets[0].size:
+            np.add.at(self.histogram, buckets[0], buckets[1])
+        if workers is not None and workers[0].size:
+            self._add_workers(*workers)
+
+    def _add_workers(self, ids: np.ndarray, n: np.ndarray, s: np.ndarray) -> None:
+        for w, c, t in zip(ids.tolist(), n.tolist(), s.tolist(), strict=True):
+            entry = self.workers.setdefault(w, [0, 0])
+            entry[0] += c
+            entry[1] += t
 
     def add(self, worker: np.ndarray, start: np.ndarray, latency: np.ndarray) -> None:
         if start.size == 0:
@@ -241,7 +233,8 @@ class _OpAccumulator:
         self.coarse.add(local, low, blocks, fine >> COARSE_SHIFT)
         after = block >= self.warmup_blocks
         if not after.all():
-            self.warmup_samples += int((~after).sum())
+            early = ~after
+            self.pending.add(block[early], fine[early], worker[early], latency[early])
             fine, worker, latency_after = fine[after], worker[after], latency[after]
         else:
             latency_after = latency
@@ -257,10 +250,7 @@ class _OpAccumulator:
                 n = np.bincount(inverse, minlength=ids.size)
                 s = np.rint(np.bincount(inverse, weights=latency_after.astype(np.float64),
                                         minlength=ids.size)).astype(np.int64)
-            for w, c, t in zip(ids.tolist(), n.tolist(), s.tolist(), strict=True):
-                entry = self.workers.setdefault(w, [0, 0])
-                entry[0] += c
-                entry[1] += t
+            self._add_workers(ids, n, s)
         end = start + latency
         self.last_completion = max(self.last_completion, int(end.max()))
         gap_bin = end // self.gap_bin_ns
@@ -269,18 +259,18 @@ class _OpAccumulator:
         np.minimum.at(self.first_end.reserve(bins), gap_bin, end)
         np.maximum.at(self.last_end.reserve(bins), gap_bin, end)
 
-    def finish(self, blocks: int, duration_ns: int) -> OpSummary:
-        def cut(growing: _Growing) -> np.ndarray:
+    def finish(self, blocks: int, start_ns: int, end_ns: int) -> OpSummary:
+        def cut(growing: Growing) -> np.ndarray:
             return growing.reserve(blocks)[:blocks].copy()
 
-        self.coarse._reserve(blocks, self.coarse.first, self.coarse.first
+        self.coarse.reserve(blocks, self.coarse.first, self.coarse.first
                              + self.coarse.data.shape[1])
         coarse = self.coarse.data[:blocks]
         used = np.flatnonzero(coarse.sum(axis=0))
         first = int(used[0]) if used.size else 0
         last = int(used[-1]) + 1 if used.size else 0
         workers = np.array(sorted(self.workers), dtype=np.int64)
-        gap_start, gap, exact = self._longest_gap(duration_ns)
+        gap_start, gap, exact = self._longest_gap(start_ns, end_ns)
         return OpSummary(
             histogram=self.histogram, block_count=cut(self.count), block_sum=cut(self.sum),
             block_min=cut(self.min), block_max=cut(self.max),
@@ -289,19 +279,20 @@ class _OpAccumulator:
             workers=workers,
             worker_count=np.array([self.workers[w][0] for w in workers.tolist()], np.int64),
             worker_sum=np.array([self.workers[w][1] for w in workers.tolist()], np.int64),
-            warmup_samples=self.warmup_samples, gap_start_ns=gap_start, gap_ns=gap,
+            warmup_samples=self.pending.samples(), gap_start_ns=gap_start, gap_ns=gap,
             gap_exact=exact)
 
-    def _longest_gap(self, duration_ns: int) -> tuple[int, int, bool]:
-        """Like stalls.longest_gap, from the per-bin first and last completions: exact when the
-        gap spans bins; a gap inside one bin is only known to be shorter than the bin."""
-        run_end = max(duration_ns, self.last_completion)
+    def _longest_gap(self, start_ns: int, end_ns: int) -> tuple[int, int, bool]:
+        """Like stalls.longest_gap, from the workload's start (the run's first op) and the
+        per-bin first and last completions: exact when the gap spans bins; a gap inside one bin
+        is only known to be shorter than the bin."""
+        run_end = max(end_ns, self.last_completion)
         if self.gap_bins == 0:
-            return 0, int(run_end), True
+            return int(start_ns), int(run_end - start_ns), True
         first = self.first_end.data[:self.gap_bins]
         last = self.last_end.data[:self.gap_bins]
         busy = np.flatnonzero(last >= 0)
-        points_from = np.concatenate(([0], last[busy]))
+        points_from = np.concatenate(([start_ns], last[busy]))
         points_to = np.concatenate((first[busy], [run_end]))
         gaps = points_to - points_from
         i = int(np.argmax(gaps))
@@ -311,24 +302,42 @@ class _OpAccumulator:
 class SummaryBuilder:
     """Accumulates a RunSummary from batches of ops; see the module docstring."""
 
+    _NO_OP_YET = np.iinfo(np.int64).max
+
     def __init__(self, block_ns: int, warmup_ns: int = 0) -> None:
         if block_ns <= 0:
             raise ValueError("block_ns must be positive")
         self.block_ns = int(block_ns)
         self.warmup_ns = max(int(warmup_ns), 0)
-        self.warmup_blocks = -(-self.warmup_ns // self.block_ns)
+        self.first_start: int | None = None       # the run's first op so far
+        self.warmup_blocks = self._NO_OP_YET      # blocks before it may be warm-up
         self._ops: dict[str, _OpAccumulator] = {}
 
+    def _lower_bound(self, bound: int) -> None:
+        if bound < self.warmup_blocks:
+            self.warmup_blocks = bound
+            for acc in self._ops.values():
+                acc.lower_bound(bound)
+
     def _fit(self, latest_ns: int) -> None:
-        """Keep at most MAX_BLOCKS blocks: double the block length while a start lies beyond.
-        The warm-up then ends at the first block edge at or after it."""
+        """Keep at most MAX_BLOCKS blocks: double the block length while a start lies beyond
+        (the warm-up's end moves to the longer block it falls in)."""
         while latest_ns // self.block_ns >= MAX_BLOCKS:
             self.block_ns *= 2
             for acc in self._ops.values():
                 acc.coarsen()
-        self.warmup_blocks = -(-self.warmup_ns // self.block_ns)
-        for acc in self._ops.values():
-            acc.warmup_blocks = self.warmup_blocks
+            if self.first_start is not None:
+                bound = min(self.warmup_blocks // 2,
+                            first_data_block(self.first_start, self.warmup_ns, self.block_ns))
+                self.warmup_blocks = self._NO_OP_YET
+                self._lower_bound(bound)
+
+    def _started(self, start_ns: np.ndarray) -> None:
+        """Ops that started at `start_ns`: an earlier first op moves the warm-up's end."""
+        first = int(start_ns.min())
+        if self.first_start is None or first < self.first_start:
+            self.first_start = first
+            self._lower_bound(first_data_block(first, self.warmup_ns, self.block_ns))
 
     def declare(self, names: list[str]) -> None:
         """Ops that must appear in the summary even if none completed."""
@@ -354,6 +363,7 @@ class SummaryBuilder:
         if intended_ns is not None:
             latest = max(latest, int(np.asarray(intended_ns, dtype=np.int64).max()))
         self._fit(latest)
+        self._started(start_ns)
         first = int(codes[0])
         if (codes == first).all():      # one op per batch (a reader's spool): no sort
             groups = [(first, slice(None))]
@@ -377,22 +387,25 @@ class SummaryBuilder:
                     response = np.maximum(s[paced] + lat[paced] - p, 0)
                     self._op(name + RESPONSE_SUFFIX).add(w[paced], p, response)
 
-    def finish(self, duration_ns: int | None = None) -> RunSummary:
-        ends = [acc.last_completion for acc in self._ops.values()]
-        duration = int(duration_ns) if duration_ns and duration_ns > 0 else max(ends, default=0)
+    def finish(self) -> RunSummary:
+        """The summary: the run from its first op to its last completion."""
+        start = self.first_start or 0
+        if self.first_start is None:     # no op at all: the warm-up from the clock's start
+            self._lower_bound(first_data_block(0, self.warmup_ns, self.block_ns))
+        end = max([acc.last_completion for acc in self._ops.values()], default=0)
         blocks = max([acc.blocks for acc in self._ops.values()]
-                     + [-(-duration // self.block_ns)], default=0)
+                     + [-(-end // self.block_ns)], default=0)
         blocks = max(blocks, self.warmup_blocks, 1)
-        ops = {name: acc.finish(blocks, duration) for name, acc in self._ops.items()}
-        return RunSummary(self.block_ns, self.warmup_blocks, duration, ops)
+        ops = {name: acc.finish(blocks, start, end) for name, acc in self._ops.items()}
+        return RunSummary(self.block_ns, self.warmup_blocks, start, end, ops)
 
 
 def summarize_arrays(ops: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None]],
-                     duration_ns: int, block_ns: int, warmup_ns: int = 0,
+                     block_ns: int, warmup_ns: int = 0,
                      worker: dict[str, np.ndarray] | None = None) -> RunSummary:
     """A RunSummary of in-memory arrays: {op: (start_ns, latency_ns, intended_ns or None)}."""
     builder = SummaryBuilder(block_ns, warmup_ns)
     for name, (start, latency, intended) in ops.items():
         w = (worker or {}).get(name, np.zeros(len(start), dtype=np.int64))
         builder.add([name], np.zeros(len(start), dtype=np.int64), w, start, latency, intended)
-    return builder.finish(duration_ns)
+    return builder.finish()

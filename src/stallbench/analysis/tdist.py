@@ -29,6 +29,11 @@ def t_two_sided_p(t: float, dof: float) -> float:
     return float(2 * special().stdtr(dof, -abs(t)))
 
 
+def chi2_quantile(dof: float, probability: float) -> float:
+    """The χ² quantile: P(X <= x) = probability at dof degrees of freedom."""
+    return float(special().chdtri(dof, 1.0 - probability))
+
+
 def z_quantile(probability: float) -> float:
     return float(special().ndtri(probability))
 

@@ -26,7 +26,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..compare.comparison import build_comparison
-from ..compare.gate import GateResult, Metric, gate, gate_exit_code, metric_percents, parse_metric
+from ..compare.gate import (
+    GateResult,
+    Metric,
+    gate,
+    gate_exit_code,
+    metric_options,
+    metric_percents,
+    parse_metric,
+)
 from ..compare.model import CompareOptions, Comparison
 from ..core.errors import ExitCode, UsageError
 from ..core.jsonfile import write_json_atomic
@@ -396,5 +404,4 @@ def final_comparison(state: State, answer: Answer, metrics: list[Metric], knee: 
     sides = [Resolved(name, complete_runs(state.runs_of(name)), []) for name in labels]
     if any(not side.runs for side in sides):
         return None
-    return build_comparison(sides[0], sides[1:],
-                            CompareOptions(percentiles=metric_percents(metrics)))
+    return build_comparison(sides[0], sides[1:], metric_options(metrics))

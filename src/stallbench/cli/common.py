@@ -29,16 +29,20 @@ def results_dir(args: argparse.Namespace) -> Path:
 
 
 def print_comparison(baseline: str, candidates: list[str], results: Path,
-                     workload: str | None = None) -> None:
-    """Print the text comparison of variants just run (after `run --plan` and `demo`)."""
+                     workload: str | None = None, metrics: list[str] | None = None) -> None:
+    """Print the text comparison of variants just run (after `run --plan` and `demo`), with
+    the verdicts of the metrics asked for (`--iterations auto --metric`)."""
     from ..compare.comparison import build_comparison
+    from ..compare.gate import metric_options, parse_metric
     from ..compare.model import CompareOptions
     from ..report import render
     from ..results.runselect import resolve_runs
 
     base = resolve_runs(baseline, results, workload)
     others = [resolve_runs(name, results, workload) for name in candidates]
-    print(render(build_comparison(base, others, CompareOptions()), "text"), end="")
+    options = metric_options([parse_metric(m) for m in metrics]) if metrics \
+        else CompareOptions()
+    print(render(build_comparison(base, others, options), "text"), end="")
 
 
 def parse_percentiles(text: str) -> tuple[float, ...]:

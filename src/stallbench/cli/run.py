@@ -133,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
     names = [n for n in names
              if any(o.variant == n and o.status == Status.COMPLETE for o in outcomes)]
     if len(names) > 1:
-        print_comparison(names[0], names[1:], plan.results, workload=plan.workload)
+        print_comparison(names[0], names[1:], plan.results, workload=plan.workload,
+                         metrics=plan.until_decided)
     else:
         for outcome in outcomes:
             print(f"{outcome.path}: {outcome.status}"

@@ -21,7 +21,7 @@ from ..analysis.quantiles import (
     resolvable,
     stat_named,
 )
-from .loading import OpSide, VariantRuns, op_side
+from .loading import OpSide, VariantRuns, measured_seconds, op_side
 from .model import CompareOptions, CpuRow, ShiftCurve
 
 CPU_ROWS = (("user", "user_s"), ("system", "system_s"), ("elapsed", "elapsed_s"))
@@ -148,8 +148,8 @@ def compare_summaries(baseline: list[sm.RunSummary], candidate: list[sm.RunSumma
     probabilities = sorted({s.probability for s in percentiles(options.percentiles)})
     sides = []
     for summaries in (baseline, candidate):
-        durations = [max(s.duration_ns - s.warmup_ns, 0) / 1e9 for s in summaries]
-        sides.append(op_side(op, VariantRuns("", [], summaries, durations), options.percentiles))
+        sides.append(op_side(op, VariantRuns("", [], summaries, measured_seconds(summaries)),
+                             options.percentiles))
     return compare_op(sides[0], sides[1], probabilities, options, op=op).changes
 
 

@@ -3,6 +3,7 @@ judged against the bound from the interval the comparison (comparison.py) comput
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..analysis import intervals as iv
@@ -56,11 +57,13 @@ def parse_metric(text: str) -> Metric:
     return Metric(op, stat.key)
 
 
-def metric_percents(metrics: list[Metric]) -> tuple[float, ...]:
-    """The default percentiles and those the metrics name: what the comparison must hold."""
+def metric_percents(metrics: list[Metric], shown: tuple[float, ...] | None = None
+                    ) -> tuple[float, ...]:
+    """The percentiles shown (default: DEFAULT_PERCENTS) and those the metrics name: what the
+    comparison must hold."""
     named = {round(stat.probability * 100, 10) for m in metrics
              if (stat := stat_named(m.stat)).probability is not None}
-    return tuple(sorted({float(p) for p in (*DEFAULT_PERCENTS, *named)}))
+    return tuple(sorted({float(p) for p in (*(shown or DEFAULT_PERCENTS), *named)}))
 
 
 def gate_options(metrics: list[Metric], noise: float | None = None) -> CompareOptions:
@@ -68,10 +71,26 @@ def gate_options(metrics: list[Metric], noise: float | None = None) -> CompareOp
     false-discovery budget and distrust rules), their percentiles computed, no where section.
     Benchmarks build it here too, so that what they count as `check` is what check does."""
     options = CompareOptions(explain=False, percentiles=metric_percents(metrics),
-                             metrics=tuple((m.op, m.stat) for m in metrics))
+                             metrics=tuple((m.op, m.stat) for m in metrics), default_rows=False)
     if noise is not None:
         options.noise = noise
     return options
+
+
+def metric_options(metrics: list[Metric], options: CompareOptions | None = None
+                   ) -> CompareOptions:
+    """A comparison to read that shows the metrics asked for (compare --metric, bisect's last
+    comparison, the one after --iterations auto) with their verdicts, as check judges them in
+    their own budget, beside the rows that decide by default."""
+    options = options or CompareOptions()
+    return dataclasses.replace(options, percentiles=metric_percents(metrics, options.percentiles),
+                               metrics=tuple((m.op, m.stat) for m in metrics))
+
+
+def check_metric_ops(comparison: Comparison, metrics: list[Metric]) -> None:
+    """A metric whose op is not in the runs is bad input (UsageError), as in check."""
+    for metric in metrics:
+        metric_change(comparison, metric, comparison.candidates[0])
 
 
 def gate(comparison: Comparison, metrics: list[Metric], max_regression: float) -> list[GateResult]:

@@ -30,23 +30,20 @@ class VariantRuns:
     label: str
     runs: list[Run]
     summaries: list[sm.RunSummary]
-    durations: list[float]  # seconds after the warm-up, per run
+    durations: list[float]  # seconds after the warm-up, per run (RunSummary.measured_ns)
 
 
-def _run_seconds(run: Run, summary: sm.RunSummary) -> tuple[float, str]:
-    if run.duration_s > 0:
-        return run.duration_s, "run.json"
-    return summary.duration_ns / 1e9, "ops"
+def measured_seconds(summaries: list[sm.RunSummary]) -> list[float]:
+    """Each run's measured span after the warm-up: the one duration every rate divides by."""
+    return [summary.measured_ns / 1e9 for summary in summaries]
 
 
 def load_variant(resolved: Resolved) -> tuple[VariantRuns, VariantInfo]:
     summaries = [run.summary() for run in resolved.runs]
-    durations, infos = [], []
-    for run, summary in zip(resolved.runs, summaries, strict=True):
-        seconds, source = _run_seconds(run, summary)
-        durations.append(max(seconds - summary.warmup_ns / 1e9, 0.0))
-        infos.append(RunInfo(run.meta.iteration, str(run.path), run.describe_status(),
-                             seconds, source, summary.warmup_ns / 1e9, summary.block_ns))
+    infos = [RunInfo(run.meta.iteration, str(run.path), run.describe_status(),
+                     (s.end_ns - s.start_ns) / 1e9, s.start_ns / 1e9, s.end_ns / 1e9,
+                     (s.warmup_blocks - s.start_ns // s.block_ns) * s.block_ns / 1e9, s.block_ns)
+             for run, s in zip(resolved.runs, summaries, strict=True)]
     first = resolved.runs[0].meta
     info = VariantInfo(
         label=resolved.label,
@@ -56,7 +53,8 @@ def load_variant(resolved: Resolved) -> tuple[VariantRuns, VariantInfo]:
         kernel=first.kernel.get("release"),
         environment=first.environment,
     )
-    return VariantRuns(resolved.label, resolved.runs, summaries, durations), info
+    return VariantRuns(resolved.label, resolved.runs, summaries, measured_seconds(summaries)), \
+        info
 
 
 def op_names(variants: list[VariantRuns]) -> list[str]:

@@ -28,7 +28,9 @@ class CompareOptions:
     noise_profile: NoiseProfile | None = None  # this host's measured spread (calibrate)
     duet_profile: NoiseProfile | None = None  # its measured A/A duet pair spread (--duet)
     use_profiles: bool = True  # look for the baseline's profile beside its runs
-    metrics: tuple[tuple[str, str], ...] | None = None  # (op, stat) that decide; None: DECIDING
+    # (op, stat) asked for with --metric: they decide, in their own false-discovery budget
+    metrics: tuple[tuple[str, str], ...] | None = None
+    default_rows: bool = True  # DECIDING_STATS of each op decide too (check: only its metrics)
 
 
 @dataclass
@@ -36,9 +38,10 @@ class RunInfo:
     iteration: int | None
     path: str
     status: str
-    duration_s: float
-    duration_source: str  # "run.json" or "ops" (from the last completion) when run.json has none
-    warmup_s: float = 0.0  # ops that started before this are recorded but not in the statistics
+    duration_s: float  # the workload's span: its first op's start to its last completion
+    started_s: float  # when the first op started, on the run's clock (monitors start first)
+    end_s: float  # the last completion, on the run's clock
+    warmup_s: float = 0.0  # after the first op, left out of the statistics (whole blocks)
     block_ns: int = 0  # the time blocks behind the intervals and timelines
 
 

@@ -58,7 +58,7 @@ def timeline(op: sm.OpSummary, run: sm.RunSummary, per: int) -> stalls_mod.Timel
 def _full_intervals(run: sm.RunSummary, interval_ns: int) -> int:
     """How many intervals from the start lie wholly inside the run: the last one, which the
     run's end cuts (or which starts at it), holds too little time to be an episode."""
-    return int(run.duration_ns // interval_ns) if run.duration_ns > 0 else 0
+    return int(run.end_ns // interval_ns) if run.end_ns > 0 else 0
 
 
 def stall_summary(ops: list[sm.OpSummary], runs: list[sm.RunSummary],

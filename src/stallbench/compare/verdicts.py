@@ -13,42 +13,41 @@ from ..analysis.summary import RESPONSE_SUFFIX
 from .loading import OpSide
 from .model import CompareOptions, CpuRow, OpComparison
 
+METRICS, DEFAULT = "metrics", "default"   # the false-discovery budgets of a candidate
 
-def decides(op: OpComparison, stat: str, options: CompareOptions) -> bool:
-    """Whether a row is in its candidate's false-discovery budget: the statistics named with
-    --metric (check, iterations auto), else DECIDING_STATS of every op (not a response op's
-    rate, which is its service op's)."""
-    if options.metrics is not None:
-        return (op.op, stat) in options.metrics
-    return stat in DECIDING_STATS and not (op.kind == "response" and stat == RATE.key)
+
+def decides(op: OpComparison, stat: str, options: CompareOptions) -> str | None:
+    """The false-discovery budget a row is in, or None: the metrics asked for with --metric
+    (check, bisect, iterations auto, compare --metric) in their own, so that a metric's verdict
+    is the one `check` gives whatever else is shown; DECIDING_STATS of every op (not a response
+    op's rate, which is its service op's) in theirs, unless only the metrics decide (check)."""
+    if options.metrics is not None and (op.op, stat) in options.metrics:
+        return METRICS
+    if options.default_rows and stat in DECIDING_STATS and \
+            not (op.kind == "response" and stat == RATE.key):
+        return DEFAULT
+    return None
 
 
 def adjust(ops: list[OpComparison], cpu: list[CpuRow], candidates: list[str],
            options: CompareOptions) -> None:
-    """Benjamini–Hochberg within each candidate over the rows that decide (`decides`), then
-    their verdict words and, where undecided, why and how many runs would likely decide; the
-    other rows keep their unadjusted interval with the verdict INTERVAL_ONLY."""
+    """Benjamini–Hochberg within each candidate and budget over the rows that decide
+    (`decides`), then their verdict words and, where undecided, why and how many runs would
+    likely decide; the other rows keep their unadjusted interval with the verdict
+    INTERVAL_ONLY."""
     for label in candidates:
-        family: list[tuple[iv.Change, bool]] = []
+        families: dict[str, list[tuple[iv.Change, bool]]] = {METRICS: [], DEFAULT: []}
         for op in ops:
             for stat, change in op.changes[label].items():
                 if change.verdict != iv.Verdict.NA:
                     continue
-                if decides(op, stat, options):
-                    family.append((change, stat_named(stat).higher_is_better))
+                budget = decides(op, stat, options)
+                if budget is not None:
+                    families[budget].append((change, stat_named(stat).higher_is_better))
                 elif change.low is not None:
                     change.verdict = iv.Verdict.INTERVAL_ONLY
-        with_p = [change for change, _ in family if change.p_value is not None]
-        for change, adjusted in zip(with_p, iv.benjamini_hochberg([c.p_value for c in with_p]),
-                                    strict=True):
-            change.p_adjusted = adjusted
-        for change, higher_is_better in family:
-            change.verdict = iv.verdict(change, higher_is_better, options.noise)
-            if change.verdict == iv.Verdict.UNCLEAR:
-                if iv.excludes_zero(change) and abs(change.change) > options.noise:
-                    change.note = iv.ADJUSTED
-                change.iterations_needed = (paired.pairs_needed if change.variance.get(
-                    "paired") else iv.iterations_to_decide)(change, options.noise)
+        for family in families.values():
+            _decide(family, options)
         for op in ops:
             for change in op.changes[label].values():
                 _mark_wide_interval(change)
@@ -56,6 +55,21 @@ def adjust(ops: list[OpComparison], cpu: list[CpuRow], candidates: list[str],
         for change in row.changes.values():
             if change.low is not None and change.verdict == iv.Verdict.NA:
                 change.verdict = iv.Verdict.INTERVAL_ONLY
+
+
+def _decide(family: list[tuple[iv.Change, bool]], options: CompareOptions) -> None:
+    """One budget's Benjamini–Hochberg adjustment and verdicts."""
+    with_p = [change for change, _ in family if change.p_value is not None]
+    for change, adjusted in zip(with_p, iv.benjamini_hochberg([c.p_value for c in with_p]),
+                                strict=True):
+        change.p_adjusted = adjusted
+    for change, higher_is_better in family:
+        change.verdict = iv.verdict(change, higher_is_better, options.noise)
+        if change.verdict == iv.Verdict.UNCLEAR:
+            if iv.excludes_zero(change) and abs(change.change) > options.noise:
+                change.note = iv.ADJUSTED
+            change.iterations_needed = (paired.pairs_needed if change.variance.get(
+                "paired") else iv.iterations_to_decide)(change, options.noise)
 
 
 def _mark_wide_interval(change: iv.Change) -> None:

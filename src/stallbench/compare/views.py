@@ -16,7 +16,6 @@ import pyarrow.compute as pc
 
 from ..analysis import heatmap as hm
 from ..core.errors import RunDataError
-from ..results.runmeta import run_end_s
 from ..results.store import Run
 from . import blocked
 
@@ -137,10 +136,7 @@ def _latency_ranges(variants: list[Any]) -> dict[str, tuple[int, int]]:
 def _heatmaps(variants: list[Any]) -> list[OpHeatmaps]:
     """Ops read batch by batch (bounded memory), counted into shared edges per op."""
     # to the end of the longest run on its clock (the workers start after the clock)
-    duration_ns = max((max(s.duration_ns, int(run_end_s(r.meta.workload_summary,
-                                                        r.meta.duration_s) * 1e9))
-                       for v in variants for r, s in zip(v.runs, v.summaries, strict=True)),
-                      default=0)
+    duration_ns = max((s.end_ns for v in variants for s in v.summaries), default=0)
     edges_t = hm.time_edges(float(duration_ns))
     ranges = _latency_ranges(variants)
     edges = {name: hm.latency_edges([np.array(r, dtype=np.int64)]) for name, r in ranges.items()}

@@ -209,12 +209,16 @@ def level_shift_notes(comparison: Comparison) -> list[str]:
     """One sentence per run that mixes two regimes, with what to do."""
     out = []
     for shift in comparison.level_shifts:
-        before, after = shift["before_ns"], shift["after_ns"]
-        unit = choose_time_unit([before, after])
+        before, after = shift["before"], shift["after"]
         verb = "fell" if after < before else "rose"
         where = f"{shift['variant']} iteration {shift['iteration']}"
-        text = (f"{shift['op']} p50 {verb} from {format_ns(before, unit)} {unit[0]} to "
-                f"{format_ns(after, unit)} {unit[0]} at {shift['at_ns'] / 1e9:.1f} s in {where}")
+        if shift["stat"] == RATE.key:
+            levels = f"{RATE.label} {verb} from {format_rate(before)} to {format_rate(after)}"
+        else:
+            unit = choose_time_unit([before, after])
+            levels = (f"{shift['stat']} {verb} from {format_ns(before, unit)} {unit[0]} to "
+                      f"{format_ns(after, unit)} {unit[0]}")
+        text = f"{shift['op']} {levels} at {shift['at_ns'] / 1e9:.1f} s in {where}"
         if shift["early"] and shift["suggested_warmup_s"]:
             text += (": the run mixes two regimes (a cold and a warm cache?); use --warmup "
                      f"{shift['suggested_warmup_s']}s, a larger file or a longer run")

@@ -24,7 +24,6 @@ from matplotlib.ticker import (  # noqa: E402
 from ..analysis.display import choose_time_unit
 from ..compare.model import Comparison, OpComparison  # noqa: E402
 from ..core.units import RUN_TIME_AXIS  # noqa: E402
-from ..results.runmeta import run_end_s  # noqa: E402
 
 MAX_COUNTERS = 6
 _COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -69,11 +68,10 @@ def _log_axis(axis, minor: bool = True) -> None:
 
 
 def first_run_end_s(comparison: Comparison) -> float | None:
-    """Where the longest first iteration ended, on the run clock (its workers start a little
-    after the clock and the monitors): the time axes' right end, so that no plot runs past
-    the run. None when no run recorded its length."""
-    ends = [run_end_s(v.workload_summary[0] if v.workload_summary else None,
-                      v.runs[0].duration_s) for v in comparison.variants if v.runs]
+    """Where the longest first iteration ended (its last completion), on the run clock (its
+    workers start after the clock and the monitors): the time axes' right end, so that no
+    plot runs past the run. None when no run has an op."""
+    ends = [v.runs[0].end_s for v in comparison.variants if v.runs]
     return max(ends) if any(ends) else None
 
 

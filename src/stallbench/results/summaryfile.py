@@ -33,7 +33,8 @@ from ..core.errors import RunDataError
 from .runmeta import RUN_FILE, RunMeta, read_meta
 
 SUMMARY_FILE = "summary.parquet"
-SUMMARY_SCHEMA_VERSION = 1
+# 2: the warm-up counts from the run's first op, and the run spans its ops (start_ns, end_ns)
+SUMMARY_SCHEMA_VERSION = 2
 _KIND_HISTOGRAM, _KIND_BLOCK, _KIND_BLOCK_BUCKET, _KIND_WORKER, _KIND_OP = range(5)
 _BATCH_ROWS = 1 << 18
 
@@ -65,7 +66,8 @@ def fingerprint(ops_path: Path) -> str:
 
 
 def builder_for(meta: RunMeta) -> sm.SummaryBuilder:
-    """A builder with the block length and warm-up of the run that `meta` (run.json) describes."""
+    """A builder with the block length and warm-up of the run that `meta` (run.json) describes
+    (its length only chooses the blocks: the summary spans the run's ops)."""
     warmup_s = float(meta.warmup_s or 0.0)
     duration = meta.duration_s or meta.duration_planned_s
     builder = sm.SummaryBuilder(sm.block_ns_for(duration, warmup_s), int(round(warmup_s * 1e9)))
@@ -123,7 +125,8 @@ def write(run_dir: Path, summary: sm.RunSummary, ops_fingerprint: str) -> Path:
         "ops_fingerprint": ops_fingerprint,
         "block_ns": str(summary.block_ns),
         "warmup_blocks": str(summary.warmup_blocks),
-        "duration_ns": str(summary.duration_ns),
+        "start_ns": str(summary.start_ns),
+        "end_ns": str(summary.end_ns),
         "sub_bits": str(hist.SUB_BITS),
         "coarse_sub_bits": str(sm.COARSE_SUB_BITS),
     }
@@ -199,13 +202,13 @@ def read(run_dir: Path, ops_fingerprint: str | None) -> sm.RunSummary | None:
                 or kv.get("ops_fingerprint") != ops_fingerprint:
             return None
         return _from_table(table, int(kv["block_ns"]), int(kv["warmup_blocks"]),
-                           int(kv["duration_ns"]))
+                           int(kv["start_ns"]), int(kv["end_ns"]))
     except (pa.ArrowException, OSError, KeyError, ValueError, IndexError):
         return None
 
 
-def _from_table(table: pa.Table, block_ns: int, warmup_blocks: int,
-                duration_ns: int) -> sm.RunSummary:
+def _from_table(table: pa.Table, block_ns: int, warmup_blocks: int, start_ns: int,
+                end_ns: int) -> sm.RunSummary:
     op_col = table.column("op").combine_chunks()
     if isinstance(op_col, pa.ChunkedArray):
         op_col = op_col.chunk(0)
@@ -216,7 +219,7 @@ def _from_table(table: pa.Table, block_ns: int, warmup_blocks: int,
             for name in ("block", "key", "count", "sum_ns", "min_ns", "max_ns")}
     block_rows = cols["block"][kind == _KIND_BLOCK]
     blocks = max(int(block_rows.max()) + 1 if block_rows.size else 0,
-                 -(-duration_ns // block_ns), warmup_blocks, 1)
+                 -(-end_ns // block_ns), warmup_blocks, 1)
     ops = {}
     for code, name in enumerate(names):
         mine = codes == code
@@ -254,7 +257,7 @@ def _from_table(table: pa.Table, block_ns: int, warmup_blocks: int,
             worker_sum=cols["sum_ns"][r][order], warmup_samples=int(cols["count"][i]),
             gap_start_ns=int(cols["sum_ns"][i]), gap_ns=int(cols["min_ns"][i]),
             gap_exact=bool(cols["max_ns"][i]))
-    return sm.RunSummary(block_ns, warmup_blocks, duration_ns, ops)
+    return sm.RunSummary(block_ns, warmup_blocks, start_ns, end_ns, ops)
 
 
 def build_from_ops(ops_path: Path, meta: RunMeta) -> sm.RunSummary:
@@ -268,12 +271,7 @@ def build_from_ops(ops_path: Path, meta: RunMeta) -> sm.RunSummary:
             add_batch(builder, batch)
     except (pa.ArrowException, OSError) as exc:
         raise RunDataError(f"{ops_path}: damaged ({' '.join(str(exc).split())})") from exc
-    return builder.finish(_duration_ns(meta))
-
-
-def _duration_ns(meta: RunMeta) -> int | None:
-    duration = meta.duration_s
-    return int(float(duration) * 1e9) if duration else None
+    return builder.finish()
 
 
 def load_or_build(run_dir: Path, meta: RunMeta) -> sm.RunSummary:
@@ -345,7 +343,7 @@ def write_with_ops(run_dir: Path, meta: RunMeta,
     ops_path = Path(run_dir) / "ops.parquet"
     counts = write_ops(ops_path, tee())
     try:
-        write(run_dir, builder.finish(_duration_ns(meta)), fingerprint(ops_path))
+        write(run_dir, builder.finish(), fingerprint(ops_path))
     except OSError as exc:      # the ops are safe; the summary is rebuilt on first use
         meta.notes.append(
             f"summary.parquet not written ({exc.strerror or exc}); rebuilt when first read")
