@@ -30,7 +30,13 @@ from ..core.units import parse_duration
 from ..monitors import monitors_help, parse_monitor_list
 from ..results.rundirs import default_results_dir
 from ..settings.shapes import check_plain_path
-from ..settings.variant import RELATIONS, VARIANT_FIELDS, VariantSettings, workload_options_table
+from ..settings.variant import (
+    RELATIONS,
+    VARIANT_FIELDS,
+    VariantSettings,
+    check_fs_options,
+    workload_options_table,
+)
 from ..workloads import available_workloads, get_workload
 
 MAX_PLAN_BYTES = 1 << 20
@@ -352,6 +358,7 @@ class _PlanReader:
         if self.kernel_given and settings.kernel is None:
             values = {**values, "kernel": "(each commit's)"}
         check_relations(values, VARIANT_FIELDS, RELATIONS, fail, str)
+        check_fs_options(settings, fail)
         return settings
 
 
