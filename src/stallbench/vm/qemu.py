@@ -75,13 +75,12 @@ class Guest:
         self.marks: list[str] = []
         self.changed = threading.Condition()
         self.on_line = on_line
-        self._entry = journal.push("kill", pid=0, start_time=None, what="qemu")
         self._journal = journal
-        with held_while_starting():   # journaled before a Ctrl-C can unwind past it
+        with held_while_starting():   # journaled once it exists, before a Ctrl-C acts
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.STDOUT, preexec_fn=_pdeathsig)
-            journal.update(self._entry, pid=self.proc.pid,
-                           start_time=process_start_time(self.proc.pid))
+            self._entry = journal.push("kill", pid=self.proc.pid, what="qemu",
+                                       start_time=process_start_time(self.proc.pid))
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
