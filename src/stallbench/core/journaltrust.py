@@ -29,6 +29,8 @@ _WRITABLE_RE = re.compile(r"^(/proc/sys/[A-Za-z0-9_./-]+|/sys/block/[A-Za-z0-9_.
                           r"scheduler|/sys/kernel/(debug/)?tracing/[A-Za-z0-9_./-]+)$")
 _SYSCTL_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")
 _TRACEFS_MOUNTS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
+# kinds that hold a value saved before a change: a new run must not save the changed one
+RESTORED_KINDS = ("sysctl", "write")
 # the keys of an entry that name a path, by kind (kinds not named: "path")
 _PATH_KEYS = {"umount": "target", "loop_umount": "target", "detach_loop": "image"}
 
@@ -141,13 +143,17 @@ def dead_journals(directory: Path) -> list[tuple[Path, list[dict[str, Any]]]]:
 
 
 def refuse_after_a_killed_run(directory: Path) -> None:
-    """UsageError when a killed run's changes are not undone yet: a new run would take the
-    leftover sysctl (or scheduler, or huge pages) for the machine's own value and restore it."""
-    left = dead_journals(directory)
+    """UsageError when a killed run left a saved value unrestored (RESTORED_KINDS): a new run
+    would take the leftover sysctl (or scheduler, or huge pages) for the machine's own value
+    and restore it. Its cgroups, mounts and unfinished run folder mislead no new run (a bisect
+    resumes beside them; `stallbench cleanup` removes them later)."""
+    left = [(path, entries) for path, entries in dead_journals(directory)
+            if any(isinstance(e, dict) and e.get("kind") in RESTORED_KINDS for e in entries)]
     if left:
         path, entries = left[0]
         kinds = ", ".join(dict.fromkeys(str(e.get("kind")) for e in entries
-                                        if isinstance(e, dict)))
+                                        if isinstance(e, dict)
+                                        and e.get("kind") in RESTORED_KINDS))
         raise UsageError(f"a stallbench run that was killed left changes not undone yet "
                          f"({path.name}: {kinds}); run `stallbench cleanup` first, so this run "
                          "starts from the machine's own settings")
