@@ -12,15 +12,14 @@ only, and names everything else it left out in the run's notes.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import stat
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import UsageError
 from ..core.names import check_name
+from ..results.regular import copy_regular
 from ..results.rundirs import claim_iteration, iter_run_dirs
 from ..results.runmeta import RUN_FILE, read_meta, write_meta
 
@@ -32,9 +31,6 @@ PULL_OPTIONS: dict[str, Any] = {
     "rsync_opts": ["--no-devices", "--no-specials", f"--exclude=/{WORK_DIR}/"]}
 # rsync's own line for what --no-devices / --no-specials left on the host
 _SKIPPED_RE = re.compile(r'^skipping non-regular file "(?P<path>.+)"$')
-_SET_ID = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
-
-
 def skipped_by_rsync(lines: list[str]) -> list[str]:
     """The paths (relative to the pulled folder) rsync reported as not regular files."""
     found = []
@@ -43,43 +39,6 @@ def skipped_by_rsync(lines: list[str]) -> list[str]:
         if match:
             found.append(match.group("path"))
     return found
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISLNK, "symlink"), (stat.S_ISBLK, "block device"),
-                       (stat.S_ISCHR, "character device"), (stat.S_ISFIFO, "FIFO"),
-                       (stat.S_ISSOCK, "socket")):
-        if test(mode):
-            return name
-    if mode & _SET_ID:
-        return "set-id bits"
-    return "not a regular file"
-
-
-def copy_regular(source: Path, target: Path) -> list[str]:
-    """Copy the regular files and folders of `source` into `target` (made), never following
-    a link; returns what was left out, as 'path (what it is)' relative to `source`."""
-    left_out: list[str] = []
-    target.mkdir(exist_ok=True)
-    for folder, dirs, files in os.walk(source, followlinks=False):
-        here = Path(folder)
-        into = target / here.relative_to(source)
-        for name in sorted([*dirs, *files]):
-            path = here / name
-            info = path.lstat()
-            rel = path.relative_to(source).as_posix()
-            if stat.S_ISDIR(info.st_mode) and not info.st_mode & _SET_ID:
-                (into / name).mkdir(exist_ok=True)
-            elif stat.S_ISREG(info.st_mode) and not info.st_mode & _SET_ID:
-                try:
-                    os.link(path, into / name, follow_symlinks=False)
-                except OSError:
-                    shutil.copyfile(path, into / name, follow_symlinks=False)
-            else:
-                left_out.append(f"{rel} ({_kind(info.st_mode)})")
-                if name in dirs:
-                    dirs.remove(name)          # os.walk does not enter it
-    return left_out
 
 
 def import_runs(mirror: Path, results: Path, host: str, imported: set[str],

@@ -150,7 +150,8 @@ def load_plan(path: Path | str, kernel_given: bool = False) -> Plan:
     keys that need one (vm_cpus, vm_memory) are allowed without it."""
     path = Path(path)
     try:
-        raw = path.read_bytes()[: MAX_PLAN_BYTES + 1]
+        with open(path, "rb") as f:        # never more than the limit (/dev/zero never ends)
+            raw = f.read(MAX_PLAN_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"{path}: cannot read plan file: {exc.strerror or exc}") from None
     if len(raw) > MAX_PLAN_BYTES:

@@ -177,13 +177,26 @@ def qemu_argv(binary: str, kernel: Kernel, initramfs: Path, accel: str, cpus: in
             "-append", cmdline,
             "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,"
                        "multidevs=remap",
-            "-virtfs", f"local,path={exchange},mount_tag=exchange,security_model=none,"
-                       "multidevs=remap",
+            "-virtfs", f"local,path={exchange},mount_tag=exchange,"
+                       f"security_model={exchange_model(exchange)},multidevs=remap",
             "-serial", "stdio", "-monitor", "none"]
     if disk is not None:
         argv += ["-drive", f"file={disk},format=raw,if=virtio,cache={_disk_cache(disk)},"
                            "aio=threads,discard=unmap"]
     return argv
+
+
+def exchange_model(exchange: Path) -> str:
+    """The exchange share's security model: mapped-xattr where the host's filesystem keeps
+    user xattrs, so what the guest's root makes (owners, set-id bits, device nodes, symlinks)
+    is only recorded in xattrs and the host holds plain files of its own; else none (the host
+    then takes only the regular files, results/regular.py)."""
+    try:
+        os.setxattr(exchange, "user.stallbench", b"1")
+        os.removexattr(exchange, "user.stallbench")
+    except OSError:
+        return "none"
+    return "mapped-xattr"
 
 
 def _disk_cache(disk: Path) -> str:
