@@ -23,6 +23,12 @@ declare -A need=(
   [/usr/sbin/kexec]=kexec-tools
   [cc]=gcc
   [/usr/include/unistd.h]=libc6-dev
+  # bisect --git's default kernel build (src/stallbench/bisect/buildtools.py checks the same)
+  [make]=make
+  [flex]=flex
+  [bison]=bison
+  [bc]=bc
+  [/usr/include/gelf.h]=libelf-dev
 )
 # Two guest kernels for the kernel-variant tests (tests/test_vm_*.py), kept between runs.
 fetch_test_kernels() {

@@ -34,6 +34,7 @@ from ..core.journal import Journal, process_start_time
 from ..core.jsonfile import write_json_atomic
 from ..core.signals import held_while_starting
 from ..plan.plan import Plan
+from .buildtools import build_error, default_steps, missing_options
 
 FRAGMENT = Path(__file__).parents[1] / "share/kernel/guest.config"
 KERNELS_DIR = "kernels"         # RESULTS/kernels/<commit>/
@@ -148,34 +149,6 @@ def describe_answer(repo: Path, commits: list[Commit], last_good: int, first_bad
 
 
 # -- building -------------------------------------------------------------------------------
-
-def build_error(log_text: str) -> str:
-    """The build log's lines that say why: the first compiler or make error and the last line."""
-    lines = [line.strip() for line in log_text.splitlines() if line.strip()]
-    if not lines:
-        return "(no output)"
-    first = next((line for line in lines if "error:" in line or "Error " in line
-                  or line.startswith("ERROR")), None)
-    return " | ".join(dict.fromkeys(filter(None, [first, lines[-1]])))[:400]
-
-
-def missing_options(fragment: str, config: str) -> list[str]:
-    """The fragment's settings that the resolved .config does not have (dependencies not met on
-    this commit, or an option this tree does not know)."""
-    have = {line.strip() for line in config.splitlines()}
-    wanted = [line.strip() for line in fragment.splitlines()
-              if line.strip().startswith("CONFIG_")]
-    return [line for line in wanted if line not in have]
-
-
-def default_steps(fragment: Path, jobs: int) -> list[list[str]]:
-    """The default build: allnoconfig with the fragment's settings forced (KCONFIG_ALLCONFIG),
-    olddefconfig, then the bzImage; ccache when it is installed."""
-    cc = ["CC=ccache gcc"] if shutil.which("ccache") else []
-    return [["make", "-s", f"KCONFIG_ALLCONFIG={fragment}", "allnoconfig"],
-            ["make", "-s", "olddefconfig"],
-            ["make", f"-j{jobs}", *cc, "bzImage"]]
-
 
 @contextlib.contextmanager
 def _terminate_unwinds() -> Iterator[None]:
@@ -328,14 +301,18 @@ class KernelBuilder:
         build a kill -9 left behind), at nice 19, a progress line every minute."""
         log_file.write(f"stallbench: {' '.join(argv)}\n".encode())
         log_file.flush()
-        entry = journal.push("kill", pid=0, start_time=None, group=True, what="kernel build")
-        proc = None
+        entry = proc = None
         try:
-            with held_while_starting():
-                proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                        stdout=log_file, stderr=subprocess.STDOUT,
-                                        start_new_session=True, preexec_fn=_preexec)
-                journal.update(entry, pid=proc.pid, start_time=process_start_time(proc.pid))
+            with held_while_starting():      # journaled once it exists, before a Ctrl-C acts
+                try:
+                    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                            stdout=log_file, stderr=subprocess.STDOUT,
+                                            start_new_session=True, preexec_fn=_preexec)
+                except OSError as exc:       # no such program: as the shell says it
+                    log_file.write(f"stallbench: cannot run {argv[0]}: {exc}\n".encode())
+                    return 127
+                entry = journal.push("kill", pid=proc.pid, group=True, what="kernel build",
+                                     start_time=process_start_time(proc.pid))
             next_line = time.monotonic() + HEARTBEAT_S
             while True:
                 try:
@@ -345,7 +322,8 @@ class KernelBuilder:
                              f", {_tail_line(log_path)[:100]}")
                     next_line += HEARTBEAT_S
         finally:
-            journal.undo(entry)             # the group's stragglers (or all of it, unwinding)
+            if entry is not None:           # the group's stragglers (or all of it, unwinding)
+                journal.undo(entry)
             if proc is not None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(5)

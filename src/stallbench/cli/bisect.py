@@ -96,9 +96,11 @@ def run(args: argparse.Namespace) -> int:
     builder = None
     if args.git is not None:
         from ..bisect import gitkernels as bisectgit
+        from ..bisect.buildtools import check_build_tools
 
         commits = bisectgit.first_parent_line(args.git, args.good, args.bad)
         plan = bisectgit.git_plan(plan, commits, Path(plan.results))
+        check_build_tools(args.build)
         bisectgit.check_before_build(plan)
         builder = bisectgit.KernelBuilder(args.git, Path(plan.results), commits, args.build,
                                           verbosity.info)

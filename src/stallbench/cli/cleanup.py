@@ -12,7 +12,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "cleanup",
         description="Undo the changes of stallbench runs that died (e.g. kill -9): mounts, loop "
                     "devices, images, cgroups, sysctls, huge pages, I/O schedulers. Runs still "
-                    "in progress are left alone.")
+                    "in progress are left alone. Exit 1 when a change could not be undone "
+                    "(each is named; one that failed stays in its journal for the next "
+                    "cleanup).")
     parser.set_defaults(func=run)
 
 
@@ -32,4 +34,5 @@ def run(args: argparse.Namespace) -> int:
         print("nothing to clean up")
     elif errors:
         print(f"{errors} change(s) could not be undone; see above")
+        return ExitCode.FAILURE
     return ExitCode.OK

@@ -31,10 +31,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import UsageError
+from .journaltrust import entry_problem, file_problem, folder_problem
 from .jsonfile import write_json_atomic
 
 UndoFn = Callable[[dict[str, Any]], None]
 UNDO_ACTIONS: dict[str, UndoFn] = {}
+
+
+class UndoRefused(Exception):
+    """An entry that will never be carried out (it would touch what stallbench did not make):
+    dropped from the journal, and said."""
 
 
 def register_undo(kind: str) -> Callable[[UndoFn], UndoFn]:
@@ -46,8 +53,19 @@ def register_undo(kind: str) -> Callable[[UndoFn], UndoFn]:
 
 
 def state_dir() -> Path:
+    """The first usable state folder: this user's, writable by nobody else (a folder another
+    user made first, e.g. /tmp/stallbench-0, is passed over; $STALLBENCH_STATE_DIR is refused)."""
     override = os.environ.get("STALLBENCH_STATE_DIR")
-    candidates = [Path(override)] if override else [
+    if override:
+        path = Path(override)
+        with contextlib.suppress(OSError):
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        problem = folder_problem(path)
+        if problem:
+            raise UsageError(f"STALLBENCH_STATE_DIR: {problem}: the cleanup journal there could "
+                             "be changed by another user; give a folder of this user's alone")
+        return path
+    candidates = [
         Path("/run/stallbench"), Path("/var/lib/stallbench"),
         *([Path(os.environ["XDG_RUNTIME_DIR"]) / "stallbench"]
           if os.environ.get("XDG_RUNTIME_DIR") else []),
@@ -56,8 +74,8 @@ def state_dir() -> Path:
     ]
     for path in candidates:
         try:
-            path.mkdir(parents=True, exist_ok=True)
-            if os.access(path, os.W_OK):
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if os.access(path, os.W_OK) and folder_problem(path) is None:
                 return path
         except OSError:
             continue
@@ -78,7 +96,7 @@ class Journal:
         stem = f"journal-{os.getpid()}-{time.monotonic_ns()}"
         self.path = self.directory / f"{stem}.json"
         self.lock_path = self.directory / f"{stem}.lock"
-        self._fd = os.open(self.lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+        self._fd = os.open(self.lock_path, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
         fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         self.entries: list[Entry] = []
         self._next_id = 1
@@ -107,11 +125,17 @@ class Journal:
         self._save()
 
     def undo(self, entry: Entry) -> None:
-        """Undo one change now and drop it from the journal. Errors are kept, not raised."""
+        """Undo one change now and drop it from the journal. Errors are kept, not raised; an
+        entry whose undo failed stays in the journal file, for `stallbench cleanup` to retry
+        (one it refuses is dropped)."""
         try:
             run_undo(entry.action)
-        except Exception as exc:  # noqa: BLE001 - cleanup must go on with the rest
+        except UndoRefused as exc:
             self.errors.append(f"{entry.action.get('kind')}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - cleanup must go on with the rest
+            self.errors.append(f"{entry.action.get('kind')}: {exc}; left in the journal for "
+                               "`stallbench cleanup`")
+            return
         self.forget(entry)
 
     def undo_all(self) -> list[str]:
@@ -163,12 +187,22 @@ _IMPORT_ERRORS: dict[str, str] = {}    # module -> why it did not import (said b
 
 
 def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = print) -> int:
-    """Undo the journals of stallbench processes that died; returns the number of errors."""
+    """Undo the journals of stallbench processes that died; returns the number of changes not
+    undone (each named). A journal that is not this user's alone is left as it is; an entry
+    that names what stallbench does not make is dropped unrun (journaltrust.py); an entry
+    whose undo fails stays in the journal, for the next cleanup to retry."""
     directory = Path(directory) if directory else state_dir()
     errors = 0
     for path in sorted(directory.glob("journal-*.json")):
         lock_path = path.with_suffix(".lock")
-        fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+        problem = file_problem(path) or (file_problem(lock_path) if lock_path.exists()
+                                         else None)
+        if problem:
+            log(f"{path.name}: {problem}: not trusted, left alone (remove it once you know "
+                "whose it is)")
+            errors += 1
+            continue
+        fd = os.open(lock_path, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -184,18 +218,30 @@ def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = pr
                 path.unlink(missing_ok=True)
                 lock_path.unlink(missing_ok=True)
                 continue
-            entries = data.get("entries", [])
+            entries = data.get("entries", []) if isinstance(data, dict) else []
             if entries:
                 _import_undo_kinds()   # only now: they import most of stallbench
+            left = []
             for action in reversed(entries):
+                refused = entry_problem(action) if isinstance(action, dict) else "not an entry"
                 try:
+                    if refused:
+                        raise UndoRefused(refused)
                     run_undo(action)
                     log(f"undone: {describe(action)}")
+                except UndoRefused as exc:
+                    errors += 1
+                    log(f"refused {describe(action)}: {exc}; dropped")
                 except Exception as exc:  # noqa: BLE001
                     errors += 1
-                    log(f"could not undo {describe(action)}: {exc}")
-            path.unlink(missing_ok=True)
-            lock_path.unlink(missing_ok=True)
+                    left.insert(0, action)
+                    log(f"could not undo {describe(action)}: {exc}; kept for the next "
+                        "`stallbench cleanup`")
+            if left:
+                write_json_atomic(path, {**data, "entries": left})
+            else:
+                path.unlink(missing_ok=True)
+                lock_path.unlink(missing_ok=True)
         finally:
             os.close(fd)
     return errors
@@ -220,7 +266,9 @@ def _import_undo_kinds() -> None:
                 _IMPORT_ERRORS[f"{name}.{info.name}"] = str(exc)
 
 
-def describe(action: dict[str, Any]) -> str:
+def describe(action: Any) -> str:
+    if not isinstance(action, dict):
+        return repr(action)[:200]
     kind = action.get("kind", "?")
     details = ", ".join(f"{k}={v}" for k, v in action.items() if k not in ("kind", "id"))
     return f"{kind} ({details})"
@@ -269,6 +317,10 @@ def _undo_kill(action: dict[str, Any]) -> None:
     `group` (a program the supervisor started in its own session), every process still in its
     process group that started no earlier than it, even when the leader is gone."""
     pid = int(action["pid"])
+    if pid <= 1 or action.get("start_time") is None:
+        what = "process group" if action.get("group") else "pid"
+        raise UndoRefused(f"refusing to signal {what} {pid}: the entry names no process of "
+                          "stallbench's (pid <= 1, or no start time to tell it by)")
     if action.get("group"):
         _kill_group(pid, action.get("start_time"))
         return

@@ -1,8 +1,9 @@
 """--fs ext2|ext3|ext4|xfs|btrfs: a fresh filesystem in an image file on a loop device.
 
 Only ever formats a loop device this run attached to an image file this run created; the device
-is checked to be backed by that image right before mkfs. Every step is journaled first:
-unlink image <- detach loop <- rmdir mount point <- unmount.
+is checked to be backed by that image right before mkfs, and the mkfs and mount options are
+checked before the image exists (settings/fsoptions.py: no word of them names a device). Every
+step is journaled first: unlink image <- detach loop <- rmdir mount point <- unmount.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..core.context import ProcessSet
 from ..core.errors import UsageError
 from ..core.journal import Journal, process_start_time, register_undo
 from ..core.signals import held_while_starting
+from ..settings.fsoptions import check_mkfs_words, check_mount_words
 from .blockdev import mount_of, proc_mounts_entry
 from .tools import tool
 
@@ -145,6 +147,8 @@ def loop_filesystem(fs: str, size: int, mkfs_opts: str, mount_opts: str, work_di
                     keep_image: bool, label: str, journal: Journal, metadata: dict[str, Any],
                     cgroup: str | None = None) -> Iterator[LoopFilesystem]:
     """`cgroup`: the run's memory cgroup, whose processes may be stopped to unmount."""
+    check_mkfs_words(mkfs_opts, "--mkfs-opts", fs)     # again: settings made in code too
+    check_mount_words(mount_opts, "--mount-opts", fs)
     work_dir.mkdir(parents=True, exist_ok=True)
     st = os.statvfs(work_dir)
     free = st.f_bavail * st.f_frsize

@@ -1,9 +1,12 @@
 """Run generated playbooks with the real `ansible-playbook` and read its JSON callback.
 
 A playbook is written as JSON (valid YAML); values that differ per host go in an extra-vars
-file, so nothing from a plan is pasted into the playbook text. Every playbook here has one play
-for one host (`--limit`): each host keeps its own timeline (a host lost mid-run or rebooting
-holds up no other).
+file, so nothing from a plan or a host is pasted into the playbook text. Ansible renders every
+string of a playbook and of a plain extra-vars file as a Jinja template on the controller, as
+root (`{{ lookup('pipe', ...) }}` runs a command there): the extra-vars file is YAML whose
+every string is tagged `!unsafe`, so a value travels as the text it is and the playbook names
+it (`{{ sb_job }}`). Every playbook here has one play for one host (`--limit`): each host keeps
+its own timeline (a host lost mid-run or rebooting holds up no other).
 """
 
 from __future__ import annotations
@@ -57,6 +60,20 @@ def _collection_installed() -> bool:
         if (root / "ansible_collections/ansible/posix").is_dir():
             return True
     return False
+
+
+_FALSE = ("0", "false", "no", "off", "n", "f")
+
+
+def host_key_warning() -> str | None:
+    """One line when the user's environment turned Ansible's host key checking off (it then
+    applies to every playbook here: a machine posing as a host gets root's commands)."""
+    value = os.environ.get("ANSIBLE_HOST_KEY_CHECKING")
+    if value is None or value.strip().lower() not in _FALSE:
+        return None
+    return (f"stallbench: ANSIBLE_HOST_KEY_CHECKING={value} in the environment: the hosts' SSH "
+            "keys are not checked, so a machine posing as a host gets the plan and root's "
+            "commands; unset it to check them")
 
 
 def ansible_env(local_tmp: Path, forks: int = 1) -> dict[str, str]:
@@ -115,10 +132,10 @@ class Runner:
             self._counter += 1
             stem = f"{self._counter:03d}-{_safe(host)}-{step}"
         book = self.directory / f"{stem}.playbook.json"
-        extra = self.directory / f"{stem}.vars.json"
+        extra = self.directory / f"{stem}.vars.yml"
         play = {"name": step, "hosts": host, "gather_facts": False, "tasks": tasks}
         book.write_text(json.dumps([play], indent=1))
-        extra.write_text(json.dumps(variables or {}))
+        extra.write_text(unsafe_yaml(variables or {}) + "\n")
         argv = [self.playbook, "-i", str(self.inventory), str(book), "--limit", host,
                 "-e", f"@{extra}"]
         try:
@@ -132,6 +149,30 @@ class Runner:
         if proc.stderr.strip():
             (self.directory / f"{stem}.stderr.txt").write_text(proc.stderr)
         return parse_output(host, proc.stdout, proc.stderr, proc.returncode)
+
+
+def unsafe_yaml(value: Any) -> str:
+    """`value` (JSON's types) as YAML in flow style with every string tagged `!unsafe`: Ansible
+    takes such a string as text, never as a template."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_yaml_string(str(k))}: {unsafe_yaml(v)}"
+                               for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(unsafe_yaml(v) for v in value) + "]"
+    if isinstance(value, str):     # Ansible reads `!unsafe ""` as null; "" is no template
+        return f"!unsafe {_yaml_string(value)}" if value else '""'
+    if value is None or isinstance(value, (bool, int, float)):
+        return json.dumps(value)
+    raise TypeError(f"no YAML for {type(value).__name__}")
+
+
+def _yaml_string(text: str) -> str:
+    """A YAML double-quoted scalar: JSON's escapes, and every character beyond printable ASCII
+    escaped (YAML reads JSON's surrogate pairs and some line breaks differently)."""
+    quoted = json.dumps(text, ensure_ascii=False)
+    return "".join(c if " " <= c <= "~" else
+                   f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+                   for c in quoted)
 
 
 def parse_output(host: str, stdout: str, stderr: str, returncode: int) -> HostResult:

@@ -12,7 +12,11 @@ A list of SSH targets becomes a small generated inventory. Host variables that s
   stallbench_python           the Python that `stallbench deploy` makes that venv with (default
                               python3; the controller's major.minor, as the wheels are)
   stallbench_workdir          where plans and results live on the host
-                              (default /var/tmp/stallbench-fleet; one subdirectory per fleet run)
+                              (default /var/lib/stallbench/fleet, root's alone: every folder
+                              on the path must be root's and writable by no one else; one
+                              subdirectory per fleet run, removed once its runs are pulled)
+  stallbench_keep_results     keep the host's folder of a fleet run once its runs are pulled
+                              (default false: removed, data files and all)
   stallbench_environment      environment for stallbench on the host (e.g. STALLBENCH_STATE_DIR)
   stallbench_boot_id_path     the boot id file (default /proc/sys/kernel/random/boot_id)
   stallbench_reboot_command   the reboot (default: Ansible's; `systemctl kexec` for kexec)
@@ -38,7 +42,7 @@ from ..plan.plan import Plan
 from ..settings.hosts import TARGET_RE
 from .ansible import list_inventory
 
-DEFAULT_WORKDIR = "/var/tmp/stallbench-fleet"
+DEFAULT_WORKDIR = "/var/lib/stallbench/fleet"
 DEFAULT_BOOT_ID = "/proc/sys/kernel/random/boot_id"
 DEFAULT_VENV = f"/opt/stallbench/{__version__}"
 # without a `stallbench` host variable: the deployed venv's stallbench ($0), else PATH's
@@ -61,6 +65,7 @@ class HostConfig:
     variants: list[str] = field(default_factory=list)
     venv: str = DEFAULT_VENV
     python: str = "python3"
+    keep_results: bool = False
 
 
 @dataclass
@@ -181,6 +186,12 @@ def host_config(name: str, variables: dict[str, Any]) -> HostConfig:
     else:
         command = ["sh", "-c", DEPLOYED_OR_PATH, f"{venv}/bin/stallbench"]
     reboot = variables.get("stallbench_reboot_command")
+    keep = variables.get("stallbench_keep_results", False)
+    if isinstance(keep, str) and keep.lower() in ("true", "yes", "1", "false", "no", "0"):
+        keep = keep.lower() in ("true", "yes", "1")
+    if not isinstance(keep, bool):
+        raise UsageError(f"inventory host {name}: stallbench_keep_results must be true or "
+                         f"false, got {keep!r}")
     return HostConfig(
         name=name, command=command, venv=venv,
         python=text("stallbench_python", "python3"),
@@ -193,6 +204,7 @@ def host_config(name: str, variables: dict[str, Any]) -> HostConfig:
         run_overhead_s=number("stallbench_run_overhead", 10.0),
         reconnect_timeout_s=number("stallbench_reconnect_timeout", 600.0),
         reboot_timeout_s=number("stallbench_reboot_timeout", 600.0),
+        keep_results=keep,
     )
 
 

@@ -37,8 +37,9 @@ from ..core.version import __version__
 from ..plan.plan import Plan
 from ..results.store import load_run
 from ..settings.hosts import describe_boot
-from .ansible import Runner, check_ansible
+from .ansible import Runner, check_ansible, host_key_warning
 from .boot import boot_failed, boot_tasks
+from .hostvalues import job_problem, python_problem
 from .inventory import HostConfig, assign, load_inventory
 from .outcome import FleetOutcome, HostReport
 from .probe import (
@@ -51,7 +52,7 @@ from .probe import (
     probe_lines,
     probe_task,
 )
-from .pull import import_runs
+from .pull import PULL_OPTIONS, import_runs, skipped_by_rsync
 from .subplan import Segment, check_plan_size, segments
 
 
@@ -64,6 +65,8 @@ class FleetRun:
         check_ansible()
         self.plan = plan
         self.log = log
+        if warning := host_key_warning():
+            log(warning)
         self.results = Path(plan.results)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         self.fleet_run = f"{stamp}-{secrets.token_hex(3)}"
@@ -134,7 +137,7 @@ class FleetRun:
         """Keep the Python the probe chose for this host's later playbooks; say once when it
         is not the one Ansible's discovery found."""
         lines = probe_lines(result)
-        if len(lines) < PROBE_LINES or not lines[4]:
+        if len(lines) < PROBE_LINES or not lines[4] or python_problem(lines[4]):
             return
         self._python[cfg.name] = lines[4]
         if lines[3] and cfg.name not in self._python_noted:
@@ -152,7 +155,8 @@ class FleetRun:
         remote = f"{cfg.workdir.rstrip('/')}/{self.fleet_run}"
         remote_results = f"{remote}/results"
         mirror = self.directory / "mirror" / cfg.name
-        mirror.mkdir(parents=True, exist_ok=True)
+        mirror.mkdir(parents=True, exist_ok=True, mode=0o700)
+        mirror.parent.chmod(0o700)          # what a host sent is only ours to read
         imported: set[str] = set()
         first = True
         for segment in segments(self.plan, cfg.variants):
@@ -162,7 +166,8 @@ class FleetRun:
                 if first:        # before the first reboot: is stallbench there at all?
                     pre = self.runner.run(cfg.name, "preflight",
                                           [probe_task(cfg, remote_results)],
-                                          {"sb_version": self._version, "sb_release": ""})
+                                          {"sb_version": self._version, "sb_release": "",
+                                           "sb_plan_text": ""})
                     if not pre.ok:
                         report.fail(probe_failure(pre, report.host, True, self._version))
                         return
@@ -171,6 +176,17 @@ class FleetRun:
                                  imported, first):
                 return
             first = False
+        if report.ok and not cfg.keep_results:
+            self._remove_remote(cfg, report, remote)
+
+    def _remove_remote(self, cfg: HostConfig, report: HostReport, remote: str) -> None:
+        """Every run came back and was imported: the host's folder of this fleet run goes
+        (its data files take ~2x the host's memory; nothing else ever removes them)."""
+        removed = self.runner.run(cfg.name, "remove", [
+            {"name": "remove", "raw": "rm -rf -- {{ sb_remote | quote }}"}],
+            {"sb_remote": remote})
+        if not removed.ok:
+            report.events.append(f"{remote} not removed from the host: {removed.message}")
 
     def _segment(self, cfg: HostConfig, report: HostReport, segment: Segment, remote: str,
                  remote_results: str, mirror: Path, imported: set[str], first: bool) -> bool:
@@ -187,11 +203,12 @@ class FleetRun:
         boot = boot_tasks(cfg, segment) if segment.boot else []
         started = self.runner.run(cfg.name, f"start{segment.number}", [
             *boot,
-            probe_task(cfg, remote_results, plan_path, segment.text),
+            probe_task(cfg, remote_results, plan_path),
             {"name": "start", "command": {"argv": argv}, "environment": env,
              "async": budget, "poll": 0, "vars": PYTHON_PROBED},
         ], {"sb_version": self._version, **self._python_vars(cfg),
-            "sb_release": (segment.boot or {}).get("release", "")},
+            "sb_release": (segment.boot or {}).get("release", ""),
+            "sb_plan_text": segment.text},
             timeout=900 + (cfg.reboot_timeout_s if boot else 0))
         if boot and boot_failed(report, segment, started, self._version):
             return False
@@ -210,6 +227,12 @@ class FleetRun:
             report.boot_ids.append(boot_id)
         job = started.task("start").get("ansible_job_id")
         job_file = started.task("start").get("results_file", "")
+        refused = job_problem(job, job_file)
+        if refused is not None:      # nothing of it may reach a playbook: stop that run
+            self._stop_remote(cfg, pidfile, plan_path)
+            report.fail(f"segment {segment.number}: {refused}: refused; its stallbench was "
+                        "sent SIGTERM (it undoes its own changes); nothing pulled")
+            return False
         t0 = time.monotonic()
         self.log(f"{cfg.name}: segment {segment.number} started ({', '.join(segment.variants)}"
                  f" x{segment.iterations}); status check in {check_after:.0f} s")
@@ -274,15 +297,17 @@ class FleetRun:
         pulled = status
         if "pull" not in status.tasks or status.task("pull").get("skipped"):
             pulled = self.runner.run(cfg.name, f"pull{segment.number}",
-                                     self._pull_tasks(cfg, remote_results, mirror, job_file),
-                                     {"job": {"finished": 1, "rc": 0}})
+                                     self._pull_tasks(cfg, remote_results, mirror),
+                                     {"job": {"finished": 1, "rc": 0},
+                                      **self._job_vars(job, job_file)})
         if pulled.task("pull").get("failed") or pulled.state == "unreachable" \
                 or "pull" not in pulled.tasks:
             report.fail(f"segment {segment.number}: results not pulled: {pulled.message}")
             return False
         paths, problems = import_runs(mirror, self.results, cfg.name, imported, {
             "fleet_run": self.fleet_run, "boot_id": boot_id, "segment": segment.number,
-            "remote_results": remote_results, "boot": segment.boot})
+            "remote_results": remote_results, "boot": segment.boot},
+            skipped_by_rsync(pulled.task("pull").get("stdout_lines") or []))
         report.runs.extend(paths)
         report.events.extend(problems)
         for path in paths:
@@ -293,16 +318,22 @@ class FleetRun:
             report.fail(f"segment {segment.number}: no run came back from the host")
         return not fatal and not interrupted
 
-    def _pull_tasks(self, cfg: HostConfig, remote_results: str, mirror: Path,
-                    job_file: str) -> list[dict[str, Any]]:
+    @staticmethod
+    def _job_vars(job: str, job_file: str) -> dict[str, str]:
+        """The job's id and file for the playbooks that name them (checked by job_problem)."""
+        return {"sb_job": job, "sb_job_file": job_file}
+
+    def _pull_tasks(self, cfg: HostConfig, remote_results: str,
+                    mirror: Path) -> list[dict[str, Any]]:
         """rsync the host's results (never `fetch`: it holds files in memory), then read the
-        boot id again and drop Ansible's job file. Run only once the job has finished."""
+        boot id again and drop Ansible's job file (`sb_job_file`). Run only once the job has
+        finished."""
         when = "job.finished | default(0) | int == 1 and job.rc | default(1) | int == 0"
-        tidy = shlex.join(["rm", "-f", "--", job_file or "/nonexistent/stallbench-no-job"])
+        tidy = "rm -f -- {{ sb_job_file | quote }}"
         return [
             {"name": "pull", "ansible.posix.synchronize": {
                 "mode": "pull", "src": f"{remote_results}/", "dest": f"{mirror}/",
-                "use_ssh_args": True, "verify_host": True, "archive": True}, "when": when},
+                "use_ssh_args": True, "verify_host": True, **PULL_OPTIONS}, "when": when},
             {"name": "tidy", "raw": tidy, "when": when},
         ]
 
@@ -323,11 +354,11 @@ class FleetRun:
         while True:
             report.status_checks += 1
             result = self.runner.run(cfg.name, "status", [
-                {"name": "status", "async_status": {"jid": job}, "failed_when": False,
-                 "register": "job", "vars": PYTHON_KNOWN},
+                {"name": "status", "async_status": {"jid": "{{ sb_job }}"},
+                 "failed_when": False, "register": "job", "vars": PYTHON_KNOWN},
                 {"name": "boot now", "raw": shlex.join(["cat", cfg.boot_id_path])},
-                *self._pull_tasks(cfg, remote_results, mirror, job_file),
-            ], self._python_vars(cfg))
+                *self._pull_tasks(cfg, remote_results, mirror),
+            ], {**self._python_vars(cfg), **self._job_vars(job, job_file)})
             if result.state in ("unreachable", "error") and "status" not in result.tasks \
                     or result.task("status").get("unreachable"):
                 if lost is None:

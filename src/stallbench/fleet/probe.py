@@ -8,6 +8,7 @@ import re
 import shlex
 from typing import Any
 
+from .hostvalues import PYTHON_PATH_PATTERN, python_problem
 from .inventory import HostConfig
 
 NO_SPACE_RE = re.compile(r"no space left on device|ENOSPC|disk quota exceeded", re.I)
@@ -22,8 +23,37 @@ PROBE_LINES = 5
 # Prints PROBE_LINES lines, the last of its output (a host's login shell may print before it):
 # stallbench's version, the boot id, uname -r, a note (when the Python to use is not the one
 # discovery found: which one that was and why it does not run; else empty), the Python to use.
+PROBE_UNSAFE_DIR = 5   # its exit status when a folder of the run's path is not root's alone
+# The run's folder: every folder on its path that exists must belong to root (or the SSH user)
+# and be writable by nobody else, or be sticky (like /tmp: nobody else can rename what is ours
+# in it) and not the last; the missing ones are made 0700. A folder another local user made
+# first (the plan file root runs, the tree it mounts) is refused, never used.
 PROBE_SCRIPT = r"""b="$1"; r="$2"; p="$3"; t="$4"; w="$5"; fb="$6"; shift 6
-"$@" --version && cat "$b" && uname -r && mkdir -p -m 0700 "$r" &&
+owned() {
+    me=$(id -u); d=""; rest=${1#/}
+    while [ -n "$rest" ]; do
+        d="$d/${rest%%/*}"; case $rest in */*) rest=${rest#*/};; *) rest="";; esac
+        [ "${d##*/}" != "" ] || continue
+        if [ ! -e "$d" ] && [ ! -L "$d" ]; then
+            mkdir -m 0700 -- "$d" || return 1
+        fi
+        if [ -L "$d" ] || [ ! -d "$d" ]; then
+            echo "workdir: $d is not a folder (a symlink?): refusing it" >&2; return @UNSAFE@
+        fi
+        o=$(stat -c %u -- "$d") && m=$(stat -c %a -- "$d") || return 1
+        if [ "$o" != 0 ] && [ "$o" != "$me" ]; then
+            echo "workdir: $d belongs to uid $o, not to root: another user may change what" \
+                 "root runs there; refusing it (set stallbench_workdir to a folder of root's)" >&2
+            return @UNSAFE@
+        fi
+        if [ $((0$m & 022)) != 0 ] && { [ $((0$m & 01000)) = 0 ] || [ -z "$rest" ]; }; then
+            echo "workdir: $d is writable by other users (mode $m): refusing it (set" \
+                 "stallbench_workdir to a folder only root can write)" >&2
+            return @UNSAFE@
+        fi
+    done
+}
+"$@" --version && cat "$b" && uname -r && owned "$r" &&
 { command -v rsync >/dev/null || { echo "rsync is not installed" >&2; exit 3; }; } &&
 { [ -z "$p" ] || { umask 077; printf %s "$t" > "$p"; }; } || exit $?
 runs() {
@@ -53,19 +83,21 @@ auto*)
     runs "$w" && { echo; echo "$w"; exit 0; }
     echo "python: ansible_python_interpreter $w does not run ($why)" >&2
     exit @NO_PYTHON@;;
-esac""".replace("@NO_PYTHON@", str(PROBE_NO_PYTHON))
+esac""".replace("@NO_PYTHON@", str(PROBE_NO_PYTHON)) \
+    .replace("@UNSAFE@", str(PROBE_UNSAFE_DIR))
 
 
-def probe_task(cfg: HostConfig, remote_results: str, plan_path: str = "",
-               plan_text: str = "") -> dict[str, Any]:
+def probe_task(cfg: HostConfig, remote_results: str, plan_path: str = "") -> dict[str, Any]:
     """One command, no Python on the host (`raw`), before a start: stallbench --version
-    (must be ours), the boot id, uname -r, the run's directory, the host's plan, and the
-    Python for Ansible's modules (PROBE_SCRIPT: the interpreter Ansible would use, checked
-    to run; when discovery found one that does not, the host's /usr/bin/python3)."""
-    argv = ["sh", "-c", PROBE_SCRIPT, "probe", cfg.boot_id_path, remote_results, plan_path,
-            plan_text]
+    (must be ours), the boot id, uname -r, the run's directory, the host's plan (the extra
+    var `sb_plan_text`: a plan's text is never a template), and the Python for Ansible's
+    modules (PROBE_SCRIPT: the interpreter Ansible would use, checked to run; when discovery
+    found one that does not, the host's /usr/bin/python3), which must be a plain absolute
+    path (hostvalues.py)."""
+    argv = ["sh", "-c", PROBE_SCRIPT, "probe", cfg.boot_id_path, remote_results, plan_path]
     python = "{{ sb_python_setting | quote }} {{ sb_python_fallback | quote }}"
-    return {"name": "probe", "raw": f"{shlex.join(argv)} {python} {shlex.join(cfg.command)}",
+    return {"name": "probe", "raw": f"{shlex.join(argv)} {{{{ sb_plan_text | quote }}}} "
+                                    f"{python} {shlex.join(cfg.command)}",
             "register": "probe",
             "vars": {"sb_python_setting": "{{ query('ansible.builtin.config', "
                                           "'INTERPRETER_PYTHON') | first }}",
@@ -75,7 +107,9 @@ def probe_task(cfg: HostConfig, remote_results: str, plan_path: str = "",
             "failed_when": f"probe.rc != 0 or probe.stdout_lines | length < {PROBE_LINES} "
                            f"or probe.stdout_lines[-{PROBE_LINES}] | trim != sb_version or "
                            "(sb_release | default('') != '' and "
-                           f"probe.stdout_lines[{2 - PROBE_LINES}] | trim != sb_release)"}
+                           f"probe.stdout_lines[{2 - PROBE_LINES}] | trim != sb_release) or "
+                           "probe.stdout_lines[-1] | trim is not "
+                           f"match('{PYTHON_PATH_PATTERN}')"}
 
 
 def probe_lines(result: Any) -> list[str]:
@@ -99,6 +133,9 @@ def probe_failure(result: Any, host: str, first: bool, version_here: str) -> str
     if version is not None and version != version_here:
         return (f"runs {version}, this controller {version_here}: install the same "
                 "version on every host (`stallbench deploy --hosts INVENTORY`)")
+    lines = probe_lines(result)
+    if probe.get("rc") == 0 and len(lines) == PROBE_LINES and python_problem(lines[-1]):
+        return f"{python_problem(lines[-1])}: refused"
     if probe.get("rc") == PROBE_NO_PYTHON:
         detail = result.message.split("python: ", 1)[-1]
         return (f"no Python for Ansible's modules on {host}: {detail}; set "

@@ -30,7 +30,13 @@ from ..core.units import parse_duration
 from ..monitors import monitors_help, parse_monitor_list
 from ..results.rundirs import default_results_dir
 from ..settings.shapes import check_plain_path
-from ..settings.variant import RELATIONS, VARIANT_FIELDS, VariantSettings, workload_options_table
+from ..settings.variant import (
+    RELATIONS,
+    VARIANT_FIELDS,
+    VariantSettings,
+    check_fs_options,
+    workload_options_table,
+)
 from ..workloads import available_workloads, get_workload
 
 MAX_PLAN_BYTES = 1 << 20
@@ -144,7 +150,8 @@ def load_plan(path: Path | str, kernel_given: bool = False) -> Plan:
     keys that need one (vm_cpus, vm_memory) are allowed without it."""
     path = Path(path)
     try:
-        raw = path.read_bytes()[: MAX_PLAN_BYTES + 1]
+        with open(path, "rb") as f:        # never more than the limit (/dev/zero never ends)
+            raw = f.read(MAX_PLAN_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"{path}: cannot read plan file: {exc.strerror or exc}") from None
     if len(raw) > MAX_PLAN_BYTES:
@@ -352,6 +359,7 @@ class _PlanReader:
         if self.kernel_given and settings.kernel is None:
             values = {**values, "kernel": "(each commit's)"}
         check_relations(values, VARIANT_FIELDS, RELATIONS, fail, str)
+        check_fs_options(settings, fail)
         return settings
 
 

@@ -7,7 +7,6 @@ Columns: `op` (dictionary string), `worker` (int32), `start_ns`, `latency_ns`, `
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..core.jsonfile import replace_durably
 from . import metadata
 
 OPS_ROW_GROUP = 1 << 20      # rows per row group: what a streaming reader holds at once
@@ -55,7 +55,7 @@ def write_ops_file(path: Path, batches: Iterable[pa.RecordBatch | pa.Table]) -> 
         tmp.unlink(missing_ok=True)
         raise
     writer.close()
-    os.replace(tmp, path)
+    replace_durably(tmp, path)
     return counts
 
 

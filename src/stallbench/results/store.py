@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from ..core.errors import RunDataError, UsageError
 from ..core.hostfacts import kernel_info, pid_alive, utc_now
+from ..core.jsonfile import replace_durably
 from ..core.names import check_name
 from ..core.version import __version__
 from . import metadata
@@ -84,7 +85,7 @@ class RunWriter:
         target = folder / f"{name}.parquet"
         tmp = folder / f".{name}.parquet.tmp"
         pq.write_table(metadata.annotate(table, target, units=units), tmp)
-        os.replace(tmp, target)
+        replace_durably(tmp, target)
         return target
 
     def finalize(self, status: Status, reason: str | None = None) -> None:

@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 from ..analysis import histogram as hist
 from ..analysis import summary as sm
 from ..core.errors import RunDataError
+from ..core.jsonfile import replace_durably
 from .runmeta import RUN_FILE, RunMeta, read_meta
 
 SUMMARY_FILE = "summary.parquet"
@@ -133,9 +134,7 @@ def write(run_dir: Path, summary: sm.RunSummary, ops_fingerprint: str) -> Path:
     try:
         pq.write_table(_to_table(summary).replace_schema_metadata(metadata), tmp,
                        compression="zstd")
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
+        replace_durably(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -21,7 +21,8 @@ from .. import env
 from ..core import machineload
 from ..core.context import RunContext
 from ..core.errors import UsageError
-from ..core.journal import Journal
+from ..core.journal import Journal, state_dir
+from ..core.journaltrust import refuse_after_a_killed_run
 from ..monitors import default_monitor_names
 from ..plan.plan import Plan, VariantSettings
 from ..results import recovery
@@ -98,6 +99,7 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
     """Run every variant x iteration of the plan; returns one outcome per run."""
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
     workload_cls = get_workload(plan.workload)
+    refuse_after_a_killed_run(state_dir())
     for variant in plan.variants:
         env.check_settings(variant)
         if variant.kernel is not None:

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..analysis.display import format_size
@@ -28,6 +28,7 @@ from ..core.hostfacts import kernel_info
 from ..core.journal import Journal
 from ..plan.plan import Plan
 from ..results.guestnote import TCG_NOTE
+from ..results.regular import copy_regular
 from ..results.runmeta import RUN_FILE, Status, read_meta
 from ..results.store import RunWriter
 from ..settings.variant import VariantSettings
@@ -214,6 +215,24 @@ def _write_job(exchange: Path, plan: Plan, variant: VariantSettings, monitor_nam
     (exchange / "job.sh").write_text("\n".join(lines) + "\n")
 
 
+def confined(exchange: Path, guest_path: object) -> Path:
+    """The host's side of the run folder the guest named in its outcome: inside the exchange
+    folder, by name and once resolved (a `..`, an absolute path elsewhere or a symlink the guest
+    made is refused: the host would move files from outside)."""
+    try:
+        rel = PurePosixPath(str(guest_path)).relative_to(guest_side.EXCHANGE)
+    except ValueError:
+        rel = None
+    folder = exchange / rel if rel is not None else None
+    if rel is None or ".." in rel.parts or folder.is_symlink() \
+            or not folder.resolve().is_relative_to(exchange.resolve()):
+        raise GuestError(f"the guest named a result folder outside its exchange folder "
+                         f"({str(guest_path)[:200]!r}): refused, nothing taken from it")
+    if (folder / RUN_FILE).is_symlink():
+        raise GuestError(f"the guest's {RUN_FILE} is a symlink: refused, nothing taken")
+    return folder
+
+
 def _collect(exchange: Path, writer: RunWriter, vm: dict[str, Any], guest: Guest,
              interrupt: Any) -> tuple[Status, str | None]:
     """Move the guest's run directory into the host's and merge its run.json."""
@@ -234,20 +253,21 @@ def _collect(exchange: Path, writer: RunWriter, vm: dict[str, Any], guest: Guest
     runs = outcome.get("outcomes") or []
     if not runs:
         raise GuestError("the guest recorded no run")
-    guest_dir = exchange / Path(runs[0]["path"]).relative_to(guest_side.EXCHANGE)
+    guest_dir = confined(exchange, runs[0].get("path"))
     try:
         merged = read_meta(guest_dir / RUN_FILE)
     except RunDataError as exc:          # the run fails with the reason, the plan goes on
         raise GuestError(f"the guest's {exc}") from None
-    for item in guest_dir.iterdir():
-        if item.name != RUN_FILE:
-            os.replace(item, writer.path / item.name)
+    left_out = copy_regular(guest_dir, writer.path, move=True, leave=(RUN_FILE,))
     host = writer.meta
     merged.variant, merged.iteration, merged.pid = host.variant, host.iteration, host.pid
     merged.start_utc, merged.host = host.start_utc, host.host
     merged.duration_planned_s = host.duration_planned_s
     merged.environment = {**merged.environment, "vm": vm}
     merged.notes = host.notes + merged.notes
+    if left_out:
+        merged.notes.append("left out of what the guest wrote (not a regular file or folder): "
+                            + ", ".join(left_out))
     writer.meta = merged
     status, reason = Status(runs[0]["status"]), runs[0]["reason"]
     if status == Status.INTERRUPTED and interrupt.signalled:

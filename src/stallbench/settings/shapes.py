@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..core.errors import UsageError
 from ..core.units import parse_duration, parse_size
+from .fsoptions import check_mkfs_words, check_mount_words
 
 FILESYSTEMS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
 SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")   # blk-mq's; a device offers a subset
@@ -58,6 +59,7 @@ def check_mount_opts(opts: object, what: str = "--mount-opts") -> str:
         raise UsageError(f"{what}: expected a string like 'noatime,data=journal', got {opts!r}")
     if any(c.isspace() for c in opts) or CONTROL_RE.search(opts) or len(opts) > 1024:
         raise UsageError(f"{what}: {opts!r} must be one comma-separated list without spaces")
+    check_mount_words(opts, what)
     return opts
 
 
@@ -75,6 +77,7 @@ def check_mkfs_opts(opts: object, what: str = "--mkfs-opts") -> str:
         if token.startswith("/dev") or "/dev/" in token or token.startswith("/"):
             raise UsageError(f"{what}: {token!r} looks like a device or path; stallbench formats "
                              "only the loop device it created, so mkfs options may not name one")
+    check_mkfs_words(opts, what)
     return opts
 
 

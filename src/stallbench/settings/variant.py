@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from ..core.options import (
     option,
 )
 from ..core.units import parse_size
+from .fsoptions import check_mkfs_words, check_mount_words
 from .shapes import (
     FILESYSTEMS,
     IO_MAX_KEYS,
@@ -298,3 +300,17 @@ def check_shape(settings: VariantSettings, prefix: str = "", cli: bool = False) 
         return UsageError(prefix + (f"{flags[key]} {message}" if about_key else message))
 
     check_relations(values, VARIANT_FIELDS, RELATIONS, fail, flags.__getitem__, cli)
+    check_fs_options(settings, fail)
+
+
+def check_fs_options(settings: VariantSettings, fail: Callable[[str, str, bool], Exception]
+                     ) -> None:
+    """--mkfs-opts and --mount-opts against the chosen filesystem's own options (their shape
+    parsers knew no filesystem yet)."""
+    if settings.fs is None:
+        return
+    for key, check in (("mkfs_opts", check_mkfs_words), ("mount_opts", check_mount_words)):
+        try:
+            check(getattr(settings, key), "", settings.fs)
+        except UsageError as exc:
+            raise fail(key, str(exc).removeprefix(": "), True) from None

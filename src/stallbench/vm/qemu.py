@@ -75,13 +75,12 @@ class Guest:
         self.marks: list[str] = []
         self.changed = threading.Condition()
         self.on_line = on_line
-        self._entry = journal.push("kill", pid=0, start_time=None, what="qemu")
         self._journal = journal
-        with held_while_starting():   # journaled before a Ctrl-C can unwind past it
+        with held_while_starting():   # journaled once it exists, before a Ctrl-C acts
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.STDOUT, preexec_fn=_pdeathsig)
-            journal.update(self._entry, pid=self.proc.pid,
-                           start_time=process_start_time(self.proc.pid))
+            self._entry = journal.push("kill", pid=self.proc.pid, what="qemu",
+                                       start_time=process_start_time(self.proc.pid))
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -178,13 +177,26 @@ def qemu_argv(binary: str, kernel: Kernel, initramfs: Path, accel: str, cpus: in
             "-append", cmdline,
             "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,"
                        "multidevs=remap",
-            "-virtfs", f"local,path={exchange},mount_tag=exchange,security_model=none,"
-                       "multidevs=remap",
+            "-virtfs", f"local,path={exchange},mount_tag=exchange,"
+                       f"security_model={exchange_model(exchange)},multidevs=remap",
             "-serial", "stdio", "-monitor", "none"]
     if disk is not None:
         argv += ["-drive", f"file={disk},format=raw,if=virtio,cache={_disk_cache(disk)},"
                            "aio=threads,discard=unmap"]
     return argv
+
+
+def exchange_model(exchange: Path) -> str:
+    """The exchange share's security model: mapped-xattr where the host's filesystem keeps
+    user xattrs, so what the guest's root makes (owners, set-id bits, device nodes, symlinks)
+    is only recorded in xattrs and the host holds plain files of its own; else none (the host
+    then takes only the regular files, results/regular.py)."""
+    try:
+        os.setxattr(exchange, "user.stallbench", b"1")
+        os.removexattr(exchange, "user.stallbench")
+    except OSError:
+        return "none"
+    return "mapped-xattr"
 
 
 def _disk_cache(disk: Path) -> str:

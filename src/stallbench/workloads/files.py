@@ -26,6 +26,11 @@ def ensure_file(path: Path, size: int, log: Callable[[str], None] | None = None,
     With `max_seconds`, once the rate is known (after the first SYNC_EVERY bytes) a file that
     would take longer than that is removed and refused with a UsageError ending in `fix`."""
     marker = path.with_name(f".{path.name}.stallbench.json")
+    for own in (path, marker):      # in a folder others write: never write through their link
+        if own.is_symlink():
+            raise UsageError(f"{own} is a symlink (to {os.readlink(own)}): stallbench writes its "
+                             "data files itself and never through a link; remove it or give "
+                             "another --dir")
     if path.exists() and marker.exists():
         try:
             recorded = json.loads(marker.read_text())
@@ -38,7 +43,7 @@ def ensure_file(path: Path, size: int, log: Callable[[str], None] | None = None,
     say(f"creating {path} of {format_size(size)} before the run (not timed; kept for the next "
         "run with the same size)")
     chunk = os.urandom(FILL_CHUNK)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     start = last_said = time.monotonic()
     try:
         written = 0
@@ -71,7 +76,9 @@ def ensure_file(path: Path, size: int, log: Callable[[str], None] | None = None,
         path.unlink(missing_ok=True)
         raise UsageError(f"cannot create {path} ({format_size(size)}): {exc.strerror}") from exc
     os.close(fd)
-    marker.write_text(json.dumps({"size": size}))
+    marker_fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(marker_fd, "w") as f:
+        f.write(json.dumps({"size": size}))
     return True
 
 
