@@ -27,6 +27,7 @@ from ..core.errors import RunDataError, UsageError
 from ..core.hostfacts import kernel_info
 from ..core.journal import Journal
 from ..plan.plan import Plan
+from ..plan.record import plan_record
 from ..results.guestnote import TCG_NOTE
 from ..results.runmeta import RUN_FILE, Status, read_meta
 from ..results.store import RunWriter
@@ -51,6 +52,7 @@ def run_in_guest(plan: Plan, variant: VariantSettings, workload: Workload,
     memory = variant.vm_memory or DEFAULT_MEMORY
     with Journal() as journal:
         writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
+        writer.meta.plan = plan_record(plan, variant)
         unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
         writer.meta.ops_declared = list(workload.ops)
         writer.meta.duration_planned_s = plan.duration_s
@@ -244,7 +246,7 @@ def _collect(exchange: Path, writer: RunWriter, vm: dict[str, Any], guest: Guest
             os.replace(item, writer.path / item.name)
     host = writer.meta
     merged.variant, merged.iteration, merged.pid = host.variant, host.iteration, host.pid
-    merged.start_utc, merged.host = host.start_utc, host.host
+    merged.start_utc, merged.host, merged.plan = host.start_utc, host.host, host.plan
     merged.duration_planned_s = host.duration_planned_s
     merged.environment = {**merged.environment, "vm": vm}
     merged.notes = host.notes + merged.notes
