@@ -186,3 +186,45 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case):
     assert proc.returncode == 2
     assert proc.stderr.startswith("stallbench: ") and proc.stderr.count("\n") == 1, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_change_point_between_two_commits_gives_the_bisect_command(tmp_path):
+    names = _step_tree(tmp_path)
+    shas = [f"{i + 1:040x}" for i in range(len(names))]
+    for name, sha in zip(names, shas, strict=True):   # what bisect --git's kernels record
+        for run_json in (tmp_path / name).glob("*/*/run.json"):
+            meta = json.loads(run_json.read_text())
+            meta["plan"] = {"hash": "0123456789abcdef", "file": str(tmp_path / "plan.toml"),
+                            "settings": {}, "commit": sha, "git": str(tmp_path / "linux")}
+            run_json.write_text(json.dumps(meta))
+    data = _series(tmp_path, *names)
+    (first, *_) = data["change_points"]
+    assert first["bisect"] == ["stallbench", "bisect", "--git", str(tmp_path / "linux"),
+                               "--good", shas[2], "--bad", shas[3], "--plan",
+                               str(tmp_path / "plan.toml"), "--metric", first["metric"]]
+    text = run_stallbench("series", "--results", str(tmp_path), *names).stdout
+    assert " ".join(first["bisect"]) in text
+    # --bisect runs it: here bisect itself refuses the missing tree, one line, exit 2
+    proc = run_stallbench("series", "--results", str(tmp_path), *names, "--bisect")
+    assert proc.returncode == 2
+    assert f"running stallbench bisect --git {tmp_path / 'linux'}" in proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith("stallbench: ")
+
+
+@pytest.mark.parametrize("points", [5, 12, 30])
+def test_the_text_fits_100_columns_wrapped_or_transposed(tmp_path, points):
+    rng = np.random.default_rng(2)
+    names = [f"kernel-6.1.0-{i}-amd64" for i in range(points)]
+    for name in names:
+        write_run(tmp_path, name, {"read": lognormal_ns(rng, 3000, 5e4, 0.4)}, duration_s=1.0)
+    proc = run_stallbench("series", "--results", str(tmp_path), *names)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    table = lines[lines.index(next(x for x in lines if x.startswith("read — "))) + 1:]
+    if points > 16:       # the points as rows: one line each, named by what differs
+        assert table[0].split()[:2] == ["point", "samples"]
+        assert [x.split()[0] for x in table[1:points + 1]] == [str(i) for i in range(points)]
+        assert "points named kernel-6.1.0-…-amd64" in proc.stdout
+    else:                 # the points as columns (8 a table), named by what differs
+        assert table[0].split() == [str(i) for i in range(min(points, 8))]

@@ -19,6 +19,7 @@ from ..analysis import changepoints
 from ..analysis import histogram as hist
 from ..analysis import intervals as iv
 from ..analysis.axis import axis_order
+from ..analysis.noise import NoiseProfile
 from ..analysis.quantiles import DECIDING_STATS, RATE, resolvable, stat_named
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..core.errors import ExitCode, UsageError
@@ -54,11 +55,14 @@ def build_series(resolved: list[Resolved], options: SeriesOptions) -> Series:
     baseline = _baseline_index(points, options.baseline)
     compare_options = CompareOptions(noise=options.noise, explain=False,
                                      percentiles=row_percents(options.metrics),
-                                     metrics=options.metrics)
+                                     metrics=options.metrics,
+                                     noise_profile=_noise_profile(points, baseline))
     variants = [load_variant(Resolved(p.label, p.runs, []))[0] for p in points]
     series = Series(workload=runs[0].workload, by=options.by, points=points,
                     baseline=baseline, percents=compare_options.percentiles,
-                    metrics=[], problems=[p for r in resolved for p in r.problems])
+                    metrics=[], problems=[p for r in resolved for p in r.problems],
+                    noise_profile=compare_options.noise_profile.describe()
+                    if compare_options.noise_profile else None)
     probabilities = sorted({s.probability for s in series.stats if s.probability})
     names = op_names(variants)
     kinds = {name: "response" if name.endswith(RESPONSE_SUFFIX) else "service" for name in names}
@@ -78,6 +82,17 @@ def build_series(resolved: list[Resolved], options: SeriesOptions) -> Series:
         change.new = _is_new(change, points, options.since)
     series.change_points.sort(key=lambda c: (c.index, c.metric))
     return series
+
+
+def _noise_profile(points: list[SeriesPoint], baseline: int) -> NoiseProfile | None:
+    """This host's noise profile of the baseline point's shape (`stallbench calibrate`), as
+    compare takes it: while every run of the series is on that host."""
+    from ..results.noiseprofiles import find_profile
+
+    first = points[baseline].runs[0]
+    profile, _ = find_profile(first.path.parents[2], first.meta)
+    hosts = {run.meta.host or "" for point in points for run in point.runs}
+    return profile if profile is not None and hosts == {profile.host} else None
 
 
 def _deciding(op: str, kind: str, metrics: tuple[tuple[str, str], ...] | None) -> list[str]:

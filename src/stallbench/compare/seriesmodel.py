@@ -106,6 +106,7 @@ class Series:
     percents: tuple[float, ...]
     metrics: list[str]                 # op:stat whose change points were looked for
     problems: list[str]
+    noise_profile: str | None = None   # the profile behind the priors, described
     ops: list[SeriesOp] = field(default_factory=list)
     change_points: list[SeriesChange] = field(default_factory=list)
 

@@ -7,6 +7,7 @@ points. Nothing is computed here: every number is a field of the Series."""
 
 from __future__ import annotations
 
+import os
 import shlex
 
 from ..analysis.change import excludes_zero
@@ -45,7 +46,25 @@ def header_lines(series: Series) -> list[str]:
         if point.variants != [point.label]:
             facts.append("variants " + ", ".join(point.variants))
         lines.append(f"  {point.label}: " + "; ".join(facts))
+    if series.noise_profile:
+        lines.append(f"run-to-run prior: {series.noise_profile}")
     return lines + [f"left out: {p}" for p in series.problems]
+
+
+def short_labels(labels: list[str], width: int) -> tuple[list[str], str | None]:
+    """Labels that fit `width`: as they are, else without the part every label shares at its
+    start and end (6.1.0-53-amd64, 6.1.0-56-amd64 -> 53, 56), said as 'start…end'; a label
+    still too long is cut at its end."""
+    if max(len(label) for label in labels) <= width or len(labels) < 2:
+        return [label[:width] for label in labels], None
+    prefix = os.path.commonprefix(labels)
+    suffix = os.path.commonprefix([label[::-1] for label in labels])[::-1]
+    keep = min(len(suffix), min(len(label) for label in labels) - len(prefix))
+    suffix = suffix[len(suffix) - keep:] if keep > 0 else ""
+    middles = [label[len(prefix):len(label) - len(suffix)] for label in labels]
+    if not all(middles):
+        return [label[:width] for label in labels], None
+    return [m[:width] for m in middles], f"{prefix}…{suffix}"
 
 
 def _marks(series: Series, op: str) -> dict[tuple[str, int], SeriesChange]:
@@ -80,38 +99,44 @@ def op_sections(series: Series, op: SeriesOp) -> list[Section]:
     what = "response time" if op.kind == "response" else "latency"
     title = f"{op.op} — {what} in {unit[0]}, rate in ops/s"
     marks = _marks(series, op.op)
-    labels = series.labels
+    labels, pattern = short_labels(series.labels, MAX_CELL - 1)
+    notes = [f"points named {pattern}: the part shown"] if pattern else []
     cell = max(MIN_CELL, min(MAX_CELL, max(len(label) for label in labels) + 1))
     per_table = (WIDTH - 2 - LABEL_WIDTH) // (cell + 1)
     if len(labels) > per_table * MAX_WRAPS:
-        return [Section(title, [_transposed(series, op, unit, marks)])]
+        table, pattern = _transposed(series, op, unit, marks)
+        return [Section(title, [table], [f"points named {pattern}: the part shown"]
+                        if pattern else [])]
     tables = []
     for start in range(0, len(labels), per_table):
         shown = range(start, min(start + per_table, len(labels)))
         columns = [Column("", LEFT, LABEL_WIDTH, 2),
-                   *(Column(labels[i][:cell], RIGHT, cell) for i in shown)]
+                   *(Column(labels[i], RIGHT, cell) for i in shown)]
         rows = []
         for key, label in _rows(series):
             rows.append([Cell(label), *(_value(series, op, key, i, unit, marks) for i in shown)])
             if key != "samples":
                 rows.append([Cell("  change"), *(_change(op, key, i) for i in shown)])
         tables.append(Table(columns, rows))
-    return [Section(title, tables)]
+    return [Section(title, tables, notes)]
 
 
-def _transposed(series: Series, op: SeriesOp, unit: tuple[str, int], marks: dict) -> Table:
+def _transposed(series: Series, op: SeriesOp, unit: tuple[str, int], marks: dict
+                ) -> tuple[Table, str | None]:
     """One row per point: its samples, then each statistic's value and change."""
-    name_width = min(24, max(len(label) for label in series.labels))
-    columns = [Column("point", LEFT, name_width, 2), Column("samples", RIGHT, 10)]
+    stats = [Column("samples", RIGHT, 9)]
     for _key, label in _rows(series)[1:]:
-        columns += [Column(label, RIGHT, 9), Column("change", RIGHT, 7)]
+        stats += [Column(label, RIGHT, 8), Column("change", RIGHT, 7)]
+    room = WIDTH - 2 - sum(c.width + c.gap for c in stats)
+    labels, pattern = short_labels(series.labels, max(8, room))
+    columns = [Column("point", LEFT, max(5, *(len(label) for label in labels)), 2), *stats]
     rows = []
-    for i, label in enumerate(series.labels):
-        row = [Cell(label[:name_width]), _value(series, op, "samples", i, unit, marks)]
+    for i, label in enumerate(labels):
+        row = [Cell(label), _value(series, op, "samples", i, unit, marks)]
         for key, _ in _rows(series)[1:]:
             row += [_value(series, op, key, i, unit, marks), _change(op, key, i)]
         rows.append(row)
-    return Table(columns, rows)
+    return Table(columns, rows), pattern
 
 
 def change_point_section(series: Series) -> Section:
@@ -131,10 +156,12 @@ def change_point_section(series: Series) -> Section:
     rows = [[*cells(c.metric, f"{c.before} → {c.variant}", format_percent(c.change.change),
                     format_interval(c.change)), Cell(c.verdict, c.verdict),
              Cell("" if c.new else "(before --since)")] for c in series.change_points]
+    commands = []     # as they are, never wrapped: each a line to copy
     for c in series.change_points:
         if c.bisect:
-            notes.append(f"{c.metric} at {c.variant}: " + shlex.join(bisect_argv(c)))
-    return Section(title, [Table(columns, rows)], notes)
+            commands += [f"# {c.metric} at {c.variant}: the commits between {c.before} and it",
+                         shlex.join(bisect_argv(c))]
+    return Section(title, [Table(columns, rows)], notes, preformatted=commands)
 
 
 def bisect_argv(change: SeriesChange) -> list[str]:

@@ -55,6 +55,7 @@ def to_json(series: Series) -> dict[str, Any]:
                                    for i, label in enumerate(series.labels)}}
                 for op in series.ops},
         "metrics": series.metrics,
+        "noise_profile": series.noise_profile,
         "change_points": [{"metric": c.metric, "variant": c.variant, "change": c.change.change,
                            "low": c.change.low, "high": c.change.high, "verdict": c.verdict,
                            "before": c.before, "p_value": c.p_scan, "new": c.new,
