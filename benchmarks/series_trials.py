@@ -8,7 +8,7 @@ run --plan` as a user would (interleaved rounds, POINTS variants x RUNS runs eac
   aa-N     the same configuration POINTS times (randread of a 128 MiB file in 128 KiB records in
            a 384 MiB memory cgroup: the file stays cached);
   step-N   memory limits that shrink, 512 MiB down in 32 MiB steps while the file fits, then from
-           25 MiB down in 2 MiB steps, where the cgroup binds (the file does not fit): the first
+           25 MiB (or more, to end at 17) down in 2 MiB steps, where the cgroup binds: the first
            binding point is at index 3 + N % 5, so the step moves along the series.
 evaluate: `stallbench series` of each trial's variants in order (compare/series.py, the same code
 as the command), its change points over the deciding statistics (read p50, p99, rate): an A/A
@@ -43,7 +43,8 @@ VARIANT = '[[variants]]\nname = "{name}"\nmemory = "{memory}"\nfs = "ext4"\n'
 def step_limits(knee: int) -> list[str]:
     """Limits that shrink: the file fits before `knee`, the cgroup binds from it on."""
     fitting = [f"{512 - 32 * i}M" for i in range(knee)]
-    binding = [f"{25 - 2 * i}M" for i in range(POINTS - knee)]
+    top = max(25, 17 + 2 * (POINTS - knee - 1))     # down to 17 MiB at most (16: the floor)
+    binding = [f"{top - 2 * i}M" for i in range(POINTS - knee)]
     return fitting + binding
 
 
@@ -83,25 +84,30 @@ def _knee(name: str, variants: list[str]) -> int | None:
 
 def evaluate(data: Path, out: Path | None) -> None:
     from stallbench.compare.series import SeriesOptions, build_series
+    from stallbench.results.runselect import resolve_runs
 
     rows = []
     for plan in sorted(data.glob("*.toml"), key=lambda p: (p.stem.split("-")[0],
                                                            int(p.stem.split("-")[1]))):
         name, results = plan.stem, data / plan.stem
-        if not results.is_dir():
+        if not (data / f"{name}.log").is_file():        # not recorded (yet)
             continue
         variants = sorted(p.name for p in results.iterdir() if p.name.startswith("p"))
-        series = build_series(variants, SeriesOptions(results=results))
+        series = build_series([resolve_runs(v, results) for v in variants],
+                              SeriesOptions(results=results))
         knee = _knee(name, variants)
-        found = [(c.metric, c.index) for c in series.change_points]
+        found = [(c.metric, c.index) for c in series.change_points if c.verdict != "unclear"]
+        distrusted = [(c.metric, c.index, c.change.note) for c in series.change_points
+                      if c.verdict == "unclear"]
         others = [json.loads((r.path / "run.json").read_text())["machine_load"]["others_cpus"]
                   for point in series.points for r in point.runs]
         right = knee is not None and any(abs(i - knee) <= 1 for _, i in found)
         wrong = [m for m, i in found if knee is None or abs(i - knee) > 1]
         rows.append({"trial": name, "knee": knee, "change_points": found, "right": right,
-                     "elsewhere": wrong, "others_cpus_max": max(others),
+                     "elsewhere": wrong, "distrusted": distrusted, "others_cpus_max": max(others),
                      "others_cpus_mean": sum(others) / len(others)})
         where = ", ".join(f"{m}@{i}" for m, i in found) or "none"
+        where += "".join(f"; {m}@{i} unclear ({note})" for m, i, note in distrusted)
         print(f"{name:8} knee {knee if knee is not None else '-':>2}  change points: {where}"
               f"  others_cpus mean {rows[-1]['others_cpus_mean']:.2f} max "
               f"{rows[-1]['others_cpus_max']:.2f}", flush=True)

@@ -9,16 +9,18 @@ memory does not grow with the number of operations. seriesmodel.py holds the rec
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..analysis import changepoints
+from ..analysis import changepoints, interference
 from ..analysis import histogram as hist
 from ..analysis import intervals as iv
 from ..analysis.axis import axis_order
+from ..analysis.distrust import MACHINE_BUSIER
 from ..analysis.noise import NoiseProfile
 from ..analysis.quantiles import DECIDING_STATS, RATE, resolvable, stat_named
 from ..analysis.summary import RESPONSE_SUFFIX
@@ -111,14 +113,48 @@ def _metric_change_points(op: str, stat: str, kind: str, sides: list[OpSide],
     """One statistic's change points (analysis/changepoints.py), Bonferroni-adjusted for the
     `family` of statistics scanned together."""
     runs, value = _statistic_along(stat, sides)
-    found = changepoints.change_points(
-        runs, value, lambda dof: statistic_prior(options, op, stat, kind, dof),
-        stat_named(stat).higher_is_better, options.noise, family)
-    return [SeriesChange(metric=f"{op}:{stat}", op=op, stat=stat, index=c.index,
-                         variant=points[c.index].label, before=points[c.index - 1].label,
-                         change=c.change, p_scan=c.p_scan, verdict=c.verdict,
-                         bisect=_bisect_range(points[c.index - 1], points[c.index]))
-            for c in found]
+
+    def prior(dof: int) -> iv.Prior:
+        return statistic_prior(options, op, stat, kind, dof)
+
+    found = changepoints.change_points(runs, value, prior, stat_named(stat).higher_is_better,
+                                       options.noise, family)
+    out = []
+    for c in found:
+        change = SeriesChange(metric=f"{op}:{stat}", op=op, stat=stat, index=c.index,
+                              variant=points[c.index].label, before=points[c.index - 1].label,
+                              change=c.change, p_scan=c.p_scan, verdict=c.verdict,
+                              bisect=_bisect_range(points[c.index - 1], points[c.index]))
+        _distrust_busier(change, c.segment, points, runs, value, prior, options.noise)
+        out.append(change)
+    return out
+
+
+def _distrust_busier(change: SeriesChange, segment: tuple[int, int], points: list[SeriesPoint],
+                     runs: list[list[iv.RunStatistic]],
+                     value: Callable[[int, int], float | None],
+                     prior: Callable[[int], iv.Prior], noise: float) -> None:
+    """compare's MACHINE BUSIER rule across a change point: where the runs on one side had
+    more outside load (analysis/interference.py), the change stands only if it holds with the
+    spread that load can put between runs (load_sd as a floor; never beyond p99, where a
+    busier side's slowest ops can each carry a scheduler slice); else it is unclear."""
+    (lo, hi), k = segment, change.index
+    sides = [interference.outside_load([r.meta.machine_load for p in points[a:b] for r in p.runs])
+             for a, b in ((lo, k), (k, hi))]
+    busier = interference.busier_side(*sides)
+    if not busier:
+        return
+    heavier = sides[1] if busier > 0 else sides[0]
+    if interference.bounded_by_load(stat_named(change.stat).probability):
+        floor = interference.load_sd(heavier)
+        held = changepoints.split_change(
+            runs, value, lambda dof: dataclasses.replace(
+                prior(dof), sd=max(prior(dof).sd, floor), dof=interference.SATURATED_PRIOR_DOF,
+                floor=True), lo, k, hi)
+        if iv.excludes_zero(held) and abs(held.change) > noise:
+            return
+    change.verdict = iv.Verdict.UNCLEAR
+    change.change.note = MACHINE_BUSIER
 
 
 def _statistic_along(stat: str, sides: list[OpSide]
@@ -258,6 +294,9 @@ def gate_series(series: Series, bound: float) -> tuple[int, list[str]]:
     (or, none beyond it, runs were left out), else 0; with the reasons."""
     regressions, straddling = [], []
     for c in series.change_points:
+        if c.new and c.verdict == iv.Verdict.UNCLEAR:
+            straddling.append(f"{c.metric} at {c.variant}: {c.change.note}")
+            continue
         if not c.new or c.verdict != iv.Verdict.WORSE or c.change.low is None \
                 or c.change.high is None:
             continue

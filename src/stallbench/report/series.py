@@ -154,7 +154,8 @@ def change_point_section(series: Series) -> Section:
                Column("change", RIGHT, 0, 2), Column("95% interval", LEFT, 0, 2),
                Column("verdict", LEFT, 0, 2), Column("", LEFT)]
     rows = [[*cells(c.metric, f"{c.before} → {c.variant}", format_percent(c.change.change),
-                    format_interval(c.change)), Cell(c.verdict, c.verdict),
+                    format_interval(c.change)),
+             Cell(f"{c.verdict} ({c.change.note})" if c.change.note else c.verdict, c.verdict),
              Cell("" if c.new else "(before --since)")] for c in series.change_points]
     commands = []     # as they are, never wrapped: each a line to copy
     for c in series.change_points:

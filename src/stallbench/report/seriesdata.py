@@ -58,6 +58,7 @@ def to_json(series: Series) -> dict[str, Any]:
         "noise_profile": series.noise_profile,
         "change_points": [{"metric": c.metric, "variant": c.variant, "change": c.change.change,
                            "low": c.change.low, "high": c.change.high, "verdict": c.verdict,
+                           "note": c.change.note,
                            "before": c.before, "p_value": c.p_scan, "new": c.new,
                            "bisect": bisect_argv(c) if c.bisect else None}
                           for c in series.change_points],
