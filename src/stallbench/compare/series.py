@@ -25,6 +25,7 @@ from ..analysis.noise import NoiseProfile
 from ..analysis.quantiles import DECIDING_STATS, RATE, resolvable, stat_named
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..core.errors import ExitCode, UsageError
+from ..results.guestnote import guest_note
 from ..results.runselect import Resolved
 from ..results.store import Run
 from .changes import compare_op, statistic_prior
@@ -65,6 +66,9 @@ def build_series(resolved: list[Resolved], options: SeriesOptions) -> Series:
                     metrics=[], problems=[p for r in resolved for p in r.problems],
                     noise_profile=compare_options.noise_profile.describe()
                     if compare_options.noise_profile else None)
+    emulated = [p.label for p in points if any(guest_note(r.meta.environment) for r in p.runs)]
+    if emulated:
+        series.notes.append(f"{', '.join(emulated)}: {guest_note({'vm': {'hypervisor': 'tcg'}})}")
     probabilities = sorted({s.probability for s in series.stats if s.probability})
     names = op_names(variants)
     kinds = {name: "response" if name.endswith(RESPONSE_SUFFIX) else "service" for name in names}

@@ -107,6 +107,7 @@ class Series:
     metrics: list[str]                 # op:stat whose change points were looked for
     problems: list[str]
     noise_profile: str | None = None   # the profile behind the priors, described
+    notes: list[str] = field(default_factory=list)   # what a reader must be told (TCG guests)
     ops: list[SeriesOp] = field(default_factory=list)
     change_points: list[SeriesChange] = field(default_factory=list)
 

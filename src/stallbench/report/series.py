@@ -46,6 +46,7 @@ def header_lines(series: Series) -> list[str]:
         if point.variants != [point.label]:
             facts.append("variants " + ", ".join(point.variants))
         lines.append(f"  {point.label}: " + "; ".join(facts))
+    lines += [f"note: {note}" for note in series.notes]
     if series.noise_profile:
         lines.append(f"run-to-run prior: {series.noise_profile}")
     return lines + [f"left out: {p}" for p in series.problems]
@@ -181,8 +182,8 @@ def render(series: Series, fmt: str) -> str:
     """text, markdown or html (json and csv: seriesdata.py)."""
     import textwrap
 
-    head = header_lines(series) + [line for text in legend(series)
-                                   for line in textwrap.wrap(text, WIDTH)]
+    head = [line for text in header_lines(series) + legend(series)
+            for line in textwrap.wrap(text, WIDTH, subsequent_indent="    ")]
     if fmt == "text":
         from .text import section_lines
         lines = [*head, ""]

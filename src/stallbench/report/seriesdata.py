@@ -56,6 +56,7 @@ def to_json(series: Series) -> dict[str, Any]:
                 for op in series.ops},
         "metrics": series.metrics,
         "noise_profile": series.noise_profile,
+        "notes": series.notes,
         "change_points": [{"metric": c.metric, "variant": c.variant, "change": c.change.change,
                            "low": c.change.low, "high": c.change.high, "verdict": c.verdict,
                            "note": c.change.note,

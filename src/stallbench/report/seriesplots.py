@@ -22,10 +22,11 @@ def op_figure(series: Series, op: SeriesOp) -> Figure:
     unit = choose_time_unit([v for s in op.stats for v in s.values.values() if v])
     x = list(range(len(series.points)))
     width = max(6.4, 0.45 * len(x) + 2)
-    fig = Figure(figsize=(width, 2.3 * len(stats)))
+    height = 2.0 * len(stats) + 1.6          # inches: the panels, the title, the tick labels
+    fig = Figure(figsize=(width, height))
     axes = fig.subplots(len(stats), 1, sharex=True, squeeze=False).ravel()
-    fig.subplots_adjust(left=0.9 / width, right=1 - 0.2 / width, top=0.95, bottom=0.18,
-                        hspace=0.35)
+    fig.subplots_adjust(left=0.9 / width, right=1 - 0.2 / width, top=1 - 0.6 / height,
+                        bottom=1.0 / height, hspace=0.3)
     base = op.stats[series.baseline]
     for ax, stat in zip(axes, stats, strict=True):
         scale = 1.0 if stat.key == RATE.key else float(unit[1])
@@ -58,8 +59,8 @@ def op_figure(series: Series, op: SeriesOp) -> Figure:
     axes[-1].set_xticks(x)
     axes[-1].set_xticklabels(series.labels, rotation=45 if len(x) > 6 else 0, ha="right",
                              fontsize=8)
-    axes[0].set_title(f"{op.op}: along {series.by} (bars: 95% interval of the change against "
-                      f"{series.points[series.baseline].label}; dashed: change points)",
+    axes[0].set_title(f"{op.op} along {series.by}\nbars: 95% interval of the change against "
+                      f"{series.points[series.baseline].label}; dashed: change points",
                       fontsize=9)
     return fig
 
