@@ -259,6 +259,9 @@ def test_a_real_step_under_qemu_a_kernel_that_cannot_run_is_a_skip_and_images_ar
     vm = meta["environment"]["vm"]
     assert vm["kernel_spec"] == str((results / "kernels" / shas[0]).resolve())
     assert vm["image_sha256"] == hashlib.sha256(image).hexdigest()
+    # what a series needs to print the bisect between two such runs (compare/series.py)
+    assert (meta["plan"]["commit"], meta["plan"]["git"]) == (shas[0], str(repo.resolve()))
+    assert meta["plan"]["file"] == str(plan.resolve())
     [failed] = (results / shas[1][:12]).glob("*/*/run.json")
     meta = json.loads(failed.read_text())
     assert meta["status"] == "failed" and "CONFIG_NET_9P_VIRTIO is not set" in meta["reason"]

@@ -1,15 +1,19 @@
-"""The README's DuckDB and polars queries, run as written on a results tree, against numpy."""
+"""The README's `stallbench query` (DuckDB) and polars examples, run as written on a results tree,
+against numpy."""
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import re
+import shlex
 
 import numpy as np
 import pytest
 from test_compare_fixtures import lognormal_ns, write_run
 
-from conftest import ROOT
+from conftest import ROOT, run_stallbench
 
 
 def _blocks(language: str) -> list[str]:
@@ -47,17 +51,23 @@ def _numpy_ops(paths):
     return {op: np.concatenate(v) for op, v in out.items()}
 
 
-def test_duckdb_query_from_the_readme(tree) -> None:
-    duckdb = pytest.importorskip("duckdb")
+def test_the_query_command_from_the_readme(tree) -> None:
+    pytest.importorskip("duckdb")
     _base, data = tree
-    (query,) = _blocks("sql")
-    rows = duckdb.sql(query).fetchall()
-    assert [(v, op) for v, op, _n, _p in rows] == [
+    (block,) = _blocks("sh")
+    (line,) = [x for x in block.splitlines() if x.startswith("stallbench query")]
+    args = shlex.split(line)[1:]
+    proc = run_stallbench(*args, "--format", "csv")       # ./results, as the README says
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    assert [(r["variant"], r["op"]) for r in rows] == [
         ("patched", "read"), ("patched", "write"), ("vanilla", "read"), ("vanilla", "write")]
-    for variant, op, n, p99_ms in rows:
-        samples = _numpy_ops([p for (v, _s), p in data.items() if v == variant])[op]
-        assert n == samples.size
-        assert p99_ms == pytest.approx(np.percentile(samples, 99) / 1e6, rel=1e-9)
+    for row in rows:
+        samples = _numpy_ops([p for (v, _s), p in data.items() if v == row["variant"]])[row["op"]]
+        assert int(row["ops"]) == samples.size
+        assert float(row["p99_ms"]) == pytest.approx(np.percentile(samples, 99) / 1e6, rel=1e-9)
+    text = run_stallbench(*args)                          # as written: a table
+    assert text.returncode == 0 and "p99_ms" in text.stdout and "patched" in text.stdout
 
 
 def test_polars_query_from_the_readme(tree) -> None:

@@ -262,12 +262,14 @@ class KernelBuilder:
         self.built[commit.name] = seconds
         if reason is not None:
             why = f"build failed ({reason}): {build_error(_read(log_path))}; log {log_path}"
-            write_json_atomic(out / "build.json", {"commit": commit.sha, "status": "failed",
+            write_json_atomic(out / "build.json", {"commit": commit.sha, "git": str(self.repo),
+                                                   "status": "failed",
                                                    "reason": why, "seconds": round(seconds, 1),
                                                    "how": self.how})
             self.log(f"build of {commit.name} failed after {minutes(seconds)}: {why}")
             return why
-        write_json_atomic(out / "build.json", {"commit": commit.sha, "status": "ok",
+        write_json_atomic(out / "build.json", {"commit": commit.sha, "git": str(self.repo),
+                                               "status": "ok",
                                                "seconds": round(seconds, 1), "how": self.how})
         self.log(f"built {commit.name} in {minutes(seconds)} ({out / 'bzImage'})")
         return None

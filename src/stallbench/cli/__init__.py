@@ -25,6 +25,9 @@ COMMANDS = {
     "calibrate": ("calibrate", "A/A runs of a plan's baseline: this host's noise profile"),
     "import": ("importcmd",
                "import a foreign log (mmtests-pgioperf, strace, fio, pgbench) as a run"),
+    "series": ("series", "many variants in one table, the change points along them"),
+    "list": ("listcmd", "what the results directory holds: variants, runs, kernels, hosts"),
+    "query": ("query", "SQL over the results directory (DuckDB): runs, summaries, ops"),
     "show": ("show", "metadata and per-op table of a run or variant"),
     "export": ("export", "export a run or variant: Perfetto trace, CSV, folded stacks, "
                          "HdrHistogram"),

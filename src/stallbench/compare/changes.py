@@ -170,3 +170,10 @@ def cpu_rows(variants: list[VariantRuns], candidates: list[str]) -> list[CpuRow]
                    for label in candidates}
         rows.append(CpuRow(name, values, changes))
     return rows
+
+
+def statistic_prior(options: CompareOptions, op: str, stat: str, kind: str,
+                    data_dof: int) -> iv.Prior:
+    """The run-to-run prior compare gives one statistic of one op (no saturated floor) when
+    its two sides hold data_dof + 2 runs: what a series' change points are judged with."""
+    return _prior(options, op, stat, stat_named(stat).probability, kind, 0.0, data_dof)

@@ -37,9 +37,9 @@ def render(comparison: Comparison, plots: list[plots_mod.Plot] | None = None) ->
     if plots is None:
         plots = plots_mod.render_plots(comparison, formats=("png",))
     body = [f"<h1>stallbench compare — {_e(comparison.workload)}</h1>",
-            '<pre class="legend">' + _e("\n".join(header(comparison, 100))) + "</pre>"]
+            preformatted(header(comparison, 100))]
     for section in comparison_sections(comparison):
-        body += _section(section)
+        body += section_html(section)
     body += _where(comparison)
     body += flamegraph.html_sections(comparison)
     for plot in plots:
@@ -51,13 +51,22 @@ def render(comparison: Comparison, plots: list[plots_mod.Plot] | None = None) ->
         if block:
             body.append(f"<h2>{_e(op.op)}: distribution and stalls</h2>")
             body.append("<pre>" + _e("\n".join(block)) + "</pre>")
+    return page(f"stallbench compare — {comparison.workload}", body)
+
+
+def page(title: str, body: list[str]) -> str:
+    """One self-contained HTML page: the style and these body lines."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>stallbench compare — {_e(comparison.workload)}</title>"
+            f"<title>{_e(title)}</title>"
             f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-def _section(section: Section) -> list[str]:
+def preformatted(lines: list[str], css_class: str = "legend") -> str:
+    return f'<pre class="{_e(css_class)}">' + _e("\n".join(lines)) + "</pre>"
+
+
+def section_html(section: Section) -> list[str]:
     """A section of the table model as a heading of its level, scrollable tables, a
     preformatted block, a list and paragraphs."""
     title = section.title + (f" ({section.context})" if section.context else "")
@@ -86,7 +95,7 @@ def chapter_html(chapter: Chapter) -> list[str]:
     if chapter.findings:
         out.append(_list(chapter.findings))
     for section in chapter.sections:
-        out += _section(section)
+        out += section_html(section)
     return [*out, "</section>"]
 
 

@@ -290,20 +290,22 @@ def _figures(comparison: Comparison):
 
 
 def render_plots(comparison: Comparison, formats: tuple[str, ...] = ("png", "svg")) -> list[Plot]:
-    plots = []
-    for name, title, fig in _figures(comparison):
-        png = b""
-        svg = ""
-        if "png" in formats:
-            buffer = io.BytesIO()
-            fig.savefig(buffer, format="png", dpi=90)
-            png = buffer.getvalue()
-        if "svg" in formats:
-            text = io.StringIO()
-            fig.savefig(text, format="svg")
-            svg = text.getvalue()
-        plots.append(Plot(name, title, png, svg))
-    return plots
+    return [figure_plot(name, title, fig, formats) for name, title, fig in _figures(comparison)]
+
+
+def figure_plot(name: str, title: str, fig: Figure, formats: tuple[str, ...]) -> Plot:
+    """A figure rendered in the formats asked (png, svg)."""
+    png = b""
+    svg = ""
+    if "png" in formats:
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=90)
+        png = buffer.getvalue()
+    if "svg" in formats:
+        text = io.StringIO()
+        fig.savefig(text, format="svg")
+        svg = text.getvalue()
+    return Plot(name, title, png, svg)
 
 
 def write_plots(plots: list[Plot], directory: Path) -> list[Path]:

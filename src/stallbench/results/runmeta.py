@@ -79,6 +79,7 @@ class RunMeta:
     boot_id: str | None = None                                # runs pulled by a fleet run
     fleet: dict[str, Any] | None = None
     duet: dict[str, Any] | None = None                        # runner.py duet rounds: pairing
+    plan: dict[str, Any] | None = None        # plan/record.py: hash, file, settings, commit
     extra: dict[str, Any] = field(default_factory=dict)       # keys this version does not know
 
     def __post_init__(self) -> None:
@@ -183,6 +184,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "duration_s": (*_NUMBER, _NONE), "counted": (dict,), "workload_summary": (dict,),
     "interval_sampled": (bool,), "imported": (bool,), "histogram_derived": (dict, _NONE),
     "boot_id": (str, _NONE), "fleet": (dict, _NONE), "duet": (dict, _NONE),
+    "plan": (dict, _NONE),
 }
 assert set(_TYPES) == set(_FIELDS), "every RunMeta field needs its JSON types"
 

@@ -25,6 +25,7 @@ from ..core.journal import Journal, state_dir
 from ..core.journaltrust import refuse_after_a_killed_run
 from ..monitors import default_monitor_names
 from ..plan.plan import Plan, VariantSettings
+from ..plan.record import plan_record
 from ..results import recovery
 from ..results.runmeta import Status
 from ..results.store import RunWriter
@@ -256,6 +257,7 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                                  own_dir=in_duet[0].slot_dir(variant.name) if in_duet
                                  else None) as state:
                 writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
+                writer.meta.plan = plan_record(plan, variant)
                 unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
                 before_run = None
                 if in_duet is not None:

@@ -27,6 +27,7 @@ from ..core.errors import RunDataError, UsageError
 from ..core.hostfacts import kernel_info
 from ..core.journal import Journal
 from ..plan.plan import Plan
+from ..plan.record import plan_record
 from ..results.guestnote import TCG_NOTE
 from ..results.regular import copy_regular
 from ..results.runmeta import RUN_FILE, Status, read_meta
@@ -52,6 +53,7 @@ def run_in_guest(plan: Plan, variant: VariantSettings, workload: Workload,
     memory = variant.vm_memory or DEFAULT_MEMORY
     with Journal() as journal:
         writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
+        writer.meta.plan = plan_record(plan, variant)
         unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
         writer.meta.ops_declared = list(workload.ops)
         writer.meta.duration_planned_s = plan.duration_s
@@ -261,7 +263,7 @@ def _collect(exchange: Path, writer: RunWriter, vm: dict[str, Any], guest: Guest
     left_out = copy_regular(guest_dir, writer.path, move=True, leave=(RUN_FILE,))
     host = writer.meta
     merged.variant, merged.iteration, merged.pid = host.variant, host.iteration, host.pid
-    merged.start_utc, merged.host = host.start_utc, host.host
+    merged.start_utc, merged.host, merged.plan = host.start_utc, host.host, host.plan
     merged.duration_planned_s = host.duration_planned_s
     merged.environment = {**merged.environment, "vm": vm}
     merged.notes = host.notes + merged.notes
