@@ -57,6 +57,7 @@ PAGE_CACHE_FRACTION = 0.02     # bytes from the device below this share: page-ca
 DEVICE_WAIT_SHARE = 0.5        # block I/O waits above this share of the op time: the device
 PARTLY_SHARE = 0.2             # above this share: partly the device
 REACHED_DEVICE = 0.5           # bytes from the device at or above this share: reads reached it
+HELD_SHARE = 0.1               # above this share, sleeps a traced stall holds are named
 BINDING = 0.8                  # a throttle binds when the device ran at this share of its limit
 LIMIT_RATES = {"riops": "read_iops", "wiops": "write_iops", "rbps": "read_bytes_per_s",
                "wbps": "write_bytes_per_s"}      # io.max key -> the DiskSummary rate it limits
@@ -67,7 +68,8 @@ def device_vs_above(disks: Mapping[str, Any], op_totals: Mapping[str, tuple[int,
                     runs: int, delays: Mapping[str, RoleIO] | None = None,
                     roles_of_op: Mapping[str, Sequence[str]] | None = None,
                     facts: Facts | None = None,
-                    stalls: Mapping[str, Mapping[str, float]] | None = None
+                    stalls: Mapping[str, Mapping[str, float]] | None = None,
+                    baseline: Mapping[str, DeviceVerdict] | None = None
                     ) -> dict[str, DeviceVerdict]:
     """Per op: was its time spent in the device or above it, judged from the op's own I/O:
     the share of the bytes its role read that came from the block layer (taskstats), and the
@@ -75,7 +77,9 @@ def device_vs_above(disks: Mapping[str, Any], op_totals: Mapping[str, tuple[int,
     cannot have served (module docstring); a throttle the variant set is named as such. Without
     delay accounting only a bound is possible: with far fewer device requests than ops, most ops
     cannot have reached the device. `op_totals[op]` = (samples, latency sum) over the runs;
-    `stalls[op][kind]` the share of the op's time in traced stalls of each kind."""
+    `stalls[op][kind]` the share of the op's time in traced stalls of each kind; `baseline`
+    the baseline's verdicts, whose block I/O waits against their bound say how tight the bound
+    is on this device and workload (module docstring)."""
     roles_of_op = roles_of_op or {}
     by_role = delays or {}
     if not disks and not by_role:
@@ -113,7 +117,9 @@ def device_vs_above(disks: Mapping[str, Any], op_totals: Mapping[str, tuple[int,
                 served = min(1.0, sum(io[f"{way}_bytes"] * ns for way, ns
                                       in zip(("read", "write"), per_byte, strict=True) if ns)
                              / latency)
-            beyond = not_served(blkio, served, (stalls or {}).get(op, {}))
+            beyond = not_served(blkio, served if served is None else
+                                served * tightness((baseline or {}).get(op)),
+                                (stalls or {}).get(op, {}))
             verdict = _verdict(direction, from_device, blkio, facts, beyond)
             if verdict is None and None in waits:
                 verdict = _without_waits(direction, from_device, bound, facts, disks)
@@ -146,6 +152,20 @@ def ns_per_byte(disks: Mapping[str, Any], way: str) -> float | None:
 class Beyond(NamedTuple):
     share: float | None     # of the op time: block I/O waits the device did not serve
     where: list[str]        # the traced stalls' kinds that hold them
+
+
+def tightness(base: DeviceVerdict | None) -> float:
+    """How much of the bound the baseline's own block I/O waits filled (at most 1; 1 without a
+    baseline): the bound counts queueing and read-ahead the op did not wait for, by about the
+    same factor on the same device and workload, so the candidate's device time is taken as its
+    bound times the baseline's fill. Growth of block I/O beyond the growth of the device's time
+    is then not the device's: the sleep a kernel change added is not hidden by the bound's
+    slack. Only where the baseline's reads reached the device and it waited for them."""
+    if base is None or not base.device_share or base.blkio_share is None \
+            or base.blkio_share < PARTLY_SHARE or (base.not_device or 0.0) > 0.0 \
+            or base.from_device is None or base.from_device < REACHED_DEVICE:
+        return 1.0      # the baseline did not wait for the device enough to tell
+    return min(1.0, base.blkio_share / base.device_share)
 
 
 def not_served(blkio: float | None, served: float | None,
@@ -208,12 +228,14 @@ def _verdict(direction: str, from_device: float | None, blkio: float | None,
     if throttle and blkio >= PARTLY_SHARE:
         return f"in {throttle}, before the device"
     waited = blkio - (beyond.share or 0.0)      # the block I/O waits the device can have served
-    if beyond.share is not None and beyond.share >= PARTLY_SHARE \
-            and (beyond.share >= waited or beyond.where):
+    if beyond.share is not None and (beyond.share >= PARTLY_SHARE and beyond.share >= waited
+                                     or beyond.where and beyond.share >= HELD_SHARE):
         where = (" in " + " and ".join(map(tracedstalls.stall_words, beyond.where))
                  if beyond.where else " beyond the device's time for its own I/O")
         if waited >= DEVICE_WAIT_SHARE:
             return f"the device ({waited:.0%}) and above it: {beyond.share:.0%}{where}"
+        if waited >= PARTLY_SHARE:
+            return f"partly the device ({waited:.0%}), and above it: {beyond.share:.0%}{where}"
         return f"above the device: {beyond.share:.0%}{where}"
     if waited >= DEVICE_WAIT_SHARE:
         return "waiting for the device"

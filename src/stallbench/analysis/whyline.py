@@ -129,8 +129,7 @@ def _cause_line(op: str, stat: str, change: float | None, role: RoleDelays | Non
             said_delay = True
         else:
             parts.append(f"{cause.share:.0%} {words}")
-    text = f"{am.headline(op, stat, change)}: " + ", ".join(parts).replace(";, ", "; ")
-    text = text.removesuffix(";")
+    text = f"{am.headline(op, stat, change)}: " + _joined(parts)
     if steady:
         text += "; also in the baseline: " + ", ".join(
             f"{_steady_words(c)} {c.share:.0%}"
@@ -140,6 +139,19 @@ def _cause_line(op: str, stat: str, change: float | None, role: RoleDelays | Non
 
 
 MAX_CAUSES = 2
+
+
+def _joined(parts: list[str]) -> str:
+    """Causes joined by commas, but by a semicolon after a traced stall's own clause (which has
+    commas of its own)."""
+    text = ""
+    for part in parts:
+        if text:
+            text += "; " if text.endswith(";") or " stalls of " in text.rsplit(";", 1)[-1] \
+                else ", "
+            text = text.replace(";; ", "; ")
+        text += part
+    return text.removesuffix(";")
 
 
 def _delay_words(kind: str, op: str, direction: str, facts: Facts, base_facts: Facts | None,
@@ -193,17 +205,19 @@ def variant_lines(label: str, psi: Mapping[str, Pressure], base_psi: Mapping[str
     """The candidate's lines that are not one op's: memory pressure (PSI) where it rose, and
     the sleep its blocked stacks moved to, with where their stack leaves the baseline's."""
     out = []
-    for key, item in sorted(psi.items()):
-        scope, resource, kind = (key.split(".") + ["", "", ""])[:3]
-        if resource != "memory" or kind != "some":
+    # the workload's own cgroup where it has one, else the whole system: one line
+    for scope in ("cgroup", "system"):
+        item, before = psi.get(f"{scope}.memory.some"), base_psi.get(f"{scope}.memory.some")
+        if item is None:
             continue
-        before = base_psi.get(key)
         was = before.share_of_time if before else 0.0
         if item.share_of_time - was >= PRESSURE_ROSE:
+            whose = "the run's" if scope == "cgroup" else "the system's"
             out.append(Explanation(label, None, (
-                f"{label}: memory pressure rose: {scope} tasks stalled on memory (PSI some: "
+                f"{label}: memory pressure rose: {whose} tasks stalled on memory (PSI some: "
                 f"reclaim, refaults, throttling) {item.share_of_time:.0%} of the run's time, "
                 f"{was:.0%} in the baseline")))
+        break
     if stacks is not None and stacks.top:
         here = [(row.stack, row.share) for row in stacks.top]
         base = [(row.stack, row.share) for row in base_stacks.top] if base_stacks else []

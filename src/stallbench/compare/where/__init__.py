@@ -76,7 +76,8 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
             section.diskstats[label], totals, len(variant.runs),
             ws.role_io(section.delay[label]), variant.roles_of_ops(), facts,
             {op: {kind: stall.share or 0.0 for kind, stall in kinds.items()}
-             for op, kinds in section.stalls[label].items()})
+             for op, kinds in section.stalls[label].items()},
+            section.device.get(baseline_label) if label != baseline_label else None)
         per_run, missing = variant.delay_max()
         longest = ws.longest(per_run)
         if longest:
