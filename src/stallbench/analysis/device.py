@@ -117,6 +117,9 @@ def device_vs_above(disks: Mapping[str, Any], op_totals: Mapping[str, tuple[int,
                 served = min(1.0, sum(io[f"{way}_bytes"] * ns for way, ns
                                       in zip(("read", "write"), per_byte, strict=True) if ns)
                              / latency)
+            if facts is not None and throttle_words(facts, "read" if direction == "read"
+                                                    else "write"):
+                served = None       # the throttle the variant set is the named wait
             beyond = not_served(blkio, served if served is None else
                                 served * tightness((baseline or {}).get(op)),
                                 (stalls or {}).get(op, {}))
