@@ -1,0 +1,189 @@
+"""The where truth table's kernel rows (issue 37): kernel regressions of the class seed 000's
+engineer needed a patched kernel to see (a sleep the kernel counts as a block I/O wait while the
+device serves nothing of the op), built from the Linux tree benchmarks/kernel_bisect.py prepares
+and run in a QEMU guest against the unchanged kernel.
+
+    .venv/bin/python benchmarks/kernel_where.py prepare [--dir /var/tmp/kbisect]
+    .venv/bin/python benchmarks/kernel_where.py run [--dir D] [--iterations 3] [--rows a,b]
+
+prepare: the tree (kernel_bisect.prepare), then each row's commit on a branch of its own from
+bench-good (tagged where-<row>), and the kernels of bench-good and of each row built once with
+stallbench's default guest build (bisect/gitkernels.py KernelBuilder) into DIR/where-results.
+
+run: one plan (randread of a 256 MiB file in a 48 MiB memory cgroup, in a 512 MiB guest with 2
+vCPUs) whose variants are the good kernel and each row's, interleaved, --iterations runs each,
+once with the default monitors and once with `default,stacks`; each row compared with the good
+kernel (`compare --format json`) and judged: its first "where" line for `read` must name the
+injected sleep (the row's pattern), the device-or-above verdict for `read` must not be "waiting
+for the device" alone, and with stacks the line that says where the blocked tasks now sleep must
+name the function that sleeps. Prints the table for BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kernel_bisect  # noqa: E402  (the tree's preparation, shared)
+
+GOOD = "bench-good"
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    cause: str              # the injected cause, in words
+    subject: str
+    path: str
+    old: str
+    new: str
+    expect: str             # what the first where line for read must name
+    sleeps_in: str          # the function the stacks must name
+
+
+ROWS = [
+    Row("reclaim-sleep", "a back-off in memcg reclaim: io_schedule_timeout(1) after every "
+        "reclaim of a cgroup at its limit (mm/vmscan.c do_try_to_free_pages)",
+        "mm/vmscan: let a cgroup at its limit back off after reclaim", "mm/vmscan.c",
+        "\t} while (--sc->priority >= 0);\n\n\tlast_pgdat = NULL;",
+        "\t} while (--sc->priority >= 0);\n\n"
+        "\t/*\n\t * A cgroup at its limit will be back here at once: give writeback\n"
+        "\t * and the other reclaimers a moment before it allocates again.\n\t */\n"
+        "\tif (cgroup_reclaim(sc)) {\n\t\t__set_current_state(TASK_UNINTERRUPTIBLE);\n"
+        "\t\tio_schedule_timeout(1);\n\t}\n\n\tlast_pgdat = NULL;",
+        r"^read \S+ [+\d]+%: \d+% of the read ops' time was in memcg reclaim",
+        "do_try_to_free_pages"),
+    Row("miss-sleep", "a sleep before every synchronous read of a page-cache miss: "
+        "io_schedule_timeout(1) in filemap_get_pages (no tracepoint brackets it)",
+        "mm/filemap: let in-flight readahead settle before a synchronous read", "mm/filemap.c",
+        "\t\tif (iocb->ki_flags & IOCB_NOIO)\n\t\t\treturn -EAGAIN;\n"
+        "\t\tpage_cache_sync_readahead(mapping, ra, filp, index,",
+        "\t\tif (iocb->ki_flags & IOCB_NOIO)\n\t\t\treturn -EAGAIN;\n"
+        "\t\t/* let in-flight readahead of the file settle before reading more */\n"
+        "\t\t__set_current_state(TASK_UNINTERRUPTIBLE);\n\t\tio_schedule_timeout(1);\n"
+        "\t\tpage_cache_sync_readahead(mapping, ra, filp, index,",
+        r"^read \S+ [+\d]+%: delay accounting: at least \d+% of the reader workers' op time "
+        r"was in block I/O waits beyond the device's time",
+        "filemap_get_pages"),
+]
+MONITORS = ("default", "default,stacks")
+
+
+def plan_text(kernels: dict[str, Path], iterations: int, monitors: str) -> str:
+    variants = "".join(f'''
+[[variants]]
+name = "{name}"
+kernel = "{path}"
+vm_cpus = 2
+vm_memory = "512M"
+memory = "48M"
+''' for name, path in kernels.items())
+    return f'''# the guest workload of benchmarks/kernel_where.py
+workload = "randread"
+duration = "8s"
+warmup = "2s"
+iterations = {iterations}
+monitors = {json.dumps(monitors.split(","))}
+[workload_options]
+file_size = "256M"
+{variants}'''
+
+
+def prepare(base: Path) -> dict[str, Path]:
+    """The kernels by variant name: good, and each row's (built once)."""
+    from stallbench.bisect.gitkernels import KernelBuilder, named_commits
+
+    repo = kernel_bisect.prepare(base)
+    tags = kernel_bisect.git(repo, "tag").split()
+    for row in ROWS:
+        tag = f"where-{row.name}"
+        if tag in tags:
+            continue
+        kernel_bisect.git(repo, "checkout", "-q", "--detach", GOOD)
+        path = repo / row.path
+        text = path.read_text()
+        assert text.count(row.old) == 1, f"{row.path}: the text to change is not there once"
+        path.write_text(text.replace(row.old, row.new))
+        kernel_bisect.git(repo, "commit", "-q", "-a", "-m", row.subject)
+        kernel_bisect.git(repo, "tag", "-f", tag)
+    kernel_bisect.git(repo, "checkout", "-q", "main")
+    revs = [GOOD] + [f"where-{row.name}" for row in ROWS]
+    commits = named_commits([(kernel_bisect.git(repo, "rev-parse", rev),
+                              kernel_bisect.git(repo, "log", "-1", "--format=%s", rev))
+                             for rev in revs])
+    builder = KernelBuilder(repo, base / "where-results", commits, None, print)
+    for commit in commits:
+        why = builder.prepare(commit.name)
+        if why is not None:
+            raise SystemExit(f"{commit.name}: {why}")
+    return {name: builder.kernels / commit.sha
+            for name, commit in zip(["good"] + [r.name for r in ROWS], commits, strict=True)}
+
+
+def judge(row: Row, where: dict, stacks: bool) -> tuple[str, str, bool]:
+    lines = [e["text"] for e in where.get("explanations", []) if e["variant"] == row.name]
+    mine = [t for t in lines if t.startswith("read ")]
+    first = mine[0] if mine else "(no line for read)"
+    verdict = (where.get("device", {}).get(row.name, {}).get("read") or {}).get("verdict") or "-"
+    right = re.search(row.expect, first) is not None and verdict != "waiting for the device"
+    if stacks:
+        right &= any(f"sleep in {row.sleeps_in}" in t for t in lines)
+    return first, verdict, right
+
+
+def run(base: Path, results: Path, iterations: int, names: list[str]) -> int:
+    kernels = prepare(base)
+    rows = [r for r in ROWS if not names or r.name in names]
+    print("| kernel change (injected) | monitors | runs | first \"where\" line for read | "
+          "device or above | right |\n|---|---|---|---|---|---|", flush=True)
+    all_right = True
+    for monitors in MONITORS:
+        out = results / monitors.replace(",", "+")
+        plan = out.with_suffix(".toml")
+        out.mkdir(parents=True, exist_ok=True)
+        chosen = {"good": kernels["good"], **{r.name: kernels[r.name] for r in rows}}
+        plan.write_text(plan_text(chosen, iterations, monitors))
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "stallbench", "run", "--plan", str(plan),
+                               "--results", str(out), "--no-progress"],
+                              capture_output=True, text=True)
+        if done.returncode not in (0, 1):
+            raise SystemExit(f"{monitors}: {done.stderr.strip()[-400:]}")
+        print(f"<!-- {monitors}: {time.monotonic() - started:.0f} s -->", flush=True)
+        for row in rows:
+            compared = subprocess.run([sys.executable, "-m", "stallbench", "compare", "good",
+                                       row.name, "--results", str(out), "--format", "json"],
+                                      capture_output=True, text=True, check=True)
+            where = json.loads(compared.stdout)["where"]
+            first, verdict, right = judge(row, where, "stacks" in monitors)
+            all_right &= right
+            print(f"| {row.cause} | {monitors} | {iterations}+{iterations} | {first} | "
+                  f"{verdict} | {'yes' if right else 'NO'} |", flush=True)
+    return 0 if all_right else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["prepare", "run"])
+    parser.add_argument("--dir", type=Path, default=Path("/var/tmp/kbisect"))
+    parser.add_argument("--results", type=Path, default=None)
+    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--rows", default="")
+    args = parser.parse_args()
+    if args.command == "prepare":
+        for name, path in prepare(args.dir).items():
+            print(f"{name}: {path}")
+        return 0
+    results = args.results or args.dir / f"where-{time.strftime('%Y%m%d-%H%M%S')}"
+    return run(args.dir, results, args.iterations, [n for n in args.rows.split(",") if n])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
