@@ -122,8 +122,8 @@ def mechanism(kind: str, op: str, direction: str, facts: Facts,
         where = (f"direct reclaim under low system memory ({format_size(facts.system_memory)} "
                  "left to the system)" if facts.system_memory is not None else "direct reclaim")
         text = where + (f", {stalls:.0f} allocation stalls" if stalls else "")
-        if not set(names.TRACE_MONITORS) & set(facts.monitors):
-            text += "; --monitors trace would show reclaim throttling (mm_vmscan_throttled)"
+        if not set(names.STALL_TABLES) & set(facts.monitors):
+            text += "; --monitors reclaim would time each reclaim and its throttling"
         return text
     if kind == "cpu":
         others = facts.others_cpus

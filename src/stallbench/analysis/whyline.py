@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from . import causes, delaymax, stackdiff, tracedstalls
+from . import causes, delaymax, monitornames, stackdiff, tracedstalls
 from . import monitors as am
 from .display import format_ns
 from .mechanism import Facts, mechanism, op_direction, throttle_words
@@ -159,7 +159,7 @@ def _delay_words(kind: str, op: str, direction: str, facts: Facts, base_facts: F
     if kind == causes.BEYOND:
         return ("in block I/O waits beyond the device's time for the op's own I/O (sleeps the "
                 "kernel counts as I/O waits; --monitors reclaim times reclaim and dirty "
-                "throttling)" if "reclaim" not in facts.monitors else
+                "throttling)" if monitornames.RECLAIM not in facts.monitors else
                 "in block I/O waits beyond the device's time for the op's own I/O (sleeps the "
                 "kernel counts as I/O waits, outside reclaim and dirty throttling)")
     words = am.DELAY_WORDS[kind]
