@@ -175,16 +175,19 @@ def not_served(blkio: float | None, served: float | None,
                stalls: Mapping[str, float]) -> Beyond:
     """Block I/O waits the device did not serve, as a share of the op time: beyond the device's
     time for the role's reads (`served`), and at least the dirty-throttling pauses timed inside
-    the op (which taskstats counts as block I/O); with the traced stalls that hold them."""
+    the op (which taskstats counts as block I/O); with the traced stalls that hold them. Less
+    than HELD_SHARE beyond the bound is taken as the bound's error."""
     if blkio is None:
         return Beyond(None, [])
     beyond = max(0.0, blkio - served) if served is not None else 0.0
+    if beyond < HELD_SHARE:
+        beyond = 0.0        # within the calibrated bound's own error: the device's
     pauses = sum(share for kind, share in stalls.items() if tracedstalls.counted_as_block_io(kind))
     beyond = max(beyond, min(blkio, pauses))
     if served is None and not pauses:
         return Beyond(None, [])
     held = [kind for kind, share in sorted(stalls.items(), key=lambda kv: -kv[1])
-            if share >= min(PARTLY_SHARE, beyond) / 2]
+            if beyond and share >= min(PARTLY_SHARE, beyond) / 2]
     return Beyond(beyond, held[:2])
 
 

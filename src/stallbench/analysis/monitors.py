@@ -51,8 +51,9 @@ def counters_comparison(baseline: Sequence[Mapping[str, int]],
     A counter whose change per op is small while its rate changed only follows the op count
     (`follows` "ops"); one whose rate stayed while its count per op changed follows the clock
     ("time": background counts divided by fewer ops). Order: the reclaim, throttling and
-    writeback counters that follow neither, then the others by the smaller of their two
-    changes, then those that follow. `baseline`/`candidate` hold one {counter: delta} per run."""
+    writeback counters that follow neither (in each family those that grew per op before those
+    that fell), then the others by the smaller of their two changes, then those that follow.
+    `baseline`/`candidate` hold one {counter: delta} per run."""
     names = sorted({n for run in [*baseline, *candidate] for n in run})
     rows = []
     for name in names:
@@ -86,12 +87,14 @@ def counters_comparison(baseline: Sequence[Mapping[str, int]],
                      "family": counter_family(name)})
     families = [family for family, _ in COUNTER_FAMILIES]
 
-    def order(row: dict[str, Any]) -> tuple[int, int, float, float]:
-        # a counter that appears from nothing is the largest change of all
+    def order(row: dict[str, Any]) -> tuple[bool, int, bool, float, float]:
+        # a counter that appears from nothing is the largest change of all; one that fell per
+        # op (refaults falling because the reads fell) explains no slowdown: after the others
         sizes = [float("inf") if c is None else abs(c)
                  for c in (row["change"], row["change_per_s"])]
         rank = families.index(row["family"]) if row["family"] in families else len(families)
-        return (row["follows"] is not None, rank, -min(sizes), -abs(row["delta"]))
+        fell = row["change"] is not None and row["change"] < 0
+        return (row["follows"] is not None, rank, fell, -min(sizes), -abs(row["delta"]))
 
     rows.sort(key=order)
     return rows
