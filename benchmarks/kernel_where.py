@@ -10,7 +10,8 @@ prepare: the tree (kernel_bisect.prepare), then each row's commit on a branch of
 bench-good (tagged where-<row>), and the kernels of bench-good and of each row built once with
 stallbench's default guest build (bisect/gitkernels.py KernelBuilder) into DIR/where-results.
 
-run: one plan (randread of a 256 MiB file in a 48 MiB memory cgroup, in a 512 MiB guest with 2
+run: one plan (randread, 32 KiB records, of a 256 MiB file in a 48 MiB memory cgroup, which
+32 KiB reads fill within the warm-up even on a slow guest; in a 512 MiB guest with 2
 vCPUs) whose variants are the good kernel and each row's, interleaved, --iterations runs each,
 once with the default monitors and once with `default,stacks`; each row compared with the good
 kernel (`compare --format json`) and judged: its first "where" line for `read` must name the
@@ -93,6 +94,7 @@ iterations = {iterations}
 monitors = {json.dumps(monitors.split(","))}
 [workload_options]
 file_size = "256M"
+record_size = "32K"
 {variants}'''
 
 
