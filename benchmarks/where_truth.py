@@ -44,6 +44,8 @@ class Row:
     forbid: list[str]               # OTHER_CAUSES keys the row did not inject
     hogs: bool = False              # CPU hogs beside the candidate's run
     baseline: list[str] = field(default_factory=list)
+    not_device: bool = False        # a sleep the device serves nothing of: the op's device
+    #                                 verdict must not be "waiting for the device"
 
 
 def rows(data: Path, work: Path) -> list[Row]:
@@ -69,6 +71,14 @@ def rows(data: Path, work: Path) -> list[Row]:
             ["--sysctl", "vm.dirty_bytes=1048576", "--sysctl",
              "vm.dirty_background_bytes=524288"], "wal", r"dirty throttling",
             ["cpu", "throttle", "memcg", "sysmem"]),
+        Row("dirty-unpaced", "vm.dirty_bytes=1M under an unpaced buffered writer (the "
+            "checkpointer at 1 µs, no readers)", "pgioperf",
+            ["--data-size", "64M", "--readers", "0", "--checkpoint-interval", "1us",
+             "--fs", "ext4", "--fs-size", "512M", "--work-dir", str(work)],
+            ["--sysctl", "vm.dirty_bytes=1048576", "--sysctl",
+             "vm.dirty_background_bytes=524288"], "checkpoint",
+            r"^checkpoint \S+ [+\d]+%: \d+% of the checkpoint ops' time was in dirty throttling",
+            ["cpu", "throttle", "memcg", "sysmem"], not_device=True),
         Row("fsync-heavy", "the checkpointer fsyncs every 8 writes (default 100000)", "pgioperf",
             ["--data-size", "64M", "--readers", "1", *d("fsync-heavy")],
             # the op the cause brings: the checkpointer's fsyncs (the writes between them may or
@@ -121,6 +131,10 @@ def judge(row: Row, where: dict, label: str) -> tuple[str, bool, list[str]]:
                         if (d.get("from_device") is not None and d["from_device"] < 0.02
                             and (d.get("verdict") or "").startswith("waiting for the device"))]
     wrong += cached_in_device
+    if row.not_device:
+        verdict = (where.get("device", {}).get(label, {}).get(row.op) or {}).get("verdict") or ""
+        if verdict.startswith("waiting for the device"):
+            wrong.append(f"{row.op}: {verdict}")
     right = bool(mine) and re.search(row.expect, first) is not None and not wrong
     return first, right, wrong
 
