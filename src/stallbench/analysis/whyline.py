@@ -37,15 +37,16 @@ def explanations(label: str, tail_changes: Mapping[str, tuple[str, float | None]
                  stalls: Mapping[str, Mapping[str, OpStall]] | None = None,
                  base_stalls: Mapping[str, Mapping[str, OpStall]] | None = None,
                  base_device: Mapping[str, DeviceVerdict] | None = None,
-                 op_samples: Mapping[str, tuple[int, int]] | None = None
+                 op_totals: Mapping[str, tuple[int, int]] | None = None,
+                 base_op_totals: Mapping[str, tuple[int, int]] | None = None
                  ) -> list[Explanation]:
     """The one-line explanations of a candidate, per op whose tail grew: first the causes of its
     time (analysis/causes.py: the stalls the tracepoints timed in its ops and the delay
     accounting of the one role that runs it, block I/O split by the device's side), those that
     grew against the baseline first, with the mechanism where the variant's settings and
     counters name it; then its slow ops' breakdown (trace or stack samples: which wait, by
-    name); then the longest single delays that grew. `op_samples[side][op]`: the op's samples
-    in the candidate and the baseline."""
+    name); then the longest single delays that grew. `op_totals[op]` / `base_op_totals[op]`:
+    the op's (samples, latency sum) in the candidate and the baseline."""
     out = []
     facts = facts or Facts()
     rows = {row.role: row for row in delays}
@@ -55,23 +56,26 @@ def explanations(label: str, tail_changes: Mapping[str, tuple[str, float | None]
         role = rows.get(roles[0]) if len(roles) == 1 else None
         direction = op_direction(op, role.io if role else {})
         here = _side(op, role, (stalls or {}).get(op, {}), (device or {}).get(op),
-                     (op_samples or {}).get(op, (0, 0))[0])
+                     op_totals or {}, roles_of_op)
         base = _side(op, base_rows.get(role.role) if role else None,
                      (base_stalls or {}).get(op, {}), (base_device or {}).get(op),
-                     (op_samples or {}).get(op, (0, 0))[1]) if base_delays or base_stalls \
+                     base_op_totals or {}, roles_of_op) if base_delays or base_stalls \
             else None
         grown, steady = causes.ranked(causes.op_causes(here, base), am.MIN_SHARE)
+        shared = role is not None and sum(role.role in r for r in roles_of_op.values()) > 1
         line = _cause_line(op, stat, change, role, grown, steady, direction, facts, base_facts,
                            (device or {}).get(op), (stalls or {}).get(op, {}),
-                           (base_stalls or {}).get(op, {}))
-        if line:
-            out.append(Explanation(label, op, line))
-        elif role is not None and role.impossible and device and op in device \
-                and device[op].verdict and change is not None and change > am.MIN_GROWTH:
+                           (base_stalls or {}).get(op, {}), shared)
+        if role is not None and role.impossible and device and op in device \
+                and device[op].verdict and change is not None and change > am.MIN_GROWTH \
+                and (not line or "blkio" in role.impossible):
+            # the blocking waits cannot be seen: the device's counters name the cause first
             out.append(Explanation(label, op, (
                 f"{am.headline(op, stat, change)}: {device[op].verdict} (from the device's "
                 f"counters: the {', '.join(sorted(role.impossible))} delay accounting "
                 "was impossible here)")))
+        elif line:
+            out.append(Explanation(label, op, line))
         elif role is not None and stat == am.NEW_OP and not role.impossible:
             out.append(Explanation(label, op, _unnamed_new_op(op, role, direction,
                                                               traced=op in slow)))
@@ -93,22 +97,49 @@ def explanations(label: str, tail_changes: Mapping[str, tuple[str, float | None]
 
 
 def _side(op: str, role: RoleDelays | None, stalls: Mapping[str, OpStall],
-          device: DeviceVerdict | None, samples: int) -> causes.OpSide:
-    """What causes.op_causes needs of one variant's op."""
+          device: DeviceVerdict | None, totals: Mapping[str, tuple[int, int]],
+          roles_of_op: Mapping[str, Sequence[str]]) -> causes.OpSide:
+    """What causes.op_causes needs of one variant's op. Where its role runs other ops too (the
+    WAL writer's writes and its commits), the role's delays are the op's only as far as its own
+    time bounds them (op_share)."""
+    samples, total = totals.get(op, (0, 0))
+    shares = in_ops = None
+    role_ops = 0
+    if role is not None:
+        mine = [other for other, runners in roles_of_op.items() if role.role in runners]
+        role_time = sum(totals.get(other, (0, 0))[1] for other in mine)
+        fraction = total / role_time if role_time else 1.0
+        shares, in_ops, role_ops = {}, {}, role.ops
+        for kind, delay in role.delays.items():
+            if delay.share is None:
+                continue
+            shares[kind] = op_share(delay.share, fraction)
+            in_ops[kind] = delay.in_ops_ns if fraction >= 1.0 else \
+                int(shares[kind] * total)
+        if fraction < 1.0:
+            role_ops = samples
     return causes.OpSide(
-        samples, role.ops if role else 0,
-        {k: d.in_ops_ns for k, d in role.delays.items()} if role else None,
-        {k: d.share for k, d in role.delays.items() if d.share is not None} if role else None,
+        samples, role_ops, in_ops, shares,
         {k: (st.share or 0.0, st.ns_per_op or 0.0) for k, st in stalls.items()},
         device.not_device if device else None,
         tuple(device.not_device_in) if device else ())
 
 
+def op_share(role_share: float, fraction: float) -> float:
+    """The least share of one op's time a role's delay can have had, where the op is `fraction`
+    of the role's op time: the rest of the role's ops can hold at most their own time of it."""
+    if fraction >= 1.0:
+        return role_share
+    if fraction <= 0.0:
+        return 0.0
+    return max(0.0, role_share - (1.0 - fraction)) / fraction
+
+
 def _cause_line(op: str, stat: str, change: float | None, role: RoleDelays | None,
                 grown: list[causes.Cause], steady: list[causes.Cause], direction: str,
                 facts: Facts, base_facts: Facts | None, device: DeviceVerdict | None,
-                stalls: Mapping[str, OpStall], base_stalls: Mapping[str, OpStall]
-                ) -> str | None:
+                stalls: Mapping[str, OpStall], base_stalls: Mapping[str, OpStall],
+                shared: bool = False) -> str | None:
     """'read p99 +174%: 25% of the read ops' time was in memcg reclaim (...), ...; also in
     the baseline: ...' from the ranked causes, or None when none grew."""
     if change is None or change <= am.MIN_GROWTH or not grown:
@@ -123,9 +154,10 @@ def _cause_line(op: str, stat: str, change: float | None, role: RoleDelays | Non
             continue
         words = _delay_words(cause.kind, op, direction, facts, base_facts, blocking)
         if not said_delay:
-            role_name = role.role if role else op
-            parts.append(f"delay accounting: at least {cause.share:.0%} of the {role_name} "
-                         f"workers' op time was {words}")
+            whose = (f"the {op} ops' time (of the {role.role} workers' delays, as far as "
+                     "this op's own time bounds them)" if shared and role is not None else
+                     f"the {role.role if role else op} workers' op time")
+            parts.append(f"delay accounting: at least {cause.share:.0%} of {whose} was {words}")
             said_delay = True
         else:
             parts.append(f"{cause.share:.0%} {words}")

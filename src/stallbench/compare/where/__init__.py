@@ -115,8 +115,7 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
             section.delay.get(baseline_label, []), section.facts.get(baseline_label),
             section.stalls[label], section.stalls.get(baseline_label, {}),
             section.device.get(baseline_label, {}),
-            {op: (variant.op_totals.get(op, (0,))[0], base.op_totals.get(op, (0,))[0])
-             for op in variant.op_totals})
+            totals, {op: (n, total) for op, (n, total, _) in base.op_totals.items()})
         section.explanations += whyline.variant_lines(
             label, section.psi.get(label, {}), section.psi.get(baseline_label, {}),
             section.stacks[label], section.stacks.get(baseline_label))
