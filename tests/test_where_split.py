@@ -106,5 +106,11 @@ def test_the_stack_change_names_where_the_candidates_path_leaves_the_baselines()
                            "try_to_free_mem_cgroup_pages", "do_try_to_free_pages")
     line = stackdiff.change_line("bad", change)
     assert "sleep in do_try_to_free_pages" in line and "after filemap_get_pages" in line
+    # a sleep in a frame the baseline passed through: where the baseline went on instead
+    here = [("do_syscall_64;ksys_read;filemap_read;filemap_get_pages", 0.7)]
+    change = stackdiff.grown_sleep(here, base)
+    assert change.path == () and change.base_path == ("folio_wait_bit_common",)
+    assert "sleeps in filemap_get_pages itself, where the baseline's stack went on into " \
+        "folio_wait_bit_common" in stackdiff.change_line("bad", change)
     # the same stacks on both sides: no change to name
     assert stackdiff.grown_sleep(base, base) is None

@@ -25,6 +25,7 @@ class StackChange:
     base_share: float       # of the baseline's
     shared: str | None      # the last frame the stack shares with the baseline's nearest one
     path: tuple[str, ...]   # the frames after it, down to the sleep
+    base_path: tuple[str, ...] = ()     # the baseline's nearest stack's frames after it
 
 
 def grown_sleep(here: Sequence[tuple[str, float]], base: Sequence[tuple[str, float]]
@@ -50,10 +51,12 @@ def grown_sleep(here: Sequence[tuple[str, float]], base: Sequence[tuple[str, flo
     stack = max((s for s, _ in here if sleeping_frame(s) == frame),
                 key=lambda s: dict(here)[s])
     frames = _path(stack)
-    shared_len = max((_common(frames, _path(other)) for other, _ in base), default=0)
+    nearest = max((_path(other) for other, _ in base), key=lambda p: _common(frames, p),
+                  default=[])
+    shared_len = _common(frames, nearest)
     shared = frames[shared_len - 1] if shared_len else None
-    rest = tuple(f for f in frames[shared_len:])
-    return StackChange(frame, now[frame], before.get(frame, 0.0), shared, rest)
+    return StackChange(frame, now[frame], before.get(frame, 0.0), shared,
+                       tuple(frames[shared_len:]), tuple(nearest[shared_len:]))
 
 
 def _path(stack: str) -> list[str]:
@@ -74,7 +77,13 @@ def change_line(label: str, change: StackChange) -> str:
     the baseline), reached from ext4_buffered_write_iter through ...;balance_dirty_pages'."""
     path = ";".join(change.path[-SHOWN_FRAMES:])
     more = "...;" if len(change.path) > SHOWN_FRAMES else ""
-    where = (f"; its stack leaves the baseline's after {change.shared}: {more}{path}"
-             if change.shared else f"; a stack the baseline never had: {more}{path}")
+    if not change.shared:
+        where = f"; a stack the baseline never had: {more}{path}"
+    elif not change.path:
+        went = ";".join(change.base_path[:SHOWN_FRAMES])
+        where = (f"; it sleeps in {change.shared} itself, where the baseline's stack went on "
+                 f"into {went}{';...' if len(change.base_path) > SHOWN_FRAMES else ''}")
+    else:
+        where = f"; its stack leaves the baseline's after {change.shared}: {more}{path}"
     return (f"{label}: blocked tasks sleep in {change.sleeps_in} ({change.share:.0%} of the "
             f"blocked samples, {change.base_share:.0%} in the baseline){where}")
