@@ -31,7 +31,7 @@ def installed(tmp_path_factory) -> Path:
     tree = tmp / "tree"
     shutil.copytree(ROOT / "src", tree / "src",
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, tree / name)
     env = _clean_env()
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
