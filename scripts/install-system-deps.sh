@@ -18,6 +18,7 @@ declare -A need=(
   [/usr/sbin/sshd]=openssh-server
   [rsync]=rsync
   [zsh]=zsh
+  [fish]=fish
   [groff]=groff-base
   [man]=man-db
   [/usr/sbin/kexec]=kexec-tools
