@@ -66,9 +66,9 @@ def _row(call: Call, comparison: Comparison, candidate: str) -> list[Cell]:
                    change, interval), Cell(word, call.change.verdict, call.flag)]
 
 
-def _causes(comparison: Comparison, candidate: str, found: list[Call]) -> list[str]:
-    """The where section's first explanation of each op called worse or STARVED (not of a
-    FEWER OPS whose rate is undecided: no regression is called there to explain)."""
+def causes(comparison: Comparison, candidate: str, found: list[Call]) -> list[tuple[str, str]]:
+    """(op, the where section's first explanation of it) for each op called worse or STARVED
+    (not for a FEWER OPS whose rate is undecided: no regression is called there to explain)."""
     if comparison.where is None:
         return []
     worse = dict.fromkeys(c.op.op for c in found
@@ -77,7 +77,7 @@ def _causes(comparison: Comparison, candidate: str, found: list[Call]) -> list[s
     for explanation in comparison.where.explanations:
         if explanation.variant == candidate and explanation.op in worse:
             first.setdefault(explanation.op, explanation.text)
-    return [f"why: {first[op]}" for op in worse if op in first]
+    return [(op, first[op]) for op in worse if op in first]
 
 
 def _undecided(comparison: Comparison, candidate: str) -> str | None:
@@ -123,6 +123,8 @@ def headline_sections(comparison: Comparison) -> list[Section]:
             tables.append(Table(columns, [_row(c, comparison, candidate) for c in found]))
         notes = [n for n in (_undecided(comparison, candidate), comparison.decide_hint) if n]
         out.append(Section(_title(comparison, candidate, found), tables, notes,
-                           items=_causes(comparison, candidate, found), strong=True))
+                           items=[f"why: {text}" for _, text in causes(comparison, candidate,
+                                                                        found)],
+                           strong=True))
     return out
 
