@@ -67,15 +67,15 @@ def test_the_headline_calls_what_the_json_calls_with_its_numbers(results, capsys
     (table,) = section["tables"]
     rows = [[cell["text"] for cell in row] for row in table["rows"]]
     # worse first, then better; every call once
-    verdicts = [row[-1] for row in rows]
+    verdicts = [row[0] for row in rows]
     assert verdicts == sorted(verdicts, key=lambda v: not v.startswith("worse"))
     assert len(rows) == len(called)
     labels = {"rate": "rate/s", "p50_ns": "p50", "p99_ns": "p99"}
     for verdict, op, key, change in called:
-        row = next(r for r in rows if r[0] == op and r[1] == labels[key])
-        assert row[4] == _percent(change["change"])
-        assert row[5] == f"[{_percent(change['low'])}, {_percent(change['high'])}]"
-        assert row[6].startswith(verdict)
+        row = next(r for r in rows if r[1] == op and r[2] == labels[key])
+        assert row[0].startswith(verdict)
+        assert row[5] == _percent(change["change"])
+        assert row[6] == f"[{_percent(change['low'])}, {_percent(change['high'])}]"
     # the text report opens with the same headline, after the variants
     code, text, _ = _run(capsys, "compare", "base", "cand", "--results", str(results))
     lines = text.splitlines()
@@ -97,7 +97,7 @@ def test_brief_and_sections_pick_the_parts(results, capsys):
     assert "against base" not in parts and parts.rstrip().endswith("no interval")
     code, md, _ = _run(capsys, "compare", "base", "cand", "--results", str(results),
                        "--brief", "--format", "markdown")
-    assert md.startswith("## cand against base") and "| read |" in md
+    assert md.startswith("## cand against base") and "| **worse** | read |" in md
     for bad in (["--brief", "--format", "json"], ["--sections", "tables,nothing"],
                 ["--brief", "--sections", "tables"]):
         code, _, err = _run(capsys, "compare", "base", "cand", "--results", str(results), *bad)

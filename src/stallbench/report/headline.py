@@ -62,8 +62,9 @@ def _row(call: Call, comparison: Comparison, candidate: str) -> list[Cell]:
     op = call.op
     base, cand = op.stats[comparison.baseline], op.stats[candidate]
     change, interval, word = change_cell(call.change, base.samples == 0 or cand.samples == 0)
-    return [*cells(op.op, call.stat.label, _value(base, call.stat), _value(cand, call.stat),
-                   change, interval), Cell(word, call.change.verdict, call.flag)]
+    return [Cell(word, call.change.verdict, call.flag),
+            *cells(op.op, call.stat.label, _value(base, call.stat), _value(cand, call.stat),
+                   change, interval)]
 
 
 def causes(comparison: Comparison, candidate: str, found: list[Call]) -> list[tuple[str, str]]:
@@ -116,10 +117,10 @@ def headline_sections(comparison: Comparison) -> list[Section]:
         found = calls(comparison, candidate)
         tables = []
         if found:
-            columns = [Column("op", LEFT, gap=2), Column("stat"),
+            # the verdict first: it is what a reader scans for (and a phone shows it unscrolled)
+            columns = [Column("verdict", LEFT, gap=2), Column("op", LEFT, gap=2), Column("stat"),
                        Column(comparison.baseline, RIGHT, gap=2), Column(candidate, RIGHT, gap=2),
-                       Column("change", RIGHT, gap=2), Column("95% interval", LEFT, gap=2),
-                       Column("verdict", LEFT, gap=2)]
+                       Column("change", RIGHT, gap=2), Column("95% interval", LEFT, gap=2)]
             tables.append(Table(columns, [_row(c, comparison, candidate) for c in found]))
         notes = [n for n in (_undecided(comparison, candidate), comparison.decide_hint) if n]
         out.append(Section(_title(comparison, candidate, found), tables, notes,
