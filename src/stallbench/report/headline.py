@@ -19,8 +19,9 @@ from ..compare.model import Comparison, OpComparison, OpStats
 from .common import change_cell, format_rate, rate_flag, stat_cell
 from .tables import LEFT, RIGHT, Cell, Column, Section, Table, cells
 
-# the order of the calls: regressions first
-_ORDER = {Verdict.WORSE: 0, Verdict.BETTER: 1}
+# the order of the calls: regressions first, then rates flagged but undecided, then the better
+_ORDER = {Verdict.WORSE: 0, Verdict.BETTER: 2}
+_FLAGGED = 1
 # why a row that decides was left unclear, in words (its note; None: the interval holds 0)
 _UNCLEAR_WHY = {None: "the interval holds 0"}
 
@@ -46,7 +47,7 @@ def calls(comparison: Comparison, candidate: str) -> list[Call]:
             flag = rate_flag(op, candidate) if stat.key == RATE.key else ""
             if change.verdict in DIRECTED or flag:
                 found.append(Call(op, stat, change, flag))
-    return sorted(found, key=lambda c: _ORDER.get(c.change.verdict, 0 if c.flag else 2))
+    return sorted(found, key=lambda c: _ORDER.get(c.change.verdict, _FLAGGED))
 
 
 def _value(stats: OpStats, stat: Stat) -> str:
