@@ -170,3 +170,23 @@ def test_compare_without_arguments_says_what_to_give(capsys):
     text = capsys.readouterr().out
     assert "examples:\n  stallbench compare vanilla patched" in text
     assert "the variant the others are compared with" in text       # positional help
+
+
+def test_the_first_time_path_offers_what_decides():
+    """One run a side (the demo, `iterations = 1`): duets where the plan may run as duets
+    (check_plan), else more iterations, saying why not; and calibrate. Nothing for a plan that
+    repeats already."""
+    from conftest import ROOT
+    from stallbench.plan.plan import load_plan
+    from stallbench.run.duet import decide_hint
+
+    duet = load_plan(ROOT / "examples" / "ext3-vs-ext4.toml")
+    sysctls = load_plan(ROOT / "examples" / "dirty-ratio.toml")
+    assert decide_hint(duet) is None                      # iterations = 3 already
+    duet.iterations = sysctls.iterations = 1
+    hint = decide_hint(duet)
+    assert f"`stallbench run --plan {duet.source} --duet`" in hint
+    assert f"`stallbench calibrate {duet.source}`" in hint
+    hint = decide_hint(sysctls)
+    assert "--duet" not in hint and "iterations = 3" in hint and "sets sysctls" in hint
+    assert "\n" not in hint and len(hint) < 260 + 2 * len(str(sysctls.source))

@@ -35,6 +35,7 @@ workers at once. The CPU sets rotate from round to round, so no variant always h
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -113,8 +114,8 @@ def decide_hint(plan: Plan) -> str | None:
     try:
         check_plan(plan)
     except UsageError as exc:
-        repeat = (f"set `iterations = 3` in {name} and run it again (not as duets: "
-                  f"{str(exc).removeprefix('--duet: ')})")
+        why = re.split(r"[:;]|, which", str(exc).removeprefix("--duet: "))[0]
+        repeat = f"set `iterations = 3` in {name} and run it again (not as duets: {why})"
     else:
         repeat = (f"`stallbench run --plan {name} --duet` with `iterations = 3` in it (the "
                   "variants at the same time, a pair per round: the host's drift cancels)")
