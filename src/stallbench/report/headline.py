@@ -10,6 +10,7 @@ section's first explanation of that variant and op (WhereSection.explanations), 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..analysis.display import format_ns
@@ -37,7 +38,8 @@ class Call:
 
 def calls(comparison: Comparison, candidate: str) -> list[Call]:
     """The candidate's called changes (better/worse, on the rows that decide) and every rate
-    flagged STARVED or FEWER OPS, worse first, each kind in the report's op and row order."""
+    flagged STARVED or FEWER OPS: worse first, then flagged, then better; within each, the op
+    with the largest change first, its rows in the report's order (a stable sort)."""
     found = []
     for op in comparison.ops:
         for stat in comparison.stats:
@@ -47,7 +49,15 @@ def calls(comparison: Comparison, candidate: str) -> list[Call]:
             flag = rate_flag(op, candidate) if stat.key == RATE.key else ""
             if change.verdict in DIRECTED or flag:
                 found.append(Call(op, stat, change, flag))
-    return sorted(found, key=lambda c: _ORDER.get(c.change.verdict, _FLAGGED))
+    # within a kind, the op whose change is largest (as a factor either way) first: the story
+    strength: dict[tuple[str, str], float] = {}
+    for call in found:
+        key = (call.op.op, call.change.verdict)
+        factor = abs(math.log1p(call.change.change)) if call.change.change is not None and \
+            call.change.change > -1 else math.inf
+        strength[key] = max(strength.get(key, 0.0), factor)
+    return sorted(found, key=lambda c: (_ORDER.get(c.change.verdict, _FLAGGED),
+                                        -strength[c.op.op, c.change.verdict]))
 
 
 def _value(stats: OpStats, stat: Stat) -> str:

@@ -59,8 +59,10 @@ def render(comparison: Comparison, width: int = 100, sections: tuple[str, ...] =
 
 
 def _wrap(text: str, width: int, indent: str = "") -> list[str]:
-    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ") \
-        or [""]
+    """Lines of at most `width`, the later ones indented two more; never broken at a hyphen
+    (paths and commands stay whole)."""
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False) or [""]
 
 
 def title_lines(comparison: Comparison, width: int) -> list[str]:
