@@ -10,6 +10,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,fleet]'
+	$(PY) scripts/install-share.py $(VENV)   # man page, completions: no data files for -e
 	$(PY) -m stallbench.workloads.native
 	touch $@
 
@@ -28,6 +29,7 @@ lint: $(VENV)/.installed
 
 cli-docs: $(VENV)/.installed
 	$(PY) scripts/gen-cli-docs.py
+	$(PY) scripts/install-share.py $(VENV)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -18,6 +18,7 @@ declare -A need=(
   [/usr/sbin/sshd]=openssh-server
   [rsync]=rsync
   [zsh]=zsh
+  [fish]=fish
   [groff]=groff-base
   [man]=man-db
   [/usr/sbin/kexec]=kexec-tools
@@ -30,22 +31,9 @@ declare -A need=(
   [bc]=bc
   [/usr/include/gelf.h]=libelf-dev
 )
-# Two guest kernels for the kernel-variant tests (tests/test_vm_*.py), kept between runs.
+# Two guest kernels for the kernel-variant tests and examples/kernel-ab.toml, kept between runs.
 fetch_test_kernels() {
-  local dir=${STALLBENCH_TEST_KERNELS:-/var/cache/stallbench-test-kernels}
-  [[ $(id -u) -eq 0 ]] || return 0
-  command -v apt-get >/dev/null 2>&1 || return 0
-  if (($(find "$dir" -maxdepth 1 -regextype egrep \
-        -regex '.*/linux-image-[0-9.]+-[0-9]+-amd64-unsigned_.*\.deb' 2>/dev/null \
-        | wc -l) >= 2)); then return 0; fi
-  mkdir -p "$dir"
-  [[ -n ${apt_updated:-} ]] || { apt-get update -qq; apt_updated=1; }
-  # the two newest ABIs of Debian's generic amd64 flavour (it has virtio-9p; cloud has not)
-  mapfile -t pkgs < <(apt-cache pkgnames linux-image-6. 2>/dev/null \
-    | grep -E '^linux-image-[0-9.]+-[0-9]+-amd64-unsigned$' | sort -V | tail -n 2)
-  ((${#pkgs[@]} > 0)) || { echo "no linux-image-*-amd64-unsigned package found" >&2; return 0; }
-  echo "downloading test kernels into $dir: ${pkgs[*]}" >&2
-  (cd "$dir" && apt-get download -qq "${pkgs[@]}" 2>&1 | grep -v 'unsandboxed' >&2 || true)
+  apt_updated=${apt_updated:-} "$(dirname "$0")/fetch-test-kernels.sh"
 }
 missing=()
 for tool in "${!need[@]}"; do

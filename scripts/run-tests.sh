@@ -29,7 +29,7 @@ side_by_side=(
     # wrote, the exit codes and signals), never against a verdict or the machine's load
     "tests/test_export_*.py tests/test_import*.py tests/test_reliability_hostile.py
      tests/test_reliability_signals.py tests/test_reliability_enospc.py tests/test_core_run.py
-     tests/test_workload_fio.py"
+     tests/test_workload_fio.py tests/test_readme_blocks.py"
 )
 
 side_by_side_then=(
@@ -54,7 +54,8 @@ side_by_side_then=(
      tests/test_analysis_stalls.py tests/test_signals.py tests/test_verdict_words.py
      tests/test_workload_option_names.py tests/test_runner_order.py tests/test_first_hour_runs.py
      tests/test_metric_verdicts.py tests/test_clock_start.py tests/test_trust_deps.py
-     tests/test_changepoints.py tests/test_where_split.py"
+     tests/test_changepoints.py tests/test_headline.py tests/test_check_outputs.py
+     tests/test_notebook_api.py tests/test_cli_docs_env.py tests/test_where_split.py"
 )
 
 # Byte-compile the source once: where PYTHONDONTWRITEBYTECODE is set, every `stallbench`

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT
 from stallbench.cli import build_parser
-from stallbench.cli.docs import bash, man, zsh
+from stallbench.cli.docs import bash, fish, man, zsh
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
@@ -31,7 +31,7 @@ def installed(tmp_path_factory) -> Path:
     tree = tmp / "tree"
     shutil.copytree(ROOT / "src", tree / "src",
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, tree / name)
     env = _clean_env()
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
@@ -58,13 +58,15 @@ def test_the_installed_package_prints_its_completion_scripts(installed) -> None:
                            capture_output=True, text=True, env=_clean_env(), check=True)
     assert Path(where.stdout.strip()).is_relative_to(installed)     # not this source tree
     parser = build_parser()
-    for shell, generate in (("bash", bash), ("zsh", zsh)):
+    for shell, generate in (("bash", bash), ("zsh", zsh), ("fish", fish)):
         out = _sb(installed, "completion", shell)
         assert out.returncode == 0, out.stderr
         assert out.stdout == generate(parser), shell
-    bad = _sb(installed, "completion", "fish")
+    assert (installed / "share/fish/vendor_completions.d/stallbench.fish").read_text() == \
+        fish(parser)
+    bad = _sb(installed, "completion", "tcsh")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
-    assert "invalid choice: 'fish'" in bad.stderr
+    assert "invalid choice: 'tcsh'" in bad.stderr
     # bash completes with the printed script, the new command included
     script = (f"source <({installed}/bin/stallbench completion bash)\n"
               "COMP_WORDS=(stallbench comp); COMP_CWORD=1; _stallbench\n"
@@ -83,3 +85,44 @@ def test_the_installed_package_has_its_man_page_where_man_looks(installed) -> No
                            timeout=60, env=_clean_env(PATH=f"{installed}/bin:/usr/bin:/bin"))
     assert found.returncode == 0, found.stderr
     assert Path(found.stdout.strip()) == page
+
+
+def test_the_wheel_says_its_license_authors_and_classifiers(installed) -> None:
+    from importlib.metadata import PathDistribution
+
+    (info,) = (installed / "lib").glob("python*/site-packages/stallbench-*.dist-info")
+    meta = PathDistribution(info).metadata
+    assert meta["License-Expression"] == "MIT" and meta.get_all("License-File") == ["LICENSE"]
+    assert (info / "licenses" / "LICENSE").read_text() == (ROOT / "LICENSE").read_text()
+    assert meta["Author"] and "Operating System :: POSIX :: Linux" in meta.get_all("Classifier")
+
+
+def test_every_package_the_source_imports_is_declared() -> None:
+    """A module the installed stallbench imports must come from a distribution pyproject.toml
+    names (a dependency, or an extra for the code that needs it), not from whatever else this
+    machine has (fleet/deploy.py once used packaging, and pip's vendored copy without it)."""
+    import ast
+    import tomllib
+    from importlib.metadata import packages_distributions
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {Requirement(r).name.lower() for r in project["dependencies"]}
+    declared |= {Requirement(r).name.lower() for extra in project["optional-dependencies"]
+                 .values() for r in extra}
+    providers = packages_distributions()
+    missing = {}
+    for path in (ROOT / "src" / "stallbench").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and not node.level \
+                and node.module else []
+            for name in names:
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top == "stallbench":
+                    continue
+                dists = {d.lower() for d in providers.get(top, [])}
+                if not dists & declared:
+                    missing.setdefault(top, str(path.relative_to(ROOT)))
+    assert not missing, f"imported but not declared in pyproject.toml: {missing}"

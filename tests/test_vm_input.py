@@ -157,6 +157,7 @@ def test_the_kernel_example_plan_loads():
     from stallbench.plan.plan import load_plan
 
     plan = load_plan(Path(__file__).resolve().parent.parent / "examples" / "kernel-ab.toml")
-    assert [v.kernel.endswith("-amd64-unsigned_6.1.170-3_amd64.deb") for v in plan.variants] \
-        == [True, False]
+    # the links scripts/fetch-test-kernels.sh makes to the two kernels the tests download
+    assert [Path(v.kernel).name for v in plan.variants] == ["older.deb", "newer.deb"]
     assert {(v.vm_cpus, v.vm_memory) for v in plan.variants} == {(2, 512 << 20)}
+    assert plan.iterations == 3 and plan.workload_options["direct"] is True

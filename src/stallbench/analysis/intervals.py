@@ -128,7 +128,8 @@ __all__ = [
     "PROFILE", "QUARTERS", "RESPONSE_PRIOR_FACTOR", "RUN_TO_RUN_SD", "TAIL_PROBABILITY",
     "TOO_WIDE", "Change", "Prior", "RunStatistic", "Verdict", "assumed_prior",
     "benjamini_hochberg", "chi2_quantile", "combine_log_se", "decision_half_width",
-    "excludes_zero", "iterations_to_decide", "mean_statistic", "p_value_from_interval", "prior_sd",
+    "excludes_zero", "iterations_to_decide", "mean_statistic", "one_run_reach",
+    "p_value_from_interval", "prior_sd",
     "quantile_statistics", "rate_statistic", "ratio_change", "t_quantile", "t_two_sided_p",
     "too_wide", "two_level_change", "variance_bound", "verdict", "wandering", "welch_dof",
     "z_quantile",
@@ -204,6 +205,15 @@ def assumed_prior(sd: float, data_dof: int, probability: float | None = None) ->
     if probability is not None and probability > TAIL_PROBABILITY:
         return Prior(sd, PRIOR_DOF, ASSUMED, floor=True)
     return Prior(sd, PRIOR_DOF * max(0.0, 1.0 - data_dof / ASSUMED_FADE_DOF), ASSUMED)
+
+
+def one_run_reach(sd: float, dof: float = PRIOR_DOF, confidence: float = CONFIDENCE) -> float:
+    """The log-scale half-width of a change's interval with one run a side and the A/A table's
+    τ0 `sd` worth `dof` degrees of freedom, before the runs' own error: each side's level may
+    be τ0 off, so their ratio √2·τ0, at t with the prior's degrees of freedom (2.78 at 4). A
+    change is called only beyond it (the runs' own error widens it; with it the Welch degrees
+    of freedom grow a little, so it is about, not at least, this)."""
+    return float(t_quantile(0.5 + confidence / 2, dof) * np.sqrt(2.0) * sd)
 
 
 def two_level_change(estimate: float | None, baseline: list[RunStatistic],

@@ -35,7 +35,7 @@ COMMANDS = {
                 "undo what killed runs left behind (mounts, loop devices, cgroups, ...)"),
     "demo": ("demo", "run a short A/B comparison and show it"),
     "deploy": ("deploy", "install this controller's stallbench on every host of an inventory"),
-    "completion": ("completion", "print the bash or zsh completion script"),
+    "completion": ("completion", "print the bash, zsh or fish completion script"),
 }
 
 

@@ -4,10 +4,19 @@ and `git bisect run`: exit 0 no regression, 1 regression, 125 cannot decide."""
 from __future__ import annotations
 
 import argparse
+import json
+import os
+from pathlib import Path
 
 from ..analysis.quantiles import row_stats
-from ..core.errors import ExitCode, UndecidedError
+from ..core.errors import ExitCode, UndecidedError, UsageError
+from .common import BASELINE_HELP, ExamplesFormatter
 from .compare import add_common, resolve_all
+
+EXAMPLES = """examples:
+  stallbench check good cand --metric read:p99 --max-regression 10%
+  stallbench check good cand --metric read:p99 --metric read:rate --max-regression 10% \\
+      --format json --junit check.xml      # for CI; $GITHUB_STEP_SUMMARY gets the headline"""
 
 
 def register(subparsers) -> None:
@@ -16,15 +25,25 @@ def register(subparsers) -> None:
         description="Exit 0 when no metric regressed beyond the bound (its whole 95% interval "
                     "lies within it), 1 when one did (its whole interval lies beyond it), 125 "
                     "when that cannot be decided (too few samples, an incomplete run, an "
-                    "interval that straddles the bound).")
-    parser.add_argument("baseline", metavar="BASELINE")
-    parser.add_argument("candidate", metavar="CANDIDATE")
+                    "interval that straddles the bound). Where $GITHUB_STEP_SUMMARY is set, "
+                    "the headline and the verdicts are appended to it as markdown.",
+        epilog=EXAMPLES, formatter_class=ExamplesFormatter)
+    parser.add_argument("baseline", metavar="BASELINE", help=BASELINE_HELP)
+    parser.add_argument("candidate", metavar="CANDIDATE",
+                        help="the variant judged against the baseline (a name under RESULTS "
+                             "or a path)")
     parser.add_argument("--metric", action="append", required=True, metavar="OP:STAT",
                         help="e.g. read:p99 (repeatable); STAT: "
                              + " ".join(s.key for s in row_stats())
                              + " or any percentile, e.g. p99.99")
     parser.add_argument("--max-regression", required=True, metavar="PCT",
                         help="largest tolerated regression, e.g. 10%%")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text: a line per metric; json: the verdicts as "
+                             "schemas/check.schema.json describes them")
+    parser.add_argument("--junit", type=Path, metavar="FILE",
+                        help="also write JUnit XML there: a testcase per metric, a regression "
+                             "failed, an undecided one skipped")
     add_common(parser)
     parser.set_defaults(func=run)
 
@@ -46,8 +65,23 @@ def run(args: argparse.Namespace) -> int:
     options = gate_options(metrics, parse_percent(args.noise, "--noise"))
     comparison = build_comparison(baseline, candidates, options)
     results = gate(comparison, metrics, bound)
-    print(check_report.render(results), end="")
     code = gate_exit_code(results)
+    if args.format == "json":
+        document = check_report.to_dict(results, comparison, bound, code)
+        print(json.dumps(document, indent=1))
+    else:
+        print(check_report.render(results), end="")
+    outputs = [(args.junit, check_report.junit_xml(results, comparison), "w")] \
+        if args.junit else []
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        outputs.append((Path(os.environ["GITHUB_STEP_SUMMARY"]),
+                        check_report.step_summary(results, comparison), "a"))
+    for path, text, mode in outputs:
+        try:
+            with open(path, mode, encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot write ({exc.strerror})") from exc
     if code == ExitCode.UNDECIDED:
         raise UndecidedError(check_report.undecided(results))
     return code

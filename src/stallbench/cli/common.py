@@ -3,10 +3,44 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..core.errors import UsageError
 from ..results.rundirs import RESULTS_HELP, default_results_dir
+
+BASELINE_HELP = ("the variant the others are compared with: a name under RESULTS, or a path to "
+                 "a variant or run directory (VARIANT@HOST: its runs on one host)")
+
+
+class ExamplesFormatter(argparse.HelpFormatter):
+    """argparse's help, wrapped as usual, with an epilog of examples kept line by line."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:"):
+            return "\n".join(indent + line for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
+
+
+def parse_sections(text: str | None, brief: bool, fmt: str) -> tuple[str, ...]:
+    """--sections LIST / --brief: the report's parts to show (report.SECTIONS)."""
+    from ..report import BRIEF, SECTIONS
+
+    if text is None and not brief:
+        return SECTIONS
+    if fmt == "json":
+        raise UsageError("--brief and --sections shape the text, markdown and html reports; "
+                         "the JSON holds every part (its `headline` is the headline)")
+    if brief:
+        if text is not None:
+            raise UsageError("give --brief or --sections, not both")
+        return BRIEF
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in SECTIONS]
+    if unknown or not names:
+        raise UsageError(f"--sections {text!r}: name parts of the report, separated by commas, "
+                         f"from {','.join(SECTIONS)}")
+    return names
 
 
 def add_results_argument(parser: argparse.ArgumentParser) -> None:
@@ -29,12 +63,15 @@ def results_dir(args: argparse.Namespace) -> Path:
 
 
 def print_comparison(baseline: str, candidates: list[str], results: Path,
-                     workload: str | None = None, metrics: list[str] | None = None) -> None:
+                     workload: str | None = None, metrics: list[str] | None = None,
+                     decide_hint: str | None = None) -> None:
     """Print the text comparison of variants just run (after `run --plan` and `demo`), with
-    the verdicts of the metrics asked for (`--iterations auto --metric`)."""
+    the verdicts of the metrics asked for (`--iterations auto --metric`) and, where one run a
+    side decides little, the line saying what would (run/duet.py decide_hint)."""
     from ..compare.comparison import build_comparison
     from ..compare.gate import metric_options, parse_metric
     from ..compare.model import CompareOptions
+    from ..core.terminal import use_color
     from ..report import render
     from ..results.runselect import resolve_runs
 
@@ -42,7 +79,9 @@ def print_comparison(baseline: str, candidates: list[str], results: Path,
     others = [resolve_runs(name, results, workload) for name in candidates]
     options = metric_options([parse_metric(m) for m in metrics]) if metrics \
         else CompareOptions()
-    print(render(build_comparison(base, others, options), "text"), end="")
+    comparison = build_comparison(base, others, options)
+    comparison.decide_hint = decide_hint
+    print(render(comparison, "text", color=use_color("auto", sys.stdout)), end="")
 
 
 def parse_percentiles(text: str) -> tuple[float, ...]:

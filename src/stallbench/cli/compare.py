@@ -9,8 +9,17 @@ from pathlib import Path
 from ..analysis.quantiles import DEFAULT_PERCENTS
 from ..compare import DEFAULT_NOISE
 from ..core.errors import ExitCode, UsageError
-from ..report import FORMATS
-from .common import add_source_arguments
+from ..core.terminal import COLOR_HELP, COLOR_MODES
+from ..report import BRIEF, FORMATS, SECTIONS
+from .common import BASELINE_HELP, ExamplesFormatter, add_source_arguments, parse_sections
+
+EXAMPLES = """examples:
+  stallbench compare vanilla patched                 # the headline first, then every table
+  stallbench compare vanilla patched --brief         # the headline alone
+  stallbench compare vanilla patched --sections headline,tables
+  stallbench compare vanilla patched --format json   # every number, latencies in ns
+  stallbench compare vanilla patched --format html --output report.html
+  stallbench compare vanilla                         # one variant: its summary"""
 
 
 def register(subparsers) -> None:
@@ -18,13 +27,24 @@ def register(subparsers) -> None:
         "compare", help="compare variants: percentiles with intervals, shift, stalls",
         description="Compare a baseline with one or more candidates (variant names under "
                     "RESULTS, or paths to variant or run directories). With only a baseline: "
-                    "its summary, as `stallbench show` prints it.")
-    parser.add_argument("baseline", metavar="BASELINE")
-    parser.add_argument("candidates", metavar="CANDIDATE", nargs="*")
+                    "its summary, as `stallbench show` prints it. The report opens with the "
+                    "headline: per candidate the changes called, starved ops and the first "
+                    "cause of each regression.",
+        epilog=EXAMPLES, formatter_class=ExamplesFormatter)
+    parser.add_argument("baseline", metavar="BASELINE", nargs="?", help=BASELINE_HELP)
+    parser.add_argument("candidates", metavar="CANDIDATE", nargs="*",
+                        help="a variant to compare with the baseline (a name under RESULTS or "
+                             "a path); none: the baseline's summary")
     add_common(parser)
     parser.add_argument("--format", choices=FORMATS, default="text")
     parser.add_argument("--output", type=Path,
                         help="write the report here instead of stdout ('-': stdout)")
+    parser.add_argument("--brief", action="store_true",
+                        help="only the headline (--sections " + ",".join(BRIEF) + ")")
+    parser.add_argument("--sections", metavar="LIST",
+                        help="the report's parts to show, in their order: "
+                             + ",".join(SECTIONS) + " (default: all)")
+    parser.add_argument("--color", choices=COLOR_MODES, default="auto", help=COLOR_HELP)
     parser.add_argument("--plots", type=Path, metavar="DIR",
                         help="also write the plots as PNG and SVG into DIR")
     parser.add_argument("--percentiles", metavar="LIST",
@@ -67,6 +87,11 @@ def resolve_all(args: argparse.Namespace, allow_incomplete: bool, split: bool = 
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.baseline is None:
+        raise UsageError("give a BASELINE variant and the CANDIDATEs to compare with it (names "
+                         "under RESULTS or paths; `stallbench list` shows them), e.g. "
+                         "`stallbench compare vanilla patched`")
+    sections = parse_sections(args.sections, args.brief, args.format)
     if not args.candidates:
         from .show import print_summary
 
@@ -91,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     comparison = build_comparison(baseline, candidates, options)
     check_metric_ops(comparison, metrics)
     plots = None
-    if args.plots or args.format == "html":
+    if args.plots or (args.format == "html" and "where" in sections):
         from ..report import plots as plots_mod
         plots = plots_mod.render_plots(comparison, ("png", "svg") if args.plots else ("png",))
         if args.plots:
@@ -99,12 +124,15 @@ def run(args: argparse.Namespace) -> int:
                 plots_mod.write_plots(plots, args.plots)
             except OSError as exc:
                 raise UsageError(f"--plots {args.plots}: cannot write ({exc.strerror})") from exc
+    to_stdout = not args.output or args.output == Path("-")
     if args.format == "html":
         from ..report import htmlout
-        text = htmlout.render(comparison, plots)
+        text = htmlout.render(comparison, plots, sections)
     else:
-        text = render(comparison, args.format)
-    if args.output and args.output != Path("-"):
+        from ..core.terminal import use_color
+        text = render(comparison, args.format, sections=sections,
+                      color=to_stdout and use_color(args.color, sys.stdout))
+    if not to_stdout:
         try:
             args.output.write_text(text)
         except OSError as exc:

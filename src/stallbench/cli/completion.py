@@ -1,4 +1,5 @@
-"""stallbench completion bash|zsh — print the shell completion script shipped in the package."""
+"""stallbench completion bash|zsh|fish — print the shell completion script shipped in the
+package."""
 
 from __future__ import annotations
 
@@ -7,16 +8,15 @@ import sys
 from importlib import resources
 
 from ..core.errors import ExitCode
-from .docs import PACKAGE_FILES
-
-SHELLS = ("bash", "zsh")
+from .docs import PACKAGE_FILES, SHELLS
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "completion", description="Print the completion script for a shell. bash: "
         "`source <(stallbench completion bash)` in ~/.bashrc; zsh: `stallbench completion zsh "
-        "> DIR/_stallbench` with DIR on $fpath.")
+        "> DIR/_stallbench` with DIR on $fpath; fish: `stallbench completion fish > "
+        "~/.config/fish/completions/stallbench.fish`.")
     parser.add_argument("shell", choices=SHELLS, help="the shell")
     parser.set_defaults(func=run)
 

@@ -18,7 +18,8 @@ def register(subparsers) -> None:
                     f"pgioperf ({DEMO_DATA_SIZE} data file) as is against the same in a "
                     f"{DEMO_MEMORY_LIMIT >> 20} MiB memory cgroup; otherwise pgioperf with 2 "
                     f"against 8 random readers. {DEMO_DURATION_S:.0f} s per variant; the runs "
-                    "stay under RESULTS/demo-<time>/ for compare and show.")
+                    "and the plan (demo.toml) stay under RESULTS/demo-<time>/ for compare, "
+                    "show and run --plan.")
     add_results_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
     parser.set_defaults(func=run)
@@ -35,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
     if any(o.status != Status.COMPLETE for o in outcomes):
         interrupted = any(o.status == Status.INTERRUPTED for o in outcomes)
         return ExitCode.INTERRUPTED if interrupted else ExitCode.FAILURE
+    from ..run.duet import decide_hint
+
     names = [v.name for v in plan.variants]
-    print_comparison(names[0], names[1:], plan.results, workload=plan.workload)
+    print_comparison(names[0], names[1:], plan.results, workload=plan.workload,
+                     decide_hint=decide_hint(plan))
     return ExitCode.OK

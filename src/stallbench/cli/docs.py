@@ -1,8 +1,10 @@
-"""Shell completion (bash, zsh) and the man page, generated from the argparse parser, so that
-they cannot drift from the command line: `scripts/gen-cli-docs.py` (or `make cli-docs`) writes
-them into the package (src/stallbench/share/, package data: `stallbench completion bash|zsh`
-prints them; pyproject.toml's data-files also installs them under the prefix's share/, where
-man and the shells look), and tests/test_export_cli.py checks that the files match the parser."""
+"""Shell completion (bash, zsh, fish) and the man page, generated from the argparse parser, so
+that they cannot drift from the command line: `scripts/gen-cli-docs.py` (or `make cli-docs`)
+writes them into the package (src/stallbench/share/, package data: `stallbench completion
+bash|zsh|fish` prints them; pyproject.toml's data-files also installs them under the prefix's
+share/, where man and the shells look; `make demo`'s editable install gets them from
+scripts/install-share.py), and tests/test_export_cli.py checks that the files match the
+parser."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.envvars import READ as ENVIRONMENT
+from ..core.envvars import SET_FOR_BUILD
 from ..core.errors import ExitCode
 from ..core.version import __version__
 from ..results.rundirs import RESULTS_DEFAULT, RESULTS_ENV
@@ -28,7 +32,9 @@ EXIT_STATUS = {
 # inside the package (importlib.resources.files("stallbench") / ...), and in the source tree
 PACKAGE_FILES = {"bash": "share/bash-completion/completions/stallbench",
                  "zsh": "share/zsh/site-functions/_stallbench",
+                 "fish": "share/fish/vendor_completions.d/stallbench.fish",
                  "man": "share/man/man1/stallbench.1"}
+SHELLS = ("bash", "zsh", "fish")
 FILES = {kind: f"src/stallbench/{path}" for kind, path in PACKAGE_FILES.items()}
 VALUE_ACTIONS = (argparse._StoreAction, argparse._AppendAction)
 
@@ -226,6 +232,71 @@ def zsh(parser: argparse.ArgumentParser) -> str:
     return "\n".join(lines)
 
 
+# -- fish ---------------------------------------------------------------------------------------
+
+def _fq(text: str) -> str:
+    """Text safe inside single quotes in fish."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def fish(parser: argparse.ArgumentParser) -> str:
+    """fish completion: `__stallbench_path` follows the command words typed so far (as bash's
+    path does), and every completion is conditioned on that path."""
+    commands = list(_walk(describe(parser)))
+    lines = ["# fish completion for stallbench (generated from its parser by",
+             "# scripts/gen-cli-docs.py; do not edit). Install: copy to",
+             "# ~/.config/fish/completions/stallbench.fish, or `stallbench completion fish | "
+             "source`.",
+             "function __stallbench_subs", "    switch $argv[1]"]
+    for cmd in commands:
+        if cmd.subcommands:
+            lines += [f"        case '{_fq(cmd.key)}'",
+                      "            printf '%s\\n' " + " ".join(
+                          f"'{_fq(s.words[-1])}'" for s in cmd.subcommands)]
+    lines += ["    end", "end", "",
+              "function __stallbench_path",
+              "    set -l path .",
+              "    for word in (commandline -opc)[2..-1]",
+              "        string match -q -- '-*' $word; and continue",
+              "        if contains -- $word (__stallbench_subs $path)",
+              "            if test $path = .; set path $word; else; set path \"$path $word\"; end",
+              "        end",
+              "    end",
+              "    echo $path",
+              "end", "",
+              "function __stallbench_variants",
+              f"    set -l results ${RESULTS_ENV}",
+              f"    test -n \"$results\"; or set results {RESULTS_DEFAULT}",
+              "    set -l words (commandline -opc)",
+              "    set -l at (contains -i -- --results $words)",
+              "    test -n \"$at\"; and set results $words[(math $at + 1)]",
+              "    test -d $results; and for d in $results/*/; basename $d; end",
+              "end", ""]
+    for cmd in commands:
+        when = f"-n 'test (__stallbench_path) = \"{_fq(cmd.key)}\"'"
+        for sub in cmd.subcommands:
+            lines.append(f"complete -c stallbench {when} -f -a '{_fq(sub.words[-1])}' "
+                         f"-d '{_fq(sub.help[:80])}'")
+        if not cmd.subcommands and cmd.positionals:
+            lines.append(f"complete -c stallbench {when} -a '(__stallbench_variants)'")
+        for o in cmd.options:
+            names = []
+            for flag in o.flags:
+                if flag.startswith("--"):
+                    names.append(f"-l '{_fq(flag[2:])}'")
+                elif len(flag) == 2:
+                    names.append(f"-s '{_fq(flag[1:])}'")
+                else:
+                    names.append(f"-o '{_fq(flag[1:])}'")
+            value = ""
+            if o.takes_value:
+                value = (f" -x -a '{_fq(' '.join(o.choices))}'" if o.choices
+                         else " -r -F" if o.path else " -x")
+            lines.append(f"complete -c stallbench {when} {' '.join(names)}{value} "
+                         f"-d '{_fq(o.help[:80])}'")
+    return "\n".join(lines) + "\n"
+
+
 # -- man ----------------------------------------------------------------------------------------
 
 def _roff(text: str) -> str:
@@ -264,10 +335,13 @@ def man(parser: argparse.ArgumentParser) -> str:
     out.append(".SH EXIT STATUS")
     for code, meaning in EXIT_STATUS.items():
         out += [".TP", str(int(code)), _roff(meaning)]
-    out += [".SH ENVIRONMENT", ".TP", f".B {RESULTS_ENV}",
-            _roff(f"the results directory when --results is not given (default "
-                  f"./{RESULTS_DEFAULT})"),
-            ".SH FILES", ".TP", _roff("RESULTS/<variant>/<workload>/<iteration>/"),
+    out.append(".SH ENVIRONMENT")
+    for name, meaning in ENVIRONMENT.items():
+        out += [".TP", f".B {name}", _roff(meaning)]
+    out += [".PP", _roff("Set by stallbench for the command of bisect --git --build:")]
+    for name, meaning in SET_FOR_BUILD.items():
+        out += [".TP", f".B {name}", _roff(meaning)]
+    out += [".SH FILES", ".TP", _roff("RESULTS/<variant>/<workload>/<iteration>/"),
             _roff("run.json, ops.parquet, monitors/*.parquet, stacks.folded"), ".TP",
             _roff("/run/stallbench/"), _roff("cleanup journals of running stallbench processes"),
             ".SH SEE ALSO", _roff("README.md, docs/architecture.md and docs/reliability.md "
@@ -288,4 +362,5 @@ def _man_options(options: list[Option]) -> list[str]:
 
 def generate(parser: argparse.ArgumentParser) -> dict[str, str]:
     """{relative path: content} of every generated file."""
-    return {FILES["bash"]: bash(parser), FILES["zsh"]: zsh(parser), FILES["man"]: man(parser)}
+    return {FILES["bash"]: bash(parser), FILES["zsh"]: zsh(parser),
+            FILES["fish"]: fish(parser), FILES["man"]: man(parser)}

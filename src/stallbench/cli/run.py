@@ -133,8 +133,11 @@ def run(args: argparse.Namespace) -> int:
     names = [n for n in names
              if any(o.variant == n and o.status == Status.COMPLETE for o in outcomes)]
     if len(names) > 1:
+        from ..run.duet import decide_hint
+
         print_comparison(names[0], names[1:], plan.results, workload=plan.workload,
-                         metrics=plan.until_decided)
+                         metrics=plan.until_decided,
+                         decide_hint=decide_hint(plan) if not plan.duet else None)
     else:
         for outcome in outcomes:
             print(f"{outcome.path}: {outcome.status}"

@@ -112,6 +112,7 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     adjust(rows.ops, cpu, labels[1:], options)
     level_shifts = _level_shifts(variants, [op.op for op in rows.ops])
     distrust_notes = _distrust(rows, cpu, level_shifts, loads, variants, options)
+    prior_table = {**iv.RUN_TO_RUN_SD, **(options.run_to_run_sd or {})}
     comparison = Comparison(
         workload=loaded.workload, baseline=labels[0], candidates=labels[1:],
         variants=loaded.infos, method=pairing.method, options=options, ops=rows.ops, cpu=cpu,
@@ -121,8 +122,9 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
         level_shifts=level_shifts,
         accuracy={"quantile_relative_error": hist.QUANTILE_RELATIVE_ERROR,
                   "exact": ["samples", *(s.key for s in (RATE, MIN, MAX, MEAN))],
-                  "run_to_run_prior_sd": dict(iv.RUN_TO_RUN_SD),
-                  "prior_dof": iv.PRIOR_DOF},
+                  "run_to_run_prior_sd": prior_table,
+                  "prior_dof": iv.PRIOR_DOF,
+                  "one_run_reach": _one_run_reach(prior_table)},
     )
     comparison.noise_profile = "; ".join(p.describe() for p in (profile, duet_profile)
                                          if p is not None) or None
@@ -321,6 +323,16 @@ def _noise_profile(options: CompareOptions, variants: list[VariantRuns],
                           f"{load.mean_cpus:.2f} CPUs during {label}'s runs, "
                           f"{profile.outside_cpus:.2f} during the calibration")
     return profile, None
+
+
+def _one_run_reach(prior_table: dict[str, float]) -> dict[str, list[float]]:
+    """Per statistic of the A/A table, the interval [low, high] of a change of 0 with one run
+    a side and that prior (intervals.one_run_reach): what a change must exceed to be called."""
+    out = {}
+    for stat, sd in prior_table.items():
+        half = iv.one_run_reach(sd)
+        out[stat] = [float(np.expm1(-half)), float(np.expm1(half))]
+    return out
 
 
 def _adjustment(options: CompareOptions) -> str:

@@ -128,6 +128,8 @@ class Comparison:
     noise_profile: str | None = None    # the profile behind the priors, described
     profile_problem: str | None = None  # why a profile of this shape was not used
     duet: dict[str, dict[str, Any]] = field(default_factory=dict)  # candidate -> its pairing
+    # what would decide the unclear rows, where the caller knows the plan (run --plan, demo)
+    decide_hint: str | None = None
 
     @property
     def labels(self) -> list[str]:

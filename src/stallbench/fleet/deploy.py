@@ -47,7 +47,7 @@ from ..core.version import __version__
 from .ansible import Runner, check_ansible
 from .inventory import HostConfig, host_config, load_inventory
 
-WHEEL_BACKEND = "setuptools>=70.1"   # bdist_wheel built in: no `wheel` package, no download
+WHEEL_BACKEND = "setuptools>=77"   # bdist_wheel built in, PEP 639 license: no `wheel` package
 MARKER = ".stallbench-deployed"     # in the venv: the wheelhouse digest, "partial" while made
 # dist-info files the installer writes itself
 _INSTALLER_FILES = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
@@ -79,10 +79,7 @@ def python_tag() -> str:
 # -- the wheels ---------------------------------------------------------------------------------
 
 def _requirement_names(dist: metadata.Distribution) -> list[str]:
-    try:
-        from packaging.requirements import Requirement
-    except ImportError:                                   # pip vendors the same module
-        from pip._vendor.packaging.requirements import Requirement
+    from packaging.requirements import Requirement
     names = []
     for text in dist.requires or []:
         requirement = Requirement(text)
@@ -190,7 +187,7 @@ def own_wheel(out: Path, scratch: Path) -> Path:
     tree = scratch / "source"        # a copy: the build writes build/ and *.egg-info
     shutil.copytree(root / "src", tree / "src",
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         if (root / name).exists():
             shutil.copy2(root / name, tree / name)
     built = scratch / "built"

@@ -25,6 +25,7 @@ JSON_KEYS = {s.key: s.json_key for s in (*latency_stats(), row_stats()[0])}
 
 
 _BAND_UNITS = ("ns", "µs", "ms", "s", "ks")
+_NOTE_STATS = ("p50", "p99", "p999", "rate")   # the A/A prior named in the one-run note
 
 
 def band_label(exponent: int) -> str:
@@ -185,13 +186,20 @@ def run_count_notes(comparison: Comparison) -> list[str]:
                         "combined with the spread measured between these runs"))
     elif single:
         prior = comparison.accuracy.get("run_to_run_prior_sd") or {}
-        shown = ", ".join(f"{STAT_LABELS.get(k, k)} ±{v:.0%}" for k, v in prior.items()
-                          if k in ("p50", "p99", "p999", "rate"))
+        reach = comparison.accuracy.get("one_run_reach") or {}
+        shown = [k for k in prior if k in _NOTE_STATS]
+        sds = ", ".join(f"{STAT_LABELS.get(k, k)} {prior[k]:.0%}" for k in shown)
+        beyond = ", ".join(f"{STAT_LABELS.get(k, k)} {format_percent(reach[k][0])} to "
+                           f"{format_percent(reach[k][1])}" for k in shown if k in reach)
         notes.append(f"one run of {', '.join(single)}: how much separate runs differ is not "
-                     f"measured, so the intervals assume the spread seen on A/A runs of loaded "
-                     f"machines ({shown}); only large changes can be called — run 3 or more "
-                     "iterations per variant, or measure this host's spread once with "
-                     "`stallbench calibrate PLAN`")
+                     "measured, so the intervals assume that each run's level may be off by "
+                     f"the standard deviation seen between A/A runs of loaded machines ({sds}; "
+                     f"a prior worth {comparison.accuracy.get('prior_dof', 0):g} degrees of "
+                     "freedom): with one run a side a change is called only beyond about "
+                     f"{beyond} (t at those degrees of freedom times √2 sd, widened by the "
+                     "runs' own noise) — run 3 or more iterations per variant, duets where the "
+                     "variants differ only per process, or measure this host's spread once "
+                     "with `stallbench calibrate PLAN`")
     else:
         notes.append("run-to-run spread: measured between these runs (no noise profile of "
                      "this host and workload; `stallbench calibrate PLAN` makes one)")

@@ -6,10 +6,11 @@ import base64
 import html
 
 from ..compare.model import Comparison
-from . import flamegraph
+from . import SECTIONS, flamegraph
 from . import plots as plots_mod
+from .headline import headline_sections
 from .tables import Cell, Chapter, Section, comparison_sections
-from .text import distribution, header, stalls
+from .text import distribution, method_lines, note_lines, stalls, title_lines
 from .where import where_chapter
 
 _CSS = """
@@ -26,6 +27,9 @@ td.unclear,td.same{color:#555}
 pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}
 img{max-width:100%;height:auto;border:1px solid #eee}
 pre.legend{white-space:pre-wrap}
+section.headline{border:2px solid #222;border-radius:6px;padding:4px 12px;margin:12px 0}
+section.headline h2{margin-top:.6em;font-weight:700}
+p.note{color:#555}
 """
 
 
@@ -33,25 +37,49 @@ def _e(text: object) -> str:
     return html.escape(str(text))
 
 
-def render(comparison: Comparison, plots: list[plots_mod.Plot] | None = None) -> str:
-    if plots is None:
+def render(comparison: Comparison, plots: list[plots_mod.Plot] | None = None,
+           sections: tuple[str, ...] = SECTIONS) -> str:
+    """The sections asked for (report.SECTIONS), the headline boxed first; the plots and flame
+    graphs go with the where section."""
+    if plots is None and "where" in sections:
         plots = plots_mod.render_plots(comparison, formats=("png",))
-    body = [f"<h1>stallbench compare — {_e(comparison.workload)}</h1>",
-            preformatted(header(comparison, 100))]
-    for section in comparison_sections(comparison):
-        body += section_html(section)
-    body += _where(comparison)
-    body += flamegraph.html_sections(comparison)
+    parts = {
+        "variants": lambda: [f"<h1>stallbench compare — {_e(comparison.workload)}</h1>",
+                             preformatted(title_lines(comparison, 100)[1:-1])],
+        "headline": lambda: ['<section class="headline">',
+                             *(line for section in headline_sections(comparison)
+                               for line in section_html(section)), "</section>"],
+        "notes": lambda: [preformatted(lines)] if (lines := note_lines(comparison, 100))
+        else [],
+        "tables": lambda: [line for section in comparison_sections(comparison)
+                           for line in section_html(section)],
+        "where": lambda: [*_where(comparison), *flamegraph.html_sections(comparison),
+                          *_plots(plots or [])],
+        "distributions": lambda: _op_blocks(comparison, distribution, "distribution"),
+        "stalls": lambda: _op_blocks(comparison, stalls, "stalls over time"),
+        "method": lambda: [preformatted(method_lines(comparison, 100))],
+    }
+    body = [line for name in SECTIONS if name in sections for line in parts[name]()]
+    return page(f"stallbench compare — {comparison.workload}", body)
+
+
+def _plots(plots: list[plots_mod.Plot]) -> list[str]:
+    out = []
     for plot in plots:
         data = base64.b64encode(plot.png).decode("ascii")
-        body.append(f"<h2>{_e(plot.title)}</h2>")
-        body.append(f'<img alt="{_e(plot.title)}" src="data:image/png;base64,{data}">')
+        out.append(f"<h2>{_e(plot.title)}</h2>")
+        out.append(f'<img alt="{_e(plot.title)}" src="data:image/png;base64,{data}">')
+    return out
+
+
+def _op_blocks(comparison: Comparison, lines_of, what: str) -> list[str]:
+    out = []
     for op in comparison.ops:
-        block = distribution(op, comparison, 100) + stalls(op, comparison, 100)
+        block = lines_of(op, comparison, 100)
         if block:
-            body.append(f"<h2>{_e(op.op)}: distribution and stalls</h2>")
-            body.append("<pre>" + _e("\n".join(block)) + "</pre>")
-    return page(f"stallbench compare — {comparison.workload}", body)
+            out.append(f"<h2>{_e(op.op)}: {_e(what)}</h2>")
+            out.append("<pre>" + _e("\n".join(block)) + "</pre>")
+    return out
 
 
 def page(title: str, body: list[str]) -> str:
@@ -88,7 +116,8 @@ def _list(items: list[str]) -> str:
 
 
 def chapter_html(chapter: Chapter) -> list[str]:
-    """A chapter as a <section> of its class: heading, warnings, findings, its sections."""
+    """A chapter as a <section> of its class: heading, warnings, findings, its sections, its
+    closing notes."""
     out = [f'<section class="{_e(chapter.css_class)}">', f"<h2>{_e(chapter.title)}</h2>"]
     out += [f'<p class="warning"><strong>Warning:</strong> {_e(warning)}</p>'
             for warning in chapter.warnings]
@@ -96,6 +125,7 @@ def chapter_html(chapter: Chapter) -> list[str]:
         out.append(_list(chapter.findings))
     for section in chapter.sections:
         out += section_html(section)
+    out += [f'<p class="note"><strong>Note:</strong> {_e(note)}</p>' for note in chapter.closing]
     return [*out, "</section>"]
 
 

@@ -13,6 +13,7 @@ from ..analysis.summary import RESPONSE_SUFFIX
 from ..compare.model import Comparison, OpComparison, OpStats
 from ..core.version import __version__
 from .common import json_number, shift_sentence, verdict_word
+from .headline import headline_sections
 
 SCHEMA_VERSION = 1  # of this JSON document (schemas/comparison.schema.json)
 
@@ -111,6 +112,8 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
         "percentiles": [{"stat": s.key, "label": s.label, "key": s.json_key,
                          "probability": s.probability, "needs_samples": needed_samples(
                              s.probability)} for s in comparison.stats if s.probability],
+        "headline": [asdict(section) for section in headline_sections(comparison)],
+        "decide_hint": comparison.decide_hint,
         "variants": [asdict(v) for v in comparison.variants],
         "ops": {op.op: op_dict(op, comparison) for op in comparison.ops},
         "cpu": {row.name + "_s": {

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from ..analysis.intervals import DIRECTED
 from ..compare.model import Comparison
+from . import SECTIONS
+from .headline import headline_sections
 from .tables import RIGHT, Cell, Chapter, Section, comparison_sections
-from .text import distribution, header, stalls
+from .text import distribution, method_lines, note_lines, stalls, title_lines
 from .where import where_chapter
 
 BOLD = DIRECTED
@@ -15,17 +17,37 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def render(comparison: Comparison) -> str:
-    out = [f"# stallbench compare — {comparison.workload}", ""]
-    out += ["```", *header(comparison, 100), "```", ""]
-    for section in comparison_sections(comparison):
-        out += section_lines(section)
-    out += where_section(comparison)
-    for op in comparison.ops:
-        block = distribution(op, comparison, 100) + stalls(op, comparison, 100)
-        if block:
-            out += [f"### {op.op}: distribution and stalls", "", "```", *block, "```", ""]
+def render(comparison: Comparison, sections: tuple[str, ...] = SECTIONS) -> str:
+    """The sections asked for (report.SECTIONS), the headline's as headings of their own."""
+    parts = {
+        "variants": lambda: [f"# stallbench compare — {comparison.workload}", "",
+                             "```", *title_lines(comparison, 100)[1:-1], "```", ""],
+        "headline": lambda: [line for section in headline_sections(comparison)
+                             for line in section_lines(section)],
+        "notes": lambda: _fenced(note_lines(comparison, 100)),
+        "tables": lambda: [line for section in comparison_sections(comparison)
+                           for line in section_lines(section)],
+        "where": lambda: where_section(comparison),
+        "distributions": lambda: _op_blocks(comparison, distribution, "distribution"),
+        "stalls": lambda: _op_blocks(comparison, stalls, "stalls over time"),
+        "method": lambda: _fenced(method_lines(comparison, 100)),
+    }
+    out = [line for name in SECTIONS if name in sections for line in parts[name]()]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _fenced(lines: list[str]) -> list[str]:
+    lines = [line for line in lines if line]
+    return ["```", *lines, "```", ""] if lines else []
+
+
+def _op_blocks(comparison: Comparison, lines_of, what: str) -> list[str]:
+    out = []
+    for op in comparison.ops:
+        block = lines_of(op, comparison, 100)
+        if block:
+            out += [f"### {op.op}: {what}", "", "```", *block, "```", ""]
+    return out
 
 
 def section_lines(section: Section) -> list[str]:
@@ -49,7 +71,8 @@ def section_lines(section: Section) -> list[str]:
 
 
 def chapter_lines(chapter: Chapter) -> list[str]:
-    """A chapter as a heading, its warnings quoted, its findings a list, then its sections."""
+    """A chapter as a heading, its warnings quoted, its findings a list, its sections, then its
+    closing notes quoted."""
     lines = [f"## {_escape(chapter.title)}", ""]
     lines += [f"> **Warning:** {warning}" for warning in chapter.warnings]
     if chapter.warnings:
@@ -58,6 +81,8 @@ def chapter_lines(chapter: Chapter) -> list[str]:
     lines.append("")
     for section in chapter.sections:
         lines += section_lines(section)
+    for note in chapter.closing:
+        lines += [f"> **Note:** {_escape(note)}", ""]
     return lines
 
 

@@ -1,5 +1,8 @@
-"""Figures of a Comparison (matplotlib, Agg): CCDF, shift function, timeline, iterations,
-counters. Each figure has one panel per op; rendered to PNG and SVG."""
+"""Figures of a Comparison (matplotlib): CCDF, shift function, timeline, iterations,
+counters. Each figure has one panel per op; rendered to PNG and SVG.
+
+Only matplotlib's Figure API, never pyplot or matplotlib.use: a Figure renders to PNG or SVG
+without a backend chosen, and importing this module leaves a notebook's backend as it was."""
 
 from __future__ import annotations
 
@@ -9,12 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import (  # noqa: E402
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import (
     FuncFormatter,
     LogLocator,
     NullFormatter,
@@ -22,11 +22,11 @@ from matplotlib.ticker import (  # noqa: E402
 )
 
 from ..analysis.display import choose_time_unit
-from ..compare.model import Comparison, OpComparison  # noqa: E402
-from ..core.units import RUN_TIME_AXIS  # noqa: E402
+from ..compare.model import Comparison, OpComparison
+from ..core.units import RUN_TIME_AXIS
 
 MAX_COUNTERS = 6
-_COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+_COLORS = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
 
 
 @dataclass

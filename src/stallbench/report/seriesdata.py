@@ -75,25 +75,34 @@ CSV_COLUMNS = ("op", "stat", "point", "value", "unit", "change", "low", "high",
                "excludes_zero", "change_point")
 
 
-def render_csv(series: Series) -> str:
-    """One row per op, statistic and point; change_point: the verdict of a change point of
-    that statistic at that point."""
+def series_rows(series: Series) -> list[dict[str, Any]]:
+    """One row per op, statistic and point (CSV_COLUMNS); change_point: the verdict of a
+    change point of that statistic at that point."""
     marks = {(c.op, c.stat, c.index): c.verdict for c in series.change_points}
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    rows = []
     for op in series.ops:
         for i, label in enumerate(series.labels):
-            writer.writerow([op.op, "samples", label, op.stats[i].samples, "ops", "", "", "",
-                             "", ""])
+            rows.append(dict(zip(CSV_COLUMNS, (op.op, "samples", label, op.stats[i].samples,
+                                               "ops", None, None, None, None, None),
+                                 strict=True)))
             for stat in series.stats:
                 value = op.stats[i].rate if stat.key == RATE.key else \
                     op.stats[i].values.get(stat.key)
                 change = (op.changes[i] or {}).get(stat.key)
-                numbers = ["", "", ""] if change is None else \
-                    ["" if v is None else v for v in (change.change, change.low, change.high)]
-                writer.writerow([op.op, stat.key, label, "" if value is None else value,
-                                 stat.unit, *numbers,
-                                 "" if change is None else excludes_zero(change),
-                                 marks.get((op.op, stat.key, i), "")])
+                numbers = [None] * 3 if change is None else \
+                    [change.change, change.low, change.high]
+                rows.append(dict(zip(CSV_COLUMNS, (
+                    op.op, stat.key, label, value, stat.unit, *numbers,
+                    None if change is None else excludes_zero(change),
+                    marks.get((op.op, stat.key, i))), strict=True)))
+    return rows
+
+
+def render_csv(series: Series) -> str:
+    """series_rows as CSV (an empty cell where there is no value)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in series_rows(series):
+        writer.writerow(["" if row[c] is None else row[c] for c in CSV_COLUMNS])
     return out.getvalue()

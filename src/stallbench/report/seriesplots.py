@@ -1,18 +1,15 @@
-"""Figures of a series (matplotlib, Agg): per op, each statistic along the axis with the 95%
-interval of its change against the baseline point (drawn around the baseline's value), and the
-change points marked between the two points they lie between."""
+"""Figures of a series (matplotlib's Figure API, as plots.py): per op, each statistic along the
+axis with the 95% interval of its change against the baseline point (drawn around the
+baseline's value), and the change points marked between the two points they lie between."""
 
 from __future__ import annotations
 
-import matplotlib
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-from matplotlib.figure import Figure  # noqa: E402
-
-from ..analysis.display import choose_time_unit  # noqa: E402
-from ..analysis.quantiles import RATE  # noqa: E402
-from ..compare.seriesmodel import Series, SeriesOp  # noqa: E402
-from .plots import Plot, figure_plot  # noqa: E402
+from ..analysis.display import choose_time_unit
+from ..analysis.quantiles import RATE
+from ..compare.seriesmodel import Series, SeriesOp
+from .plots import Plot, figure_plot
 
 _WORSE, _BETTER, _POINT = "#b00020", "#006400", "#1f77b4"
 

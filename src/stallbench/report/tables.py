@@ -59,16 +59,19 @@ class Section:
     preformatted: list[str] = field(default_factory=list)  # lines shown as they are (histograms)
     items: list[str] = field(default_factory=list)         # a list, one entry a line
     level: int = 2      # its heading's depth: 2 in the report, 3 inside a Chapter
+    strong: bool = False  # the headline: bold in a coloured terminal, boxed in HTML
 
 
 @dataclass
 class Chapter:
-    """Sections under one heading, led by warnings and findings (the where section)."""
+    """Sections under one heading, led by warnings and findings and closed by notes (the where
+    section)."""
     title: str
     sections: list[Section]
     warnings: list[str] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)  # one sentence each, a list
     css_class: str = ""  # HTML: the class of the <section> that holds it
+    closing: list[str] = field(default_factory=list)   # notes after its sections
 
 
 def cells(*texts: str) -> list[Cell]:

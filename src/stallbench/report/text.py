@@ -5,9 +5,11 @@ from __future__ import annotations
 import textwrap
 
 from ..analysis.display import format_ns
+from ..analysis.intervals import Verdict
 from ..analysis.quantiles import MIN_TAIL_SAMPLES
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..compare.model import Comparison, OpComparison
+from . import SECTIONS
 from .common import (
     band_label,
     duet_lines,
@@ -17,31 +19,54 @@ from .common import (
     shift_sentence,
 )
 from .environment import render_lines as environment_lines  # fidelity
-from .tables import RIGHT, Chapter, Section, Table, comparison_sections
+from .headline import headline_sections
+from .tables import RIGHT, Cell, Chapter, Section, Table, comparison_sections
 from .where import where_chapter
 
 MAX_EPISODES = 5
 
 
-def render(comparison: Comparison, width: int = 100) -> str:
-    out: list[str] = []
-    out += header(comparison, width)
-    for section in comparison_sections(comparison):
-        out += section_lines(section, width)
-    out += where_section(comparison, width)
-    for op in comparison.ops:
-        out += distribution(op, comparison, width)
-    for op in comparison.ops:
-        out += stalls(op, comparison, width)
+# ANSI styles of a coloured terminal (report/__init__.py decides when: --color, NO_COLOR)
+_STYLE = {Verdict.WORSE: "\x1b[31m", Verdict.BETTER: "\x1b[32m", "strong": "\x1b[1m",
+          "flag": "\x1b[1;31m"}
+_RESET = "\x1b[0m"
+
+
+def _styled(text: str, style: str | None, color: bool) -> str:
+    return f"{_STYLE[style]}{text}{_RESET}" if color and style in _STYLE and text else text
+
+
+def render(comparison: Comparison, width: int = 100, sections: tuple[str, ...] = SECTIONS,
+           color: bool = False) -> str:
+    """The report's sections asked for (report.SECTIONS, in that order); `color`: ANSI
+    colour (worse red, better green, the headline bold)."""
+    parts = {
+        "variants": lambda: title_lines(comparison, width),
+        "headline": lambda: [line for section in headline_sections(comparison)
+                             for line in section_lines(section, width, color)],
+        "notes": lambda: note_lines(comparison, width),
+        "tables": lambda: [line for section in comparison_sections(comparison)
+                           for line in section_lines(section, width, color)],
+        "where": lambda: where_section(comparison, width),
+        "distributions": lambda: [line for op in comparison.ops
+                                  for line in distribution(op, comparison, width)],
+        "stalls": lambda: [line for op in comparison.ops
+                           for line in stalls(op, comparison, width)],
+        "method": lambda: method_lines(comparison, width),
+    }
+    out = [line for name in SECTIONS if name in sections for line in parts[name]()]
     return "\n".join(line.rstrip() for line in out).rstrip() + "\n"
 
 
 def _wrap(text: str, width: int, indent: str = "") -> list[str]:
-    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ") \
-        or [""]
+    """Lines of at most `width`, the later ones indented two more; never broken at a hyphen
+    (paths and commands stay whole)."""
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False) or [""]
 
 
-def header(comparison: Comparison, width: int) -> list[str]:
+def title_lines(comparison: Comparison, width: int) -> list[str]:
+    """What was compared: the workload, then each variant's runs and kernel."""
     lines = [f"stallbench compare — workload {comparison.workload}"]
     for info in comparison.variants:
         role = "baseline " if info.label == comparison.baseline else "candidate"
@@ -49,13 +74,25 @@ def header(comparison: Comparison, width: int) -> list[str]:
         kernel = f", kernel {info.kernel}" if info.kernel else ""
         lines += _wrap(f"{role} {info.label}: {len(info.runs)} run(s) of {durations} s{kernel}",
                        width, "  ")
-    lines += _wrap("change = candidate/baseline − 1 (+ means the number got larger); lower "
-                   "latency and higher rate are better; " + method_line(comparison) +
+    return [*lines, ""]
+
+
+def method_lines(comparison: Comparison, width: int) -> list[str]:
+    """How to read the numbers: the sign, the intervals, when a change is called."""
+    return [*_wrap("how to read it: change = candidate/baseline − 1 (+ means the number got "
+                   "larger); lower latency and higher rate are better; " +
+                   method_line(comparison) +
                    f"; better/worse only when the interval excludes 0 and |change| > "
                    f"{comparison.options.noise:.0%} ({comparison.adjustment}); same: interval "
                    f"within ±{comparison.options.noise:.0%}; n/r: fewer than "
-                   f"{MIN_TAIL_SAMPLES} samples at or beyond the percentile; min and max have no "
-                   "interval", width)
+                   f"{MIN_TAIL_SAMPLES} samples at or beyond the percentile; min and max have "
+                   "no interval", width), ""]
+
+
+def note_lines(comparison: Comparison, width: int) -> list[str]:
+    """What the verdicts rest on: duets, the runs per variant and their prior, regime mixes,
+    the comparison's notes, what was left out, what else differed between the machines."""
+    lines = []
     for sentence in duet_lines(comparison):
         lines += _wrap(sentence, width)
     for sentence in run_count_notes(comparison):
@@ -67,46 +104,57 @@ def header(comparison: Comparison, width: int) -> list[str]:
     for problem in comparison.problems:
         lines += _wrap("left out: " + problem, width)
     lines += environment_lines(comparison.environment, width)  # fidelity: report/environment.py
-    lines.append("")
-    return lines
+    return [*lines, ""] if lines else []
 
 
-def section_lines(section: Section, width: int = 100) -> list[str]:
-    """A section of the table model as text: its title (a list's with a colon), tables, lines
-    kept as they are, the list indented, notes wrapped under them; a blank line after."""
-    lines = textwrap.wrap(section.title + (":" if section.items else ""), width,
+def section_lines(section: Section, width: int = 100, color: bool = False) -> list[str]:
+    """A section of the table model as text: its title (a bare list's with a colon; the headline's
+    bold in colour), tables, lines kept as they are, the list and the notes wrapped under them;
+    a blank line after."""
+    title = textwrap.wrap(section.title + (":" if section.items and not section.tables else ""),
+                          width,
                           subsequent_indent="  ")
+    lines = [_styled(line, "strong", color and section.strong) for line in title]
     for table in section.tables:
-        lines += table_lines(table, width)
+        lines += table_lines(table, width, color)
     lines += section.preformatted
-    lines += [f"  {item}" for item in section.items]
-    for note in section.notes:
-        lines += _wrap(note, width, "  ")
+    for text in (*section.items, *section.notes):
+        lines += _wrap(text, width, "  ")
     return [*lines, ""]
 
 
-def table_lines(table: Table, width: int = 100) -> list[str]:
+def table_lines(table: Table, width: int = 100, color: bool = False) -> list[str]:
     """Columns padded to their width (titles cut to it) or, width 0, to their widest cell; in a
-    table to be cut, a line longer than the page is cut to it."""
+    table to be cut, a line longer than the page is cut to it. `color`: a verdict cell red
+    (worse) or green (better), its flag bold red (not in tables that are cut)."""
     texts = [[cell.text + (f"  {cell.flag}" if cell.flag else "") for cell in row]
              for row in table.rows]
     widths = [column.width or max([len(column.title), *(len(r[i]) for r in texts)])
               for i, column in enumerate(table.columns)]
+    color = color and not table.cut
 
-    def line(row: list[str]) -> str:
-        text = "".join(" " * column.gap + (text.rjust(w) if column.align == RIGHT
-                                           else text.ljust(w))
-                       for column, text, w in zip(table.columns, row, widths, strict=True)
-                       ).rstrip()
+    def cell_text(cell: Cell, text: str, w: int, align: str) -> str:
+        padding = " " * max(w - len(text), 0)
+        if not color or (cell.mark not in _STYLE and not cell.flag):
+            return padding + text if align == RIGHT else text + padding
+        styled = _styled(cell.text, cell.mark, color) + \
+            (f"  {_styled(cell.flag, 'flag', color)}" if cell.flag else "")
+        return padding + styled if align == RIGHT else styled + padding
+
+    def line(row: list[Cell], row_texts: list[str]) -> str:
+        text = "".join(" " * column.gap + cell_text(cell, t, w, column.align)
+                       for column, cell, t, w in zip(table.columns, row, row_texts, widths,
+                                                     strict=True)).rstrip()
         return text if len(text) <= width or not table.cut else text[:width - 1] + "…"
 
     header = [c.title[:c.width] if c.width else c.title for c in table.columns]
-    return [line(header), *(line(row) for row in texts)]
+    return [line([Cell(t) for t in header], header),
+            *(line(row, row_texts) for row, row_texts in zip(table.rows, texts, strict=True))]
 
 
 def chapter_lines(chapter: Chapter, width: int = 100) -> list[str]:
     """A chapter as text: its title underlined, warnings (!) and findings (*) wrapped, a blank
-    line, then its sections."""
+    line, its sections, then its closing notes."""
     lines = [chapter.title, "=" * len(chapter.title)]
     for mark, notes in (("!", chapter.warnings), ("*", chapter.findings)):
         for note in notes:
@@ -115,7 +163,9 @@ def chapter_lines(chapter: Chapter, width: int = 100) -> list[str]:
     lines.append("")
     for section in chapter.sections:
         lines += section_lines(section, width)
-    return lines
+    for note in chapter.closing:
+        lines += _wrap(f"note: {note}", width)
+    return [*lines, ""] if chapter.closing else lines
 
 
 def where_section(comparison: Comparison, width: int) -> list[str]:

@@ -177,14 +177,29 @@ def _histogram_sections(section: WhereSection) -> list[Section]:
     return out
 
 
+def merged_warnings(warnings: list[str], variants: list[str]) -> list[str]:
+    """Each warning once: the same sentence about several variants ('unlimited: taskstats
+    accounted ...', 'memcg-96M: taskstats accounted ...') becomes one naming them all."""
+    merged: dict[str, list[str]] = {}
+    for warning in warnings:
+        label, sep, rest = warning.partition(": ")
+        if not sep or label not in variants:
+            label, rest = "", warning
+        names = merged.setdefault(rest, [])
+        if label and label not in names:
+            names.append(label)
+    return [f"{', '.join(names)}: {rest}" if names else rest for rest, names in merged.items()]
+
+
 def where_chapter(section: WhereSection) -> Chapter:
-    """The whole section: warnings and explanations, then its tables, histograms and the
-    monitors that were not used."""
+    """The whole section: the explanations, then its tables, histograms and the monitors that
+    were not used, and last its warnings (the kernel's accounting faults), each once."""
     findings = [e.text + (f"  [{e.variant}]" if len(section.variants) > 2 else "")
                 for e in section.explanations]
     skipped = [f"{s.variant}: {s.monitor} skipped: {s.reason}" for s in section.skipped]
     parts = _table_sections(section) + _histogram_sections(section)
     if skipped:
         parts.append(Section("monitors not used", [], items=skipped, level=3))
-    return Chapter("Where did the time go", parts, section.warnings, findings,
-                   css_class="stallbench-where")
+    return Chapter("Where did the time go", parts, [], findings,
+                   css_class="stallbench-where",
+                   closing=merged_warnings(section.warnings, section.variants))

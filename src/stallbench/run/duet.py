@@ -35,6 +35,7 @@ workers at once. The CPU sets rotate from round to round, so no variant always h
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -100,6 +101,26 @@ def check_plan(plan: Plan, cpus: list[int] | None = None, hosts: object = None) 
                                  f"same files in {v.dir} at the same time; give each its own "
                                  "dir or fs")
             dirs[key] = v.name
+
+
+def decide_hint(plan: Plan) -> str | None:
+    """For a plan of one run per variant (the first-time path: the demo, `iterations = 1`): the
+    one line that says how to decide more than large changes, with duets where this plan may
+    run as duets (check_plan), and calibrate; None for a plan that repeats or has no file."""
+    if plan.iterations > 1 or plan.until_decided or plan.source is None or \
+            len(plan.variants) < 2:
+        return None
+    name = str(plan.source)
+    try:
+        check_plan(plan)
+    except UsageError as exc:
+        why = re.split(r"[:;]|, which", str(exc).removeprefix("--duet: "))[0]
+        repeat = f"set `iterations = 3` in {name} and run it again (not as duets: {why})"
+    else:
+        repeat = (f"`stallbench run --plan {name} --duet` with `iterations = 3` in it (the "
+                  "variants at the same time, a pair per round: the host's drift cancels)")
+    return (f"to decide more than large changes: {repeat}; or once `stallbench calibrate "
+            f"{name}` (this host's A/A spread, used from then on)")
 
 
 def slots(count: int, round_index: int) -> list[int]:

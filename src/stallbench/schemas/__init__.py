@@ -1,5 +1,6 @@
 """JSON Schemas of stallbench's documents, shipped as package data: run.json (`run`), the
-comparison JSON (`comparison`) and plan files as parsed from TOML (`plan`)."""
+comparison JSON (`comparison`), plan files as parsed from TOML (`plan`) and the
+check JSON (`check`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from importlib import resources
 from typing import Any
 
-NAMES = ("run", "comparison", "plan")
+NAMES = ("run", "comparison", "plan", "check")
 
 
 def load(name: str) -> dict[str, Any]:
