@@ -41,7 +41,8 @@ side_by_side_then=(
      tests/test_trace_workload_only.py tests/test_tracefs_instance.py tests/test_native_loop.py
      tests/test_reliability_concurrent.py tests/test_trust_mkfs.py tests/test_trust_journal.py
      tests/test_trust_bounds.py tests/test_trust_durable.py tests/test_series.py
-     tests/test_where_not_device.py"
+     tests/test_where_not_device.py tests/test_trust_images.py tests/test_trust_tracecap.py
+     tests/test_trust_gitowner.py"
     # numbers against numpy on the raw ops, files, the command line
     "tests/test_summary.py tests/test_compare_report.py tests/test_compare_fixtures.py
      tests/test_compare_one_variant.py tests/test_comparison.py tests/test_monitor_record.py

@@ -170,7 +170,7 @@ def test_cleanup_finds_leftovers_no_journal_recorded(tmp_path):
     """A run killed between losetup and journaling the device: found by its image's name."""
     dead = subprocess.Popen(["true"])
     dead.wait()
-    image = tmp_path / f"stallbench-{dead.pid}-1-x-ext4.img"
+    image = tmp_path / f"stallbench-{dead.pid}-1-x-ext4.scratch.img"
     with open(image, "wb") as f:
         f.truncate(32 * MIB)
     mount_point = tmp_path / f"stallbench-{dead.pid}-1.mnt"

@@ -10,7 +10,8 @@ built out of tree in ONE directory, RESULTS/kernels/.build (KBUILD_OUTPUT), kept
 and resumes so that each step is an incremental build. Each commit's result is kept in
 RESULTS/kernels/<commit>/: build.log, build.json (status, seconds, how it was built) and, when it
 built, bzImage and .config (the directory is the variant's `kernel`); an image built the same
-way is reused by a rerun or --resume. A failed build is a skip, never "bad".
+way is reused by a rerun or --resume. A failed build is a skip, never "bad". A tree of another
+user's is read and built as that user (gittree.py).
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ from ..core.jsonfile import write_json_atomic
 from ..core.signals import held_while_starting
 from ..plan.plan import Plan
 from .buildtools import build_error, default_steps, missing_options
+from .gittree import Tree, check_can_enter, git_env, open_built, open_tree, owned_folder, take_over
 
 FRAGMENT = Path(__file__).parents[1] / "share/kernel/guest.config"
 KERNELS_DIR = "kernels"         # RESULTS/kernels/<commit>/
 SOURCE_DIR = ".src"             # RESULTS/kernels/.src: the checkout
 BUILD_DIR = ".build"            # RESULTS/kernels/.build: the out-of-tree build directory
+CCACHE_DIR = ".ccache"          # RESULTS/kernels/.ccache: ccache's of another user's builds
 IMAGE = "arch/x86/boot/bzImage"
 HEARTBEAT_S = 60.0
 NAME_LENGTH = 12
@@ -53,30 +56,13 @@ class Commit:
     name: str                   # the variant's name: the shortest unique prefix, >= 12
 
 
-# -- the user's repository (read only) ------------------------------------------------------
+# -- the user's repository (read only, as its owner) ----------------------------------------
 
-def _git_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-
-
-def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """git in `repo`, read-only commands only: no fsmonitor or pager; a repository owned by
-    another user is allowed (stallbench runs as root; these commands run none of its hooks)."""
-    argv = ["git", "-c", "safe.directory=*", "-c", "core.fsmonitor=false", "--no-pager",
-            "-C", str(repo), *args]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=_git_env(),
-                          stdin=subprocess.DEVNULL)
-    if check and proc.returncode != 0:
-        raise UsageError(f"git {' '.join(args[:2])} in {repo}: "
-                         + (proc.stderr.strip().splitlines() or ["failed"])[-1])
-    return proc
-
-
-def _resolve(repo: Path, rev: str, flag: str) -> str:
-    proc = git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}",
-               check=False)
+def _resolve(tree: Tree, rev: str, flag: str) -> str:
+    proc = tree.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}",
+                    check=False)
     if proc.returncode != 0 or not proc.stdout.strip():
-        raise UsageError(f"{flag} {rev}: no such commit in {repo}")
+        raise UsageError(f"{flag} {rev}: no such commit in {tree.path}")
     return proc.stdout.strip()
 
 
@@ -87,18 +73,19 @@ def first_parent_line(repo: Path, good: str, bad: str) -> list[Commit]:
         raise UsageError("git not found: --git reads the kernel tree with git; install git")
     if not repo.is_dir():
         raise UsageError(f"--git {repo}: no such directory")
-    if git(repo, "rev-parse", "--git-dir", check=False).returncode != 0:
+    tree = open_tree(repo)
+    if tree.git("rev-parse", "--git-dir", check=False).returncode != 0:
         raise UsageError(f"--git {repo}: not a git repository")
-    good_sha, bad_sha = _resolve(repo, good, "--good"), _resolve(repo, bad, "--bad")
+    good_sha, bad_sha = _resolve(tree, good, "--good"), _resolve(tree, bad, "--bad")
     if good_sha == bad_sha:
         raise UsageError(f"--good {good} and --bad {bad} are the same commit: nothing to bisect")
-    if git(repo, "merge-base", "--is-ancestor", good_sha, bad_sha,
-           check=False).returncode != 0:
+    if tree.git("merge-base", "--is-ancestor", good_sha, bad_sha,
+                check=False).returncode != 0:
         raise UsageError(f"--good {good} is not an ancestor of --bad {bad}: the good commit "
                          "must come before the bad one (swapped?)")
-    out = git(repo, "log", "--first-parent", "--reverse", "--format=%H %s",
-              f"{good_sha}..{bad_sha}").stdout
-    subject = git(repo, "log", "-1", "--format=%s", good_sha).stdout.strip()
+    out = tree.git("log", "--first-parent", "--reverse", "--format=%H %s",
+                   f"{good_sha}..{bad_sha}").stdout
+    subject = tree.git("log", "-1", "--format=%s", good_sha).stdout.strip()
     lines = [(good_sha, subject)]
     for line in filter(None, out.splitlines()):
         sha, _, rest = line.partition(" ")
@@ -141,7 +128,7 @@ def describe_answer(repo: Path, commits: list[Commit], last_good: int, first_bad
     of a range."""
     if first_bad == last_good + 1:
         commit, before = commits[first_bad], commits[first_bad - 1]
-        stat = git(repo, "diff", "--stat", before.sha, commit.sha, check=False).stdout
+        stat = open_tree(repo).git("diff", "--stat", before.sha, commit.sha, check=False).stdout
         return [f"{commit.sha} is the first bad commit", f"    {commit.subject}",
                 *(f"   {line}" for line in stat.splitlines())]
     return ["the first bad commit is one of:",
@@ -188,6 +175,8 @@ class KernelBuilder:
     def __init__(self, repo: Path, results: Path, commits: list[Commit], build: str | None,
                  log: Callable[[str], None], jobs: int | None = None):
         self.repo = repo.resolve()
+        self.tree = open_tree(self.repo)
+        self.owner = self.tree.owner             # whose rights the clone and builds run with
         self.kernels = kernels_dir(results)
         self.commits = commits
         self.by_name = {c.name: c for c in commits}
@@ -195,6 +184,10 @@ class KernelBuilder:
         self.log = log
         self.jobs = jobs or len(os.sched_getaffinity(0))
         self.built: dict[str, float] = {}        # this invocation's builds: name -> seconds
+        if not self.owner.is_current:
+            self.kernels.mkdir(parents=True, exist_ok=True)
+            self.kernels.chmod(0o755)
+            check_can_enter(self.owner, self.kernels)
         if build is None:
             text = FRAGMENT.read_bytes()
             self.how = {"build": "default", "fragment_sha256": hashlib.sha256(text).hexdigest()}
@@ -231,6 +224,9 @@ class KernelBuilder:
     def _build(self, commit: Commit) -> str | None:
         out = self.kernels / commit.sha
         out.mkdir(parents=True, exist_ok=True)
+        if not self.owner.is_current:        # the build may install modules there
+            out.chmod(0o755)
+            owned_folder(out / "lib", self.owner)
         for stale in ("bzImage", ".config", "build.json"):
             (out / stale).unlink(missing_ok=True)
         log_path = out / "build.log"
@@ -242,10 +238,13 @@ class KernelBuilder:
         with Journal() as journal, _terminate_unwinds(), open(log_path, "wb") as log_file:
             source = self._checkout(commit, journal, log_file)
             build_dir = self.kernels / BUILD_DIR
-            build_dir.mkdir(exist_ok=True)
-            env = {**_git_env(), "KBUILD_OUTPUT": str(build_dir),
-                   "STALLBENCH_KERNEL_DIR": str(out), "STALLBENCH_COMMIT": commit.sha,
-                   "STALLBENCH_GUEST_CONFIG": str(FRAGMENT)}
+            owned_folder(build_dir, self.owner)
+            env = self.owner.environ({
+                **git_env(), "KBUILD_OUTPUT": str(build_dir), "STALLBENCH_KERNEL_DIR": str(out),
+                "STALLBENCH_COMMIT": commit.sha, "STALLBENCH_GUEST_CONFIG": str(FRAGMENT)})
+            if not self.owner.is_current:     # a home it can write is not certain (nobody's)
+                owned_folder(self.kernels / CCACHE_DIR, self.owner)
+                env["CCACHE_DIR"] = str(self.kernels / CCACHE_DIR)
             reason = None
             commands = default_steps(FRAGMENT, self.jobs) if self.build is None \
                 else [["sh", "-c", self.build]]
@@ -253,11 +252,16 @@ class KernelBuilder:
                 code = self._run(argv, source, env, log_file, log_path, journal, commit, started)
                 reason = f"exit {code}" if code != 0 else None
                 if reason is None and argv[-1] == "olddefconfig":
-                    reason = _check_config(build_dir, log_file)
+                    reason = self._check_config(build_dir, log_file)
                 if reason is not None:
                     break
             if reason is None:
                 reason = self._keep_image(build_dir, out, journal)
+            if reason is None:
+                try:
+                    take_over(out / "lib", self.owner)
+                except OSError as exc:
+                    reason = str(exc)
         seconds = time.monotonic() - started
         self.built[commit.name] = seconds
         if reason is not None:
@@ -275,20 +279,23 @@ class KernelBuilder:
         return None
 
     def _checkout(self, commit: Commit, journal: Journal, log_file: Any) -> Path:
-        """The commit in RESULTS/kernels/.src, a clone --shared made on first use."""
+        """The commit in RESULTS/kernels/.src, a clone --shared made on first use (the tree's
+        owner's: made again when it is someone else's)."""
         source = self.kernels / SOURCE_DIR
-        if not (source / ".git").is_dir():
+        if not (source / ".git").is_dir() or source.lstat().st_uid != self.owner.uid:
             partial = self.kernels / f".src.partial-{os.getpid()}"
             entry = journal.push("rmtree", path=str(partial))
             shutil.rmtree(partial, ignore_errors=True)
+            owned_folder(partial, self.owner)
             self.log(f"cloning {self.repo} (--shared: its objects are read, not copied) into "
                      f"{source}")
-            git(self.repo, "clone", "--shared", "--no-checkout", "--quiet", str(self.repo),
-                str(partial))
+            self.tree.git("clone", "--shared", "--no-checkout", "--quiet", str(self.repo),
+                          str(partial))
             shutil.rmtree(source, ignore_errors=True)
             os.rename(partial, source)
             journal.forget(entry)
-        proc = git(source, "checkout", "--quiet", "--force", "--detach", commit.sha, check=False)
+        proc = Tree(source, self.owner).git("checkout", "--quiet", "--force", "--detach",
+                                            commit.sha, check=False)
         log_file.write(f"stallbench: checked out {commit.sha} in {source}\n".encode())
         log_file.write((proc.stdout + proc.stderr).encode())
         log_file.flush()
@@ -309,7 +316,8 @@ class KernelBuilder:
                 try:
                     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                             stdout=log_file, stderr=subprocess.STDOUT,
-                                            start_new_session=True, preexec_fn=_preexec)
+                                            start_new_session=True, preexec_fn=_preexec,
+                                            **self.owner.popen())
                 except OSError as exc:       # no such program: as the shell says it
                     log_file.write(f"stallbench: cannot run {argv[0]}: {exc}\n".encode())
                     return 127
@@ -332,29 +340,39 @@ class KernelBuilder:
 
     def _keep_image(self, build_dir: Path, out: Path, journal: Journal) -> str | None:
         """Copy the image (and its .config) into the commit's directory, atomically; the
-        reason when the build left none."""
+        reason when the build left none (or left it where root does not read it)."""
         if not (out / "bzImage").is_file():
-            image = build_dir / IMAGE
-            if not image.is_file():
+            if not os.path.lexists(build_dir / IMAGE):
                 return f"no {IMAGE} in {build_dir}"
-            _copy_atomic(image, out / "bzImage", journal)
-        if (build_dir / ".config").is_file() and not (out / ".config").is_file():
-            _copy_atomic(build_dir / ".config", out / ".config", journal)
+            try:
+                _copy_atomic(open_built(build_dir, IMAGE, self.owner), out / "bzImage", journal)
+            except OSError as exc:
+                return str(exc)
+        if os.path.lexists(build_dir / ".config") and not (out / ".config").is_file():
+            with contextlib.suppress(OSError):
+                _copy_atomic(open_built(build_dir, ".config", self.owner), out / ".config",
+                             journal)
         return None
 
+    def _check_config(self, build_dir: Path, log_file: Any) -> str | None:
+        try:
+            with open(open_built(build_dir, ".config", self.owner), errors="replace") as f:
+                config = f.read()
+        except OSError:
+            config = ""
+        missing = missing_options(FRAGMENT.read_text(), config)
+        if not missing:
+            return None
+        log_file.write(f"stallbench: not in .config: {' '.join(missing)}\n".encode())
+        return "the guest's settings not in .config: " + ", ".join(missing[:5])
 
-def _check_config(build_dir: Path, log_file: Any) -> str | None:
-    missing = missing_options(FRAGMENT.read_text(), _read(build_dir / ".config"))
-    if not missing:
-        return None
-    log_file.write(f"stallbench: not in .config: {' '.join(missing)}\n".encode())
-    return "the guest's settings not in .config: " + ", ".join(missing[:5])
 
-
-def _copy_atomic(source: Path, target: Path, journal: Journal) -> None:
+def _copy_atomic(source_fd: int, target: Path, journal: Journal) -> None:
+    """Copy what `source_fd` reads (it is closed) to `target`, renamed into place."""
     partial = target.with_name(f".{target.name}.{os.getpid()}")
     entry = journal.push("unlink", path=str(partial))
-    shutil.copyfile(source, partial)
+    with open(source_fd, "rb") as source, open(partial, "wb") as copy:
+        shutil.copyfileobj(source, copy, 1 << 20)
     os.replace(partial, target)
     journal.forget(entry)
 

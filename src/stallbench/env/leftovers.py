@@ -1,8 +1,10 @@
 """What a journal could not record: found by name, removed only if its owner is dead.
 
-A run killed between attaching a loop device and writing its name into the journal leaves a loop
-device backed by `stallbench-<pid>-<n>-*.img`; cgroups are `stallbench-<pid>-<n>`. The pid in
-the name is the owner; while a process with that pid lives, the thing is left alone.
+A run whose journal is gone leaves a loop device backed by `stallbench-<pid>-<n>-*.scratch.img`;
+cgroups are `stallbench-<pid>-<n>`. The pid in the name is the owner; while a process with that
+pid lives, the thing is left alone. Only scratch images (deleted at their run's end) are
+detached and deleted here: a kept image (`--keep-image`: `-FS.img`, as every image of a
+stallbench before the scratch name) is the user's, who may have attached it again to look inside.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .blockdev import mounts
-from .loopfs import IMAGE_RE, MOUNT_RE, attached_loops, backing_file, unmount
+from .loopfs import IMAGE_RE, MOUNT_RE, SCRATCH_SUFFIX, attached_loops, backing_file, unmount
 from .memcg import CGROUP_NAME_RE, _undo_cgroup, cgroup_roots
 from .tools import tool
 
@@ -24,7 +26,8 @@ def _alive(pid: int) -> bool:
 
 
 def cleanup_orphans(log: Callable[[str], None] = print) -> int:
-    """Remove stale stallbench cgroups, mounts, loop devices and images; returns errors met."""
+    """Remove stale stallbench cgroups, and the mounts, loop devices and files of scratch images;
+    returns errors met."""
     errors = 0
     for controller in cgroup_roots():
         try:
@@ -54,6 +57,11 @@ def cleanup_orphans(log: Callable[[str], None] = print) -> int:
         if _alive(int(match.group(1))):
             log(f"/dev/{device} ({image}): its stallbench run (pid {match.group(1)}) is still "
                 "running; left alone")
+            continue
+        if not image.name.endswith(SCRATCH_SUFFIX):
+            log(f"/dev/{device} ({image}): a kept image (--keep-image), or an older "
+                "stallbench's whose journal is gone; left alone (if it is a leftover: unmount "
+                f"it, `losetup --detach /dev/{device}`, delete the file)")
             continue
         try:
             for info in mounts():

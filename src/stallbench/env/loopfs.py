@@ -36,6 +36,9 @@ MIN_SIZE = {"ext2": 16 * MIB, "ext3": 16 * MIB, "ext4": 16 * MIB, "xfs": 320 * M
 _FORCE = {"ext2": ["-F", "-q"], "ext3": ["-F", "-q"], "ext4": ["-F", "-q"], "xfs": ["-f", "-q"],
           "btrfs": ["-f", "-q"]}
 IMAGE_RE = re.compile(r"^stallbench-(\d+)-(\d+)(?:-[A-Za-z0-9._+@=,:-]*)?\.img$")
+# an image the run deletes at its end: only these may `stallbench cleanup` delete without a
+# journal (a kept image, or one an older stallbench made, ends in -FS.img: the user's)
+SCRATCH_SUFFIX = ".scratch.img"
 MOUNT_RE = re.compile(r"^stallbench-(\d+)-(\d+)\.mnt$")
 _counter = itertools.count(1)
 
@@ -159,7 +162,8 @@ def loop_filesystem(fs: str, size: int, mkfs_opts: str, mount_opts: str, work_di
     with contextlib.ExitStack() as stack:
         while True:
             stem = f"stallbench-{os.getpid()}-{next(_counter)}"
-            image = work_dir.resolve() / f"{stem}-{label}-{fs}.img"
+            suffix = ".img" if keep_image else SCRATCH_SUFFIX
+            image = work_dir.resolve() / f"{stem}-{label}-{fs}{suffix}"
             entry = None if keep_image else journal.push("unlink", path=str(image))
             try:
                 fd = os.open(image, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600)

@@ -160,3 +160,31 @@ def parse_block_trace(text: str, t0_ns: int, names: dict[int, str]) -> list[dict
                          "device": names.get(dev, f"{block['major']}:{block['minor']}"),
                          "detail": f"sectors={n}"})
     return rows
+
+
+# -- raw trace_pipe bytes, before they are parsed ---------------------------------------------
+
+_FRAME = b" =>"          # a stack trace's frame: a line of the event above it
+
+
+def cut_at_event(data: bytes, limit: int) -> int:
+    """The length of `data`'s longest prefix of at most `limit` bytes that ends where an event
+    begins (whole lines; a stack trace's frames stay with their event)."""
+    cut = data.rfind(b"\n", 0, max(0, limit)) + 1
+    while cut and data.startswith(_FRAME, cut):
+        cut = data.rfind(b"\n", 0, cut - 1) + 1
+    return cut
+
+
+def event_count(data: bytes) -> int:
+    """The events in whole lines of trace_pipe text (each line that is not a frame)."""
+    return data.count(b"\n") - data.count(b"\n" + _FRAME) - data.startswith(_FRAME)
+
+
+def first_event_ns(data: bytes) -> int | None:
+    """The trace clock's time of the first event in `data`, if a line of it says."""
+    for line in data.split(b"\n", 16)[:16]:
+        match = _LINE.match(line.decode(errors="replace"))
+        if match:
+            return _ts(match)
+    return None

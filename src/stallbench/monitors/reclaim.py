@@ -31,9 +31,11 @@ class ReclaimMonitor(TraceMonitor):
     events = STALL_EVENTS
     required_event = "vmscan/mm_vmscan_direct_reclaim_begin"
     dstate_stacks = False
+    max_held_bytes = 64 << 20
 
-    def __init__(self, poll_s: float = 0.1, buffer_kb: int | None = None):
-        super().__init__(poll_s, buffer_kb or 1024)
+    def __init__(self, poll_s: float = 0.1, buffer_kb: int | None = None,
+                 max_bytes: int | None = None):
+        super().__init__(poll_s, buffer_kb or 1024, max_bytes)
 
 
 MONITORS = {ReclaimMonitor.name: ReclaimMonitor}

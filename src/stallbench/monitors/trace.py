@@ -25,7 +25,10 @@ instance. Block requests (trace-full) are per device: they are issued and comple
 runs at the time, so they are kept for the workload's devices whatever the task.
 
 The buffer is drained from trace_pipe during the run (raw bytes kept, parsed at stop so that the
-run is not slowed by parsing). Table `trace` (or `trace_full`) is a list of intervals:
+run is not slowed by parsing), up to a cap (max_held_bytes, at most 1/16 of the memory available
+at the start: parsing at stop needs about six times the text): past it the events are still
+read from the kernel's buffer, counted and dropped; the status says how many and from when, and
+so does a note of the run. Table `trace` (or `trace_full`) is a list of intervals:
 t_ns (start, since run start), duration_ns, tid, comm, category (reclaim, throttle, dstate,
 block, syscall), kind, stack (dstate: folded, leaf last), device, detail.
 """
@@ -40,10 +43,18 @@ from typing import Any
 import pyarrow as pa
 
 from ..analysis import monitornames, montables
+from ..analysis.display import format_size
 from ..core.context import RunContext
 from ..core.syscalls import header_for, names_unavailable, syscall_names
 from ..core.tracefs import TracefsInstance, find_tracefs, mount_tracefs, tracefs_supported
-from ..logformats.ftrace import parse_block_trace, parse_trace
+from ..env.sysmem import meminfo
+from ..logformats.ftrace import (
+    cut_at_event,
+    event_count,
+    first_event_ns,
+    parse_block_trace,
+    parse_trace,
+)
 from ._sampling import read_text
 from .base import KEY, RUN_TIME, VALUE, Column, Monitor, MonitorResult, TableSchema
 
@@ -68,10 +79,17 @@ class TraceMonitor(Monitor):
     events: tuple[str, ...] = BASE_EVENTS
     required_event = "sched/sched_switch"     # without it the monitor says why and is skipped
     dstate_stacks = True                      # a stack trace of each sleep in D state
+    max_held_bytes = 256 << 20                # raw text held for stop(): an fsync loop's
+                                              # D-state stacks make 5 MB/s here
 
-    def __init__(self, poll_s: float = 0.05, buffer_kb: int | None = None):
+    def __init__(self, poll_s: float = 0.05, buffer_kb: int | None = None,
+                 max_bytes: int | None = None):
         self.poll_s = poll_s
         self.buffer_kb = buffer_kb or (32768 if self.full else 8192)
+        self.max_bytes = max_bytes              # None: decided at start
+        self._held = 0
+        self._dropped_bytes = self._dropped_events = 0      # past the cap
+        self._dropped_from_ns: int | None = None
         self._ctx: RunContext | None = None
         self._main: TracefsInstance | None = None
         self._block: TracefsInstance | None = None
@@ -108,6 +126,8 @@ class TraceMonitor(Monitor):
     # -- setup ----------------------------------------------------------------------------
     def start(self, ctx: RunContext) -> None:
         self._ctx = ctx
+        if self.max_bytes is None:
+            self.max_bytes = min(self.max_held_bytes, meminfo()["MemAvailable"] // 16)
         self._root, self._mount_entry = mount_tracefs(ctx.journal)
         name = f"stallbench-{os.getpid()}-{time.monotonic_ns() % 1_000_000_000}"
         try:
@@ -176,7 +196,22 @@ class TraceMonitor(Monitor):
             if instance is not None:
                 data = instance.drain()
                 if data:
-                    chunks.append(data)
+                    self._hold(chunks, data)
+
+    def _hold(self, chunks: list[bytes], data: bytes) -> None:
+        """Keep `data` up to the cap; from the first event past it on, every event is dropped
+        (of both instances: the table covers the run up to one time)."""
+        room = 0 if self._dropped_from_ns is not None else (self.max_bytes or 0) - self._held
+        if len(data) > room:
+            cut = cut_at_event(data, room)
+            if self._dropped_from_ns is None:
+                self._dropped_from_ns = first_event_ns(data[cut:]) or time.monotonic_ns()
+            self._dropped_bytes += len(data) - cut
+            self._dropped_events += event_count(data[cut:])
+            data = data[:cut]
+        if data:
+            chunks.append(data)
+            self._held += len(data)
 
     # -- teardown ---------------------------------------------------------------------------
     def _teardown(self) -> None:
@@ -221,8 +256,22 @@ class TraceMonitor(Monitor):
             status["syscall_names"] = names_unavailable() or f"{len(names)} from {header_for()}"
         if self._errors:
             status["errors"] = self._errors
+        if self._dropped_from_ns is not None:
+            status.update(self._dropped_status(t0))
         return MonitorResult(tables={self.table_name: table}, status=status,
                              schemas={self.table_name: TRACE})
+
+    def _dropped_status(self, t0_ns: int) -> dict[str, Any]:
+        """The status past the cap, and the run's note that says it."""
+        since_s = max(0, (self._dropped_from_ns or t0_ns) - t0_ns) / 1e9
+        if self._ctx is not None:
+            self._ctx.notes.append(
+                f"{self.name} monitor: {self._dropped_events} trace events "
+                f"({format_size(self._dropped_bytes)}) from "
+                f"{since_s:.1f} s on were dropped, past the {format_size(self.max_bytes or 0)} "
+                f"of trace text it holds: its table covers the run up to {since_s:.1f} s")
+        return {"dropped_events": self._dropped_events, "dropped_bytes": self._dropped_bytes,
+                "dropped_from_s": round(since_s, 3), "max_bytes": self.max_bytes}
 
 
 class TraceFullMonitor(TraceMonitor):
