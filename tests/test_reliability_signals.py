@@ -20,6 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 from test_reliability_support import leftovers, needs_root, run_meta, sb_start, wait_until
 
+from stallbench.monitors import default_monitor_names
+
 pytestmark = needs_root
 
 RUN = ["run", "randread", "--variant", "sig", "--no-progress", "--threads", "2"]
@@ -87,6 +89,7 @@ def test_signal_at_every_phase(tmp_path, phase, signum):
         assert meta["duration_s"] < 20
     if phase == "monitor shutdown":
         statuses = {name: m["status"] for name, m in meta["monitors"].items()}
-        assert statuses == {"counters": "ok", "psi": "ok", "diskstats": "ok", "delay": "ok"}
-        assert sorted(p.name for p in (run_dir / "monitors").iterdir()) == [
-            "counters.parquet", "delay.parquet", "diskstats.parquet", "psi.parquet"]
+        default = default_monitor_names()      # each writes one table of its own name
+        assert statuses == {name: "ok" for name in default}
+        assert sorted(p.name for p in (run_dir / "monitors").iterdir()) == sorted(
+            f"{name}.parquet" for name in default)
