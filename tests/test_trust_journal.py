@@ -114,7 +114,11 @@ def test_the_default_build_needs_its_tools_before_the_first_step(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
 def test_journal_entries_and_files_that_stallbench_did_not_make_are_refused(tmp_path):
-    precious = tmp_path / "precious"                   # a user's file: no stallbench name
+    # a user's file, in a folder whose name has `stallbench` in it (as the suite's basetemp
+    # does): the name of the thing removed is what counts, not a folder above it
+    home = tmp_path / "stallbench-user"
+    home.mkdir()
+    precious = home / "precious"
     precious.write_text("keep me")
     switch = tmp_path / "switch"
     switch.write_text("1")

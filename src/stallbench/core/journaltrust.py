@@ -3,8 +3,9 @@
 A journal read back from disk (`stallbench cleanup`, after a crash) crosses a trust boundary:
 whoever could write it chose what root unlinks, removes, writes and kills. So the state folder
 and each journal must be this user's and writable by nobody else, and every entry read back
-must name something stallbench makes: a path with `stallbench` in it or one of its own scratch
-names, a file under /proc/sys, an I/O scheduler or tracing switch, a process with a start time.
+must name something stallbench makes: a path whose last part has `stallbench` in it or is one
+of its own scratch names, a file under /proc/sys, an I/O scheduler or tracing switch, a process
+with a start time.
 Entries a process made itself and undoes itself are its own code's and are not checked here.
 """
 
@@ -67,15 +68,15 @@ def file_problem(path: Path) -> str | None:
 
 
 def stallbench_path(text: object) -> bool:
-    """An absolute, normal path that stallbench names: `stallbench` in one of its parts, or a
-    scratch name of its own as the last part."""
+    """An absolute, normal path whose last part stallbench names: `stallbench` in it, or a
+    scratch name of its own. Not any part: a user's file under a folder someone called
+    stallbench-something (a test's basetemp, a user's ~/stallbench) is not stallbench's."""
     if not isinstance(text, str) or not text.startswith("/"):
         return False
     path = PurePosixPath(text)
     if ".." in path.parts or os.path.normpath(text) != text:
         return False
-    return any("stallbench" in part.lower() for part in path.parts) \
-        or bool(_SCRATCH_RE.match(path.name))
+    return "stallbench" in path.name.lower() or bool(_SCRATCH_RE.match(path.name))
 
 
 def entry_problem(action: dict[str, Any]) -> str | None:
