@@ -40,7 +40,7 @@ workload_options = {{ readers = {readers} }}
     path = tmp_path / "plan.toml"
     path.write_text(f"""
 workload = "pgioperf"
-duration = "2s"
+duration = "3s"
 warmup = "1s"
 iterations = 2
 [options]
