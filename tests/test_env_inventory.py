@@ -59,7 +59,8 @@ def test_a_thp_change_between_two_real_runs_is_reported(results, workdir):
         Path(f"/sys/block/{device}/queue/read_ahead_kb").read_text().strip()
 
     out = run_stallbench("compare", "A", "B", "--results", str(results), check=True).stdout
-    header = out.split("\n\n")[0]
+    # the notes after the tables (answer first): the paragraph that holds the environment lines
+    header = next(block for block in out.split("\n\n") if "environment:" in block)
     assert f"thp.enabled: {original} (A) vs {other} (B)" in header, header
     assert "also differed, as the plan set: sysctl.vm.swappiness" in header, header
     # the THP change is the only unplanned difference (nothing else changed between the runs)

@@ -86,7 +86,13 @@ def test_run_json_delay_totals_agree_with_the_report(tmp_path: Path, delayacct_o
             # its figure is not the oracle, and the totals stay within the tasks' lives
             lived = sum(r["t_ns"] for r in last.values())
             if any((r[f"{kind}_ns"] or 0) > r["t_ns"] * 1.05 + 1e6 for r in last.values()):
-                assert totals[kind] == report_total <= lived * 1.05, (variant, kind)
+                # run.json's total is cut to the time off a CPU where that was due (below) and
+                # says so; the where section's stays the kernel's
+                if kind in meta["monitors"]["delay"].get("beyond_off_cpu_ns", {}):
+                    assert totals[kind] < report_total, (variant, kind)
+                else:
+                    assert totals[kind] == report_total, (variant, kind)
+                assert totals[kind] <= lived * 1.05, (variant, kind)
                 faulty.add((variant, kind))
                 continue
             # a block I/O wait is spent asleep, so it fits in the time off a CPU; where the

@@ -27,7 +27,8 @@ def _nothing_left(results: Path, state: Path, qemus: list[int]) -> None:
     assert not [pid for pid in qemus if alive(pid)], "a QEMU process is still running"
     assert not list((results / ".work").glob("stallbench-vm-*")), "a disk image is left"
     assert not list(results.glob("*/*/*/.guest")), "an exchange directory is left"
-    assert not list(state.glob("journal-*.json")), "a journal is left"
+    left = {p.name: p.read_text() for p in state.glob("journal-*.json")}
+    assert not left, f"a journal is left: {left}"
 
 
 def test_a_truncated_kernel_fails_its_variant_clearly_and_the_others_go_on(tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from stallbench.analysis import causes, stackdiff
-from stallbench.analysis.device import DeviceVerdict, not_served, tightness
+from stallbench.analysis.device import DeviceVerdict, not_served, tightness, verdict_words
 from stallbench.analysis.monitors import sleeping_frame
 from stallbench.analysis.tracedstalls import StallOverlap, merge
 
@@ -46,6 +46,13 @@ def test_block_io_beyond_the_device_and_in_pauses_is_not_the_device():
     assert abs(beyond.share - 0.40) < 1e-9 and beyond.where == ["balance_dirty_pages"]
     # no bound and no pauses: nothing can be said
     assert not_served(0.5, None, {}).share is None
+    # the kernel accounted the block I/O waits impossibly (None): the traced pauses timed
+    # inside the op still say where the time went, and the verdict names them
+    beyond = not_served(None, 0.3, {"balance_dirty_pages": 0.40, "memcg reclaim": 0.05})
+    assert abs(beyond.share - 0.40) < 1e-9 and beyond.where == ["balance_dirty_pages"]
+    assert verdict_words("write", None, None, None, beyond) == \
+        "above the device: at least 40% in dirty throttling (balance_dirty_pages)"
+    assert not_served(None, 0.3, {"memcg reclaim": 0.40}).share is None     # not block I/O
 
 
 def test_the_bound_is_calibrated_by_the_baseline_only_where_it_waited_for_the_device():

@@ -123,7 +123,7 @@ def device_vs_above(disks: Mapping[str, Any], op_totals: Mapping[str, tuple[int,
             beyond = not_served(blkio, served if served is None else
                                 served * tightness((baseline or {}).get(op)),
                                 (stalls or {}).get(op, {}))
-            verdict = _verdict(direction, from_device, blkio, facts, beyond)
+            verdict = verdict_words(direction, from_device, blkio, facts, beyond)
             if verdict is None and None in waits:
                 verdict = _without_waits(direction, from_device, bound, facts, disks)
         elif per_op is not None and per_op < PAGE_CACHE_FRACTION:
@@ -176,13 +176,17 @@ def not_served(blkio: float | None, served: float | None,
     """Block I/O waits the device did not serve, as a share of the op time: beyond the device's
     time for the role's reads (`served`), and at least the dirty-throttling pauses timed inside
     the op (which taskstats counts as block I/O); with the traced stalls that hold them. Less
-    than HELD_SHARE beyond the bound is taken as the bound's error."""
+    than HELD_SHARE beyond the bound is taken as the bound's error. Where the kernel accounted
+    the block I/O waits impossibly (`blkio` None) the traced pauses alone still say it."""
+    pauses = sum(share for kind, share in stalls.items() if tracedstalls.counted_as_block_io(kind))
     if blkio is None:
-        return Beyond(None, [])
+        if pauses < HELD_SHARE:
+            return Beyond(None, [])
+        return Beyond(pauses, [kind for kind, share in sorted(stalls.items(), key=lambda kv: -kv[1])
+                               if tracedstalls.counted_as_block_io(kind)][:2])
     beyond = max(0.0, blkio - served) if served is not None else 0.0
     if beyond < HELD_SHARE:
         beyond = 0.0        # within the calibrated bound's own error: the device's
-    pauses = sum(share for kind, share in stalls.items() if tracedstalls.counted_as_block_io(kind))
     beyond = max(beyond, min(blkio, pauses))
     if served is None and not pauses:
         return Beyond(None, [])
@@ -222,13 +226,17 @@ def throttle_binds(facts: Facts, direction: str, disks: Mapping[str, Any]) -> bo
     return False
 
 
-def _verdict(direction: str, from_device: float | None, blkio: float | None,
+def verdict_words(direction: str, from_device: float | None, blkio: float | None,
              facts: Facts | None, beyond: Beyond) -> str | None:
     """In words; the shares themselves are the verdict's own columns."""
     if direction == "read" and from_device is not None and from_device < PAGE_CACHE_FRACTION:
         return "above the device: page cache"
     if blkio is None:
-        return None
+        if beyond.share is None or not beyond.where:
+            return None
+        # the kernel's waits unusable, the traced pauses timed inside the ops are not
+        return f"above the device: at least {beyond.share:.0%} in " + \
+            " and ".join(map(tracedstalls.stall_words, beyond.where))
     throttle = throttle_words(facts, direction if direction == "read" else "write") \
         if facts else None
     if throttle and blkio >= PARTLY_SHARE:

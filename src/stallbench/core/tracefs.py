@@ -12,9 +12,11 @@ without blocking; its per-CPU stats tell how many events were lost.
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import subprocess
+import time
 from typing import Any
 
 from .journal import Entry, Journal, register_undo
@@ -112,11 +114,20 @@ def _undo_instance(action: dict[str, Any]) -> None:
     try:
         os.rmdir(path)
     except OSError:
-        # an instance with events still enabled can refuse; switch them all off and retry
+        # an instance with events still enabled can refuse; switch them all off and retry;
+        # one whose files a reader is still closing refuses with EBUSY for a moment
         try:
             write(os.path.join(path, "events/enable"), "0")
         except OSError:
             pass
+        for pause in (0.0, 0.05, 0.2, 0.5, 1.0):
+            time.sleep(pause)
+            try:
+                os.rmdir(path)
+                return
+            except OSError as exc:
+                if exc.errno != errno.EBUSY:
+                    raise
         os.rmdir(path)
 
 

@@ -145,6 +145,10 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
                 log(f"{label}: {outcome.status}"
                     + (f" ({outcome.reason})" if outcome.reason else "") + f" -> {outcome.path}")
                 if outcome.status == Status.INTERRUPTED or interrupt.signalled:
+                    if not any(o.status == Status.INTERRUPTED for o in outcomes):
+                        # the signal met a run that ended otherwise (failed, or complete
+                        # just before): the caller still stops, as for any Ctrl-C
+                        raise KeyboardInterrupt(interrupt.signalled or "signal")
                     return outcomes
             if metrics is not None:
                 paths = {v.name: [o.path for o in outcomes if o.variant == v.name]
