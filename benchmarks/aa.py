@@ -41,11 +41,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stallbench.analysis.distrust import MACHINE_BUSIER
 from stallbench.analysis.quantiles import LATENCY_STATS
 from stallbench.compare.comparison import build_comparison
 from stallbench.compare.gate import Metric, gate, gate_exit_code, gate_options
 from stallbench.compare.model import CompareOptions
+from stallbench.compare.verdicts import MACHINE_BUSIER
 from stallbench.results import store
 from stallbench.results.rundirs import OPS_FILE
 from stallbench.results.runmeta import Status

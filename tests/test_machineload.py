@@ -14,8 +14,9 @@ from pathlib import Path
 
 from conftest import requires_root, run_stallbench, stallbench_cmd
 from stallbench.analysis import intervals as iv
-from stallbench.analysis.distrust import MACHINE_BUSIER, distrust_busier_machine
 from stallbench.analysis.interference import OutsideLoad, busier_side, outside_load, saturated
+from stallbench.compare import verdicts
+from stallbench.compare.model import CompareOptions
 from stallbench.core import machineload
 
 BURN = "import time\nend = time.time() + 60\nwhile time.time() < end: pass\n"
@@ -137,17 +138,22 @@ def test_a_busier_sides_far_tail_is_never_called_worse():
     preempted ops take a scheduler slice each): the load bound that lets a 30x p50 stand must
     not let such a tail stand. Hand-made changes, each far beyond its bound."""
     def worse() -> iv.Change:
-        return iv.Change(change=23.4, low=1.48, high=60.0, verdict=iv.Verdict.WORSE)
-    changes = {"read": {"b": {"p50": worse(), "p99": worse(), "p999": worse(),
-                              "p9999": worse()}}}
-    loaded = {("read", "b"): {stat: worse() for stat in ("p50", "p99", "p999", "p9999")}}
-    loads = {"a": OutsideLoad(2, 0.0, 3), "b": OutsideLoad(2, 0.25, 3)}
-    notes = distrust_busier_machine(changes, [], "a", loads, {"b": 0}, {"b": 1}, loaded, 0.02)
-    verdicts = {stat: (c.verdict, c.note) for stat, c in changes["read"]["b"].items()}
-    assert verdicts == {"p50": (iv.Verdict.WORSE, None), "p99": (iv.Verdict.WORSE, None),
-                        "p999": (iv.Verdict.UNCLEAR, MACHINE_BUSIER),
-                        "p9999": (iv.Verdict.UNCLEAR, MACHINE_BUSIER)}
-    [note] = notes
+        return iv.Change(change=23.4, low=1.48, high=60.0, p_value=1e-6)
+    stats = ("p50", "p99", "p999", "p9999")
+    measured = {verdicts.Row("b", "read", stat): worse() for stat in stats}
+    facts = verdicts.Facts(
+        baseline="a", ops={"read": verdicts.OpFacts("service", {"a": 10**6, "b": 10**6})},
+        options=CompareOptions(metrics=tuple(("read", s) for s in stats), default_rows=False),
+        runs={"a": 3, "b": 3}, regime_ratios={},
+        loads={"a": OutsideLoad(2, 0.0, 3), "b": OutsideLoad(2, 0.25, 3)},
+        busier={"b": 1}, saturated={"b": 0},
+        loaded_bounds={("read", "b"): {stat: worse() for stat in stats}})
+    judged = verdicts.judge(measured, facts)
+    found = {row.stat: (c.verdict, verdicts.why(c)) for row, c in judged.rows.items()}
+    assert found == {"p50": (iv.Verdict.WORSE, None), "p99": (iv.Verdict.WORSE, None),
+                     "p999": (iv.Verdict.UNCLEAR, verdicts.MACHINE_BUSIER),
+                     "p9999": (iv.Verdict.UNCLEAR, verdicts.MACHINE_BUSIER)}
+    [note] = judged.notes
     assert "(2 beyond what separate runs" in note and "2 of them beyond p99," in note, note
 
 

@@ -1,7 +1,7 @@
 """A change between two variants (candidate/baseline - 1 with its interval) and its verdict:
-the Verdict enum with its words, the notes that say why a row is unclear, and the rule that
-gives the verdict (intervals.py has the model; compare/verdicts.py applies it to a
-comparison's rows)."""
+the Verdict enum with its words and the predicates a verdict is made of (intervals.py has the
+model; compare/verdicts.py is the policy that gives each row of a comparison its verdict and
+the reason it carries)."""
 
 from __future__ import annotations
 
@@ -29,9 +29,11 @@ DIRECTED = (Verdict.BETTER, Verdict.WORSE)      # an interval that excludes 0, b
 DECIDED = (*DIRECTED, Verdict.SAME)             # what --iterations auto waits for
 
 
-@dataclass
+@dataclass(frozen=True)
 class Change:
-    """ratio - 1 of candidate vs baseline with its interval (None where there is none)."""
+    """ratio - 1 of candidate vs baseline with its interval (None where there is none); the
+    verdict and its note as the policy (compare/verdicts.py) gave them: a finished row is
+    never changed, a rule makes a new one (dataclasses.replace)."""
 
     change: float | None
     low: float | None = None
@@ -58,10 +60,6 @@ def ratio_change(candidate: float | None, baseline: float | None) -> float | Non
     return candidate / baseline - 1.0
 
 
-# why a row is unclear although its interval may exclude 0 (Change.note)
-ADJUSTED = "adjusted"              # the multiple-comparison adjustment left it above alpha
-TOO_WIDE = "interval > ×10"      # the interval would be wider than MAX_INTERVAL_RATIO
-BEHIND_SCHEDULE = "behind schedule"
 MAX_INTERVAL_RATIO = 10.0
 
 
@@ -92,3 +90,12 @@ def verdict(change: Change, higher_is_better: bool, noise: float,
     if -noise <= change.low and change.high <= noise:
         return Verdict.SAME
     return Verdict.UNCLEAR
+
+
+def behind_schedule(baseline_kept: float | None, candidate_kept: float | None,
+                    rate_drop: float) -> bool:
+    """A paced op's candidate fell behind its schedule: its planned starts covered less than
+    1 - rate_drop of its runs, and rate_drop less than the baseline's did (or the baseline's
+    is not known). `*_kept`: loading.OpSide.schedule_kept, None where the side has no data."""
+    return candidate_kept is not None and candidate_kept < 1 - rate_drop and \
+        (baseline_kept is None or baseline_kept - candidate_kept > rate_drop)

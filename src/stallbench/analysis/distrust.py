@@ -1,10 +1,10 @@
-"""The distrust policy: verdicts that something other than the variants could explain are made
-'unclear', with the note saying why, and the comparison's notes say so in words.
+"""The predicates of the distrust rules, and their sentences: whether something other than the
+variants could explain a verdict. compare/verdicts.py is the policy that applies them (in its
+order) and makes the verdicts 'unclear'.
 
 Two causes: runs that mix two regimes (analysis/stationarity.py: a cold then a warm cache) and
 more outside load on one side (analysis/interference.py: a busier or a saturated machine).
-Pure: changes in, changes marked and sentences out. `OpChanges` is op -> candidate -> statistic
--> Change, as the comparison holds them."""
+Pure: numbers and changes in, booleans and sentences out."""
 
 from __future__ import annotations
 
@@ -15,45 +15,47 @@ import numpy as np
 
 from . import intervals as iv
 from .interference import PREEMPTED_TAIL, OutsideLoad, bounded_by_load
-from .quantiles import stat_named
-from .summary import RESPONSE_SUFFIX
+from .quantiles import Stat
 
-NOT_STATIONARY = "not stationary"
-MACHINE_BUSIER = "machine busier"
 MEASURED_SPREAD_RUNS = 3   # runs on each side from which the measured spread shows a mix
 
-OpChanges = Mapping[str, Mapping[str, Mapping[str, iv.Change]]]
 
-
-def distrust_regime_mixes(changes: OpChanges, level_shifts: Sequence[Mapping[str, Any]],
-                          baseline: str, runs: Mapping[str, int]) -> None:
-    """An op whose runs mix two regimes (a cold then a warm cache) pools them in proportions
-    that vary from run to run, which can move its statistics by up to the ratio of the two
-    regimes: verdicts on changes no larger than that become 'unclear' (the report says when
-    the regime changed and what to do). A change beyond any regime ratio still stands, and so
-    does every verdict with MEASURED_SPREAD_RUNS or more runs on each side: runs that mix the
-    regimes in different proportions then show it in their measured spread."""
+def regime_ratios(level_shifts: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], float]:
+    """(variant, op) -> the largest ratio of two regimes its runs mix, |log(after / before)|,
+    from the comparison's level shifts (analysis/stationarity.py)."""
     ratio: dict[tuple[str, str], float] = {}
     for s in level_shifts:
         key = (s["variant"], s["op"])
         size = abs(float(np.log(max(s["after"], 1e-9) / max(s["before"], 1e-9))))
         ratio[key] = max(ratio.get(key, 0.0), size)
-    for op, by_candidate in changes.items():
-        name = op.removesuffix(RESPONSE_SUFFIX)
-        for label, stats in by_candidate.items():
-            bound = max(ratio.get((baseline, name), 0.0), ratio.get((label, name), 0.0))
-            if bound == 0.0 or min(runs.get(baseline, 0), runs.get(label, 0)) \
-                    >= MEASURED_SPREAD_RUNS:
-                continue
-            for change in stats.values():
-                if change.verdict not in iv.DECIDED:
-                    continue
-                if change.change is not None and change.low is not None and min(
-                        abs(np.log1p(change.low)), abs(np.log1p(change.high))) > bound \
-                        and change.verdict != iv.Verdict.SAME:
-                    continue
-                change.verdict = iv.Verdict.UNCLEAR
-                change.note = NOT_STATIONARY
+    return ratio
+
+
+def regimes_could_explain(change: iv.Change, ratio: float, runs: int) -> bool:
+    """Whether runs that mix two regimes `ratio` apart (log scale; the larger side's) could
+    explain this decided verdict: they pool the regimes in proportions that vary from run to
+    run, which can move a statistic by up to that ratio. Not when the interval lies beyond it
+    on both ends (a change larger than any mix; never for 'same', which a mix can fake), nor
+    with MEASURED_SPREAD_RUNS or more runs on each side (`runs`: the fewer side's): runs that
+    mix in different proportions then show it in their measured spread."""
+    if ratio == 0.0 or runs >= MEASURED_SPREAD_RUNS:
+        return False
+    beyond = change.change is not None and change.low is not None and change.high is not None \
+        and min(abs(np.log1p(change.low)), abs(np.log1p(change.high))) > ratio
+    return not beyond or change.verdict == iv.Verdict.SAME
+
+
+def holds_beyond_load(bound: iv.Change | None, stat: Stat | None, verdict: str,
+                      noise: float) -> bool:
+    """Whether a verdict that more outside load on one side could explain still stands: its
+    change, with the run-to-run spread that load can put between runs (`bound`: the interval
+    again with interference.load_sd as the prior, or the change itself where the pair was
+    saturated and already has it), gives the same verdict. Never for a quantile beyond
+    1 - PREEMPTED_TAIL, which a busier side lengthens by a scheduler slice whatever its size,
+    nor for a row without a statistic (the CPU rows)."""
+    if bound is None or stat is None or not bounded_by_load(stat.probability):
+        return False
+    return iv.verdict(bound, stat.higher_is_better, noise) == verdict
 
 
 def saturated_notes(base: str, saturated: Mapping[str, int],
@@ -68,50 +70,23 @@ def saturated_notes(base: str, saturated: Mapping[str, int],
             for label, runs in saturated.items() if runs]
 
 
-def distrust_busier_machine(changes: OpChanges, cpu: Sequence[Mapping[str, iv.Change]],
-                            base: str, loads: Mapping[str, OutsideLoad | None],
-                            saturated: Mapping[str, int], busier: Mapping[str, int],
-                            loaded: Mapping[tuple[str, str], Mapping[str, iv.Change]],
-                            noise: float) -> list[str]:
-    """Verdicts that more outside load on one side could explain (analysis/interference.py):
-    'worse' when the candidate's runs were busier, 'better' when the baseline's were, become
-    'unclear (machine busier)' (`busier`: interference.busier_side per candidate) unless the
-    change's interval with the saturated machine's run-to-run prior (`loaded`, per op and
-    candidate) gives the same verdict: a change beyond what separate runs on a saturated
-    machine differ by stands. Quantiles beyond 1 - PREEMPTED_TAIL and CPU rows (`cpu`:
-    candidate -> change per row) have no such bound. Returns the notes that say so."""
-    notes = []
-    for label, side in busier.items():
-        if side == 0:
-            continue
-        distrusted = iv.Verdict.WORSE if side > 0 else iv.Verdict.BETTER
-        # a saturated pair's intervals already have the saturated prior
-        judged = [(c, c if saturated[label] else loaded.get((op, label), {}).get(stat),
-                   stat_named(stat))
-                  for op, by_candidate in changes.items()
-                  for stat, c in by_candidate[label].items()]
-        judged += [(row[label], None, None) for row in cpu if label in row]
-        kept = tails = 0
-        for change, bound, stat in judged:
-            if change.verdict != distrusted:
-                continue
-            higher_is_better = stat is not None and stat.higher_is_better
-            if stat is not None and not bounded_by_load(stat.probability):
-                bound, tails = None, tails + 1
-            if bound is not None and iv.verdict(bound, higher_is_better, noise) == distrusted:
-                kept += 1
-                continue
-            change.verdict, change.note = iv.Verdict.UNCLEAR, MACHINE_BUSIER
-        busier_label, quieter = (label, base) if side > 0 else (base, label)
-        notes.append(
-            f"MACHINE BUSIER: other processes and steal took {loads[busier_label].mean_cpus:.2f}"
-            f" of {loads[busier_label].cpus} CPUs during {busier_label}'s runs vs "
-            f"{loads[quieter].mean_cpus:.2f} during {quieter}'s: '{distrusted}' verdicts for "
-            f"{label} are left unclear"
-            + (f" ({kept} beyond what separate runs on a saturated machine differ by stand)"
-               if kept else "")
-            + (f" ({tails} of them beyond p{100 * (1 - PREEMPTED_TAIL):g}, whatever their size:"
-               " outside load can lengthen that share of ops by a whole scheduler slice)"
-               if tails else "")
-            + "; rerun on a quieter machine or interleave more iterations")
-    return notes
+def busier_note(base: str, label: str, side: int, loads: Mapping[str, OutsideLoad | None],
+                kept: int, tails: int) -> str:
+    """The MACHINE BUSIER sentence of one candidate (`side`: +1 its runs were busier, -1 the
+    baseline's): which verdicts were left unclear, how many stood (`kept`) and how many were
+    quantiles beyond the bound's reach (`tails`)."""
+    distrusted = iv.Verdict.WORSE if side > 0 else iv.Verdict.BETTER
+    busier_label, quieter = (label, base) if side > 0 else (base, label)
+    busier, quiet = loads[busier_label], loads[quieter]
+    assert busier is not None and quiet is not None   # busier_side needs both
+    return (
+        f"MACHINE BUSIER: other processes and steal took {busier.mean_cpus:.2f}"
+        f" of {busier.cpus} CPUs during {busier_label}'s runs vs "
+        f"{quiet.mean_cpus:.2f} during {quieter}'s: '{distrusted}' verdicts for "
+        f"{label} are left unclear"
+        + (f" ({kept} beyond what separate runs on a saturated machine differ by stand)"
+           if kept else "")
+        + (f" ({tails} of them beyond p{100 * (1 - PREEMPTED_TAIL):g}, whatever their size:"
+           " outside load can lengthen that share of ops by a whole scheduler slice)"
+           if tails else "")
+        + "; rerun on a quieter machine or interleave more iterations")

@@ -61,17 +61,16 @@ The model, on the log scale of each statistic (p50 ... p99.9, mean, rate), for r
 
 min and max have no interval: one extreme value per run says nothing about the next run.
 
-Verdicts (compare/verdicts.adjust; the rule in change.py): only the statistics that decide
+Verdicts (compare/verdicts.py, the policy; the rule in change.py): only the statistics that decide
 (DECIDING_STATS of each op: p50, p99 and rate, or the metrics named with --metric) share the
 candidate's false-discovery budget, Benjamini-Hochberg within each candidate, so adding a
 variant takes no verdict from another; the other rows keep their unadjusted interval, verdict
 INTERVAL_ONLY. better/worse when the interval excludes 0, the adjusted p-value is below 5% and
 |change| exceeds the noise threshold; same when the whole interval lies within ±noise; unclear
-otherwise, with the reason where the interval alone does not show it (ADJUSTED, the distrust
-rules' notes, TOO_WIDE: an interval wider than MAX_INTERVAL_RATIO either way is not shown), and
-the number of runs per variant that would likely decide it (the same formula with k runs, given
-the variance seen). A paced op's rate is PACED: its schedule sets it
-(compare/verdicts.pace_rates).
+otherwise, with the reason where the interval alone does not show it (the policy's reasons:
+adjusted, the distrust rules', an interval wider than MAX_INTERVAL_RATIO either way, which is
+not shown), and the number of runs per variant that would likely decide it (the same formula
+with k runs, given the variance seen). A paced op's rate is PACED: its schedule sets it.
 """
 
 from __future__ import annotations
@@ -83,12 +82,9 @@ import numpy as np
 # the parts of the model in their own modules, re-exported: the per-run statistics (e_ji),
 # the change and its verdict, the t distribution
 from .change import (
-    ADJUSTED,
-    BEHIND_SCHEDULE,
     DECIDED,
     DIRECTED,
     MAX_INTERVAL_RATIO,
-    TOO_WIDE,
     Change,
     Verdict,
     excludes_zero,
@@ -122,11 +118,11 @@ from .tdist import (
 )
 
 __all__ = [
-    "ADJUSTED", "ASSUMED", "ASSUMED_FADE_DOF", "BEHIND_SCHEDULE", "CONFIDENCE", "DECIDED",
+    "ASSUMED", "ASSUMED_FADE_DOF", "CONFIDENCE", "DECIDED",
     "DIRECTED", "MAX_GROUPS", "MAX_INTERVAL_RATIO", "MAX_ITERATIONS_ADVICE",
     "MIN_BLOCKS_PER_GROUP", "MIN_GROUPS", "MIN_TAIL_PER_GROUP", "METHOD", "PRIOR_DOF",
     "PROFILE", "QUARTERS", "RESPONSE_PRIOR_FACTOR", "RUN_TO_RUN_SD", "TAIL_PROBABILITY",
-    "TOO_WIDE", "Change", "Prior", "RunStatistic", "Verdict", "assumed_prior",
+    "Change", "Prior", "RunStatistic", "Verdict", "assumed_prior",
     "benjamini_hochberg", "chi2_quantile", "combine_log_se", "decision_half_width",
     "excludes_zero", "iterations_to_decide", "mean_statistic", "one_run_reach",
     "p_value_from_interval", "prior_sd",

@@ -68,6 +68,8 @@ def print_comparison(baseline: str, candidates: list[str], results: Path,
     """Print the text comparison of variants just run (after `run --plan` and `demo`), with
     the verdicts of the metrics asked for (`--iterations auto --metric`) and, where one run a
     side decides little, the line saying what would (run/duet.py decide_hint)."""
+    import dataclasses
+
     from ..compare.comparison import build_comparison
     from ..compare.gate import metric_options, parse_metric
     from ..compare.model import CompareOptions
@@ -79,8 +81,8 @@ def print_comparison(baseline: str, candidates: list[str], results: Path,
     others = [resolve_runs(name, results, workload) for name in candidates]
     options = metric_options([parse_metric(m) for m in metrics]) if metrics \
         else CompareOptions()
-    comparison = build_comparison(base, others, options)
-    comparison.decide_hint = decide_hint
+    comparison = dataclasses.replace(build_comparison(base, others, options),
+                                     decide_hint=decide_hint)
     print(render(comparison, "text", color=use_color("auto", sys.stdout)), end="")
 
 

@@ -14,7 +14,6 @@ from ..analysis import intervals as iv
 from ..analysis import summary as sm
 from ..analysis.means import mean_change
 from ..analysis.quantiles import (
-    MIN_TAIL_SAMPLES,
     RATE,
     latency_stats,
     percentiles,
@@ -25,6 +24,9 @@ from .loading import OpSide, VariantRuns, measured_seconds, op_side
 from .model import CompareOptions, CpuRow, ShiftCurve
 
 CPU_ROWS = (("user", "user_s"), ("system", "system_s"), ("elapsed", "elapsed_s"))
+# why a row has no estimate (Change.note), as measured
+NO_SAMPLES = "no samples"         # a side has no samples of the op
+NOT_RESOLVED = "not resolvable"   # a side has too few samples beyond the percentile
 
 
 @dataclass
@@ -122,28 +124,26 @@ def _curve(probabilities: list[float], triples: list[tuple[float | None, ...]], 
 def compare_op(base: OpSide, cand: OpSide, probabilities: list[float],
                options: CompareOptions, kind: str = "service", saturated_sd: float = 0.0,
                op: str = "", pairs: list[tuple[int, int]] | None = None) -> OpChanges:
-    """One op's changes for one candidate, before the multiple-comparison adjustment."""
+    """One op's changes for one candidate as measured: no verdict (verdicts.py gives it)."""
     nb, nc = base.stats.samples, cand.stats.samples
     if nb == 0 or nc == 0:
-        changes = {stat.key: iv.Change(None, note="no samples")
+        changes = {stat.key: iv.Change(None, note=NO_SAMPLES)
                    for stat in latency_stats(options.percentiles)}
         rate_change = iv.ratio_change(cand.stats.rate, base.stats.rate)
-        changes["rate"] = iv.Change(rate_change, note="no samples")
-        if nc == 0 and nb >= MIN_TAIL_SAMPLES:
-            changes["rate"].verdict = iv.Verdict.WORSE
+        changes["rate"] = iv.Change(rate_change, note=NO_SAMPLES)
         return OpChanges(changes, ShiftCurve([], [], [], []), nc == 0 and nb > 0)
     changes, curve = _changes(base, cand, probabilities, options, kind, saturated_sd, op, pairs)
     for stat in percentiles(options.percentiles):
         if stat.key in base.stats.unresolved or stat.key in cand.stats.unresolved:
-            changes[stat.key] = iv.Change(None, note="not resolvable")
+            changes[stat.key] = iv.Change(None, note=NOT_RESOLVED)
     rate = changes["rate"].change
     return OpChanges(changes, curve, rate is not None and rate < -options.rate_drop)
 
 
 def compare_summaries(baseline: list[sm.RunSummary], candidate: list[sm.RunSummary], op: str,
                       options: CompareOptions | None = None) -> dict[str, iv.Change]:
-    """Changes of every statistic of one op between two lists of run summaries (before the
-    multiple-comparison adjustment), as build_comparison computes them."""
+    """Changes of every statistic of one op between two lists of run summaries as measured
+    (no verdict), as build_comparison computes them."""
     options = options or CompareOptions()
     probabilities = sorted({s.probability for s in percentiles(options.percentiles)})
     sides = []

@@ -6,8 +6,9 @@ does not grow with the number of operations. Several iterations of a variant are
 the estimates; intervals come from analysis/intervals.py (runs and time blocks). The steps of
 build_comparison, each a function here or a module beside it: load the variants (loading.py),
 the outside load of each side and the duet pairing, per op each side's statistics and each
-candidate's changes (changes.py), the CPU rows, the verdicts (verdicts.py), the distrust policy
-(analysis/distrust.py), then the notes, counters (counters.py), where (where/) and views.
+candidate's changes as measured (changes.py), the CPU rows, every row's verdict from the one
+policy (verdicts.py) given the facts of these runs, then the notes, counters (counters.py),
+where (where/) and views; the Comparison is built once from them, frozen.
 """
 
 from __future__ import annotations
@@ -22,11 +23,7 @@ from ..analysis import bands as bands_mod
 from ..analysis import histogram as hist
 from ..analysis import interference, paired, stationarity
 from ..analysis import intervals as iv
-from ..analysis.distrust import (
-    distrust_busier_machine,
-    distrust_regime_mixes,
-    saturated_notes,
-)
+from ..analysis.distrust import regime_ratios
 from ..analysis.environment import environment_diff  # fidelity
 from ..analysis.noise import NoiseProfile
 from ..analysis.quantiles import DECIDING_STATS, MAX, MEAN, MIN, RATE, percentiles
@@ -34,12 +31,12 @@ from ..analysis.summary import RESPONSE_SUFFIX
 from ..analysis.wheresection import WhereSection
 from ..core.errors import UsageError
 from ..results.runselect import Resolved
+from . import verdicts
 from .changes import compare_op, cpu_rows
 from .counters import counter_timelines
 from .loading import OpSide, VariantRuns, load_variant, op_names, op_side
-from .model import CompareOptions, Comparison, OpComparison, VariantInfo
+from .model import CompareOptions, Comparison, CpuRow, OpComparison, VariantInfo
 from .stalls import activity, others_active, stall_summary, starved
-from .verdicts import adjust, pace_rates
 
 # a first op this long after the run's clock started is named (a guest under TCG: 1.5-13 s)
 LATE_START_S = 1.0
@@ -82,8 +79,9 @@ class Pairing:
 
 @dataclass
 class OpRows:
-    """Every op's comparison, each side's OpSide behind it, and the changes again with the
-    saturated machine's prior for the pairs MACHINE BUSIER may distrust."""
+    """Every op's comparison as measured (no verdicts yet), each side's OpSide behind it, and
+    the changes again with the saturated machine's prior for the pairs MACHINE BUSIER may
+    distrust."""
 
     ops: list[OpComparison]
     sides_of: dict[str, list[OpSide]]
@@ -106,18 +104,20 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
         if pairing.pairs[label]:
             loads.busier[label] = 0
     options = dataclasses.replace(options, noise_profile=profile, duet_profile=duet_profile)
-    rows = _op_rows(variants, options, loads, pairing)
-    cpu = cpu_rows(variants, labels[1:])
-    pace_rates(rows.ops, rows.sides_of, labels, options.rate_drop)
-    adjust(rows.ops, cpu, labels[1:], options)
-    level_shifts = _level_shifts(variants, [op.op for op in rows.ops])
-    distrust_notes = _distrust(rows, cpu, level_shifts, loads, variants, options)
+    measured = _op_rows(variants, options, loads, pairing)
+    level_shifts = _level_shifts(variants, [op.op for op in measured.ops])
+    ops, cpu, verdict_notes = _verdicts(measured, cpu_rows(variants, labels[1:]),
+                                        level_shifts, loads, variants, options)
     prior_table = {**iv.RUN_TO_RUN_SD, **(options.run_to_run_sd or {})}
-    comparison = Comparison(
+    where, where_error = _where(ops, labels, variants) if options.explain else (None, None)
+    from . import views  # heatmaps and blocked-time profiles, computed when a report draws
+    return Comparison(
         workload=loaded.workload, baseline=labels[0], candidates=labels[1:],
-        variants=loaded.infos, method=pairing.method, options=options, ops=rows.ops, cpu=cpu,
+        variants=loaded.infos, method=pairing.method, options=options, ops=ops, cpu=cpu,
         adjustment=_adjustment(options),
+        notes=_notes(loaded.infos) + verdict_notes,
         counters=counter_timelines(variants),
+        where=where, where_error=where_error,
         problems=[p for r in (baseline, *candidates) for p in r.problems],
         level_shifts=level_shifts,
         accuracy={"quantile_relative_error": hist.QUANTILE_RELATIVE_ERROR,
@@ -125,19 +125,14 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
                   "run_to_run_prior_sd": prior_table,
                   "prior_dof": iv.PRIOR_DOF,
                   "one_run_reach": _one_run_reach(prior_table)},
+        environment=environment_diff(   # fidelity: what else differed
+            {v.label: [r.meta.environment or {} for r in v.runs] for v in variants}),
+        views=views.build(variants) if options.explain else None,
+        noise_profile="; ".join(p.describe() for p in (profile, duet_profile)
+                                if p is not None) or None,
+        profile_problem="; ".join(p for p in (profile_problem, duet_problem) if p) or None,
+        duet={label: d for label, d in pairing.duets.items() if d},
     )
-    comparison.noise_profile = "; ".join(p.describe() for p in (profile, duet_profile)
-                                         if p is not None) or None
-    comparison.duet = {label: d for label, d in pairing.duets.items() if d}
-    comparison.profile_problem = "; ".join(p for p in (profile_problem, duet_problem)
-                                           if p) or None
-    comparison.notes = _notes(comparison) + distrust_notes
-    comparison.environment = environment_diff(   # fidelity: what else differed
-        {v.label: [r.meta.environment or {} for r in v.runs] for v in variants})
-    comparison.where = _where(comparison, variants) if options.explain else None
-    from . import views  # heatmaps and blocked-time profiles, computed when a report draws
-    comparison.views = views.build(variants) if options.explain else None
-    return comparison
 
 
 def _load(baseline: Resolved, candidates: list[Resolved]) -> Loaded:
@@ -283,16 +278,37 @@ def _level_shifts(variants: list[VariantRuns], names: list[str]) -> list[dict[st
     return found
 
 
-def _distrust(rows: OpRows, cpu: list, level_shifts: list[dict[str, Any]], loads: SideLoads,
-              variants: list[VariantRuns], options: CompareOptions) -> list[str]:
-    """The distrust policy (analysis/distrust.py) over the rows; its notes."""
-    base = variants[0].label
-    changes = {op.op: op.changes for op in rows.ops}
-    distrust_regime_mixes(changes, level_shifts, base, {v.label: len(v.runs) for v in variants})
-    return saturated_notes(base, loads.saturated, loads.saturated_sd) + \
-        distrust_busier_machine(changes, [row.changes for row in cpu], base, loads.loads,
-                                loads.saturated, loads.busier, rows.saturated_bounds,
-                                options.noise)
+def _verdicts(measured: OpRows, cpu: list[CpuRow], level_shifts: list[dict[str, Any]],
+              loads: SideLoads, variants: list[VariantRuns], options: CompareOptions
+              ) -> tuple[list[OpComparison], list[CpuRow], list[str]]:
+    """The verdict policy (verdicts.py) over the measured rows and the facts of these runs:
+    the finished ops and CPU rows, and the policy's notes."""
+    labels = [v.label for v in variants]
+    names = {op.op for op in measured.ops}
+    kept = {op.op: {label: side.schedule_kept() for label, side in
+                    zip(labels, measured.sides_of[op.op + RESPONSE_SUFFIX], strict=True)}
+            for op in measured.ops
+            if op.kind == "service" and op.op + RESPONSE_SUFFIX in names}
+    paced_by = {**{name: name for name in kept},
+                **{name + RESPONSE_SUFFIX: name for name in kept}}
+    facts = verdicts.Facts(
+        baseline=labels[0], options=options,
+        ops={op.op: verdicts.OpFacts(op.kind, {label: s.samples for label, s in op.stats.items()},
+                                     paced_by.get(op.op), kept.get(paced_by.get(op.op, ""), {}))
+             for op in measured.ops},
+        runs={v.label: len(v.runs) for v in variants},
+        regime_ratios=regime_ratios(level_shifts),
+        loads=loads.loads, busier=loads.busier, saturated=loads.saturated,
+        loaded_bounds=measured.saturated_bounds)
+    judged = verdicts.judge(verdicts.measured_rows(
+        {op.op: op.changes for op in measured.ops},
+        [(row.name, row.changes) for row in cpu]), facts)
+    by_op, by_cpu = verdicts.by_op(judged.rows)
+    ops = [dataclasses.replace(op, changes=by_op.get(op.op, {}),
+                               schedule_kept=dict(kept.get(op.op, {})))
+           for op in measured.ops]
+    return ops, [dataclasses.replace(row, changes=by_cpu.get(row.name, {})) for row in cpu], \
+        judged.notes
 
 
 def _noise_profile(options: CompareOptions, variants: list[VariantRuns],
@@ -346,14 +362,14 @@ def _adjustment(options: CompareOptions) -> str:
             "; other rows: unadjusted intervals, no verdict")
 
 
-def _notes(comparison: Comparison) -> list[str]:
+def _notes(infos: list[VariantInfo]) -> list[str]:
     from ..results.guestnote import guest_note
 
     notes = []
-    emulated = [info.label for info in comparison.variants if guest_note(info.environment)]
+    emulated = [info.label for info in infos if guest_note(info.environment)]
     if emulated:
         notes.append(f"{', '.join(emulated)}: {guest_note({'vm': {'hypervisor': 'tcg'}})}")
-    for info in comparison.variants:
+    for info in infos:
         if info.interval_sampled:
             notes.append(f"{info.label}: imported interval maxima (MMTests), not per-op "
                          "latencies: percentiles describe per-interval maxima")
@@ -368,28 +384,31 @@ def _notes(comparison: Comparison) -> list[str]:
     return notes
 
 
-def _where(comparison: Comparison, variants: list[VariantRuns]) -> WhereSection | None:
+def _where(ops: list[OpComparison], labels: list[str], variants: list[VariantRuns]
+           ) -> tuple[WhereSection | None, str | None]:
+    """The where section, or why its analysis failed."""
     from ..analysis.monitors import growth
     from . import where
+
+    baseline = labels[0]
 
     def change(op: OpComparison, label: str, stat: str) -> float | None:
         found = op.changes[label].get(stat)
         return found.change if found else None
 
     def new(op: OpComparison, label: str) -> bool:
-        base, here = op.stats.get(comparison.baseline), op.stats.get(label)
+        base, here = op.stats.get(baseline), op.stats.get(label)
         return bool(here and here.samples and not (base and base.samples))
 
     tail_changes = {
         label: {op.op: growth(change(op, label, "p99"), change(op, label, "mean"),
                               new(op, label))
-                for op in comparison.ops if op.kind == "service"}
-        for label in comparison.candidates
+                for op in ops if op.kind == "service"}
+        for label in labels[1:]
     }
     try:
         return where.build(variants[0].runs, {v.label: v.runs for v in variants[1:]},
-                           comparison.baseline, tail_changes)
+                           baseline, tail_changes), None
     except Exception as exc:  # a monitor analysis bug must not hide the latency comparison
-        comparison.where_error = (f"where did the time go: analysis failed "
-                                  f"({type(exc).__name__}: {exc})")
-        return None
+        return None, (f"where did the time go: analysis failed "
+                      f"({type(exc).__name__}: {exc})")

@@ -7,7 +7,6 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..analysis import intervals as iv
-from ..analysis.distrust import MACHINE_BUSIER, NOT_STATIONARY
 from ..analysis.quantiles import (
     DEFAULT_PERCENTS,
     MIN_TAIL_SAMPLES,
@@ -16,14 +15,16 @@ from ..analysis.quantiles import (
     stat_named,
 )
 from ..core.errors import ExitCode, UsageError
+from .changes import NO_SAMPLES
 from .model import CompareOptions, Comparison, OpComparison
+from .verdicts import BEHIND_SCHEDULE, MACHINE_BUSIER, NOT_STATIONARY, TOO_WIDE, why
 
-# verdicts the comparison distrusts (its note) -> why check cannot decide them
+# why a row is unclear (verdicts.why) -> why check cannot decide that metric
 _DISTRUSTED = {
     NOT_STATIONARY: "the runs mix two regimes (see the comparison's NOT STATIONARY line)",
     MACHINE_BUSIER: "one side's runs had more outside load (see MACHINE BUSIER)",
-    iv.TOO_WIDE: "the interval would be wider than ×10 either way (more runs per variant, or "
-                 "a noise profile from `stallbench calibrate`, would narrow it)",
+    TOO_WIDE: "the interval would be wider than ×10 either way (more runs per variant, or "
+              "a noise profile from `stallbench calibrate`, would narrow it)",
 }
 
 
@@ -123,9 +124,10 @@ def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, compariso
     if comparison.problems:
         return GateResult(metric, change, "undecided",
                           f"runs left out: {comparison.problems[0]}")
-    if change is not None and change.note in _DISTRUSTED:
-        return GateResult(metric, change, "undecided", _DISTRUSTED[change.note])
-    if change is not None and change.note == iv.BEHIND_SCHEDULE:
+    reason = why(change) if change is not None else None
+    if change is not None and change.verdict == iv.Verdict.UNCLEAR and reason in _DISTRUSTED:
+        return GateResult(metric, change, "undecided", _DISTRUSTED[reason])
+    if reason == BEHIND_SCHEDULE:
         return GateResult(metric, change, "regression", "fell behind its schedule")
     if change is not None and change.verdict == iv.Verdict.PACED and change.change is not None:
         # the workload's schedule sets a paced rate: the estimate is judged as it is
@@ -134,12 +136,12 @@ def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, compariso
         return GateResult(metric, change, "ok", "kept its schedule")
     if change is None or change.change is None:
         base, cand = op.stats[comparison.baseline], op.stats[candidate]
-        if metric.stat == RATE.key and change is not None and change.note == "no samples":
+        if metric.stat == RATE.key and change is not None and change.note == NO_SAMPLES:
             if cand.samples == 0 and base.samples > 0:
                 return GateResult(metric, change, "regression", "no samples in the candidate")
         reason = (change.note if change and change.note else "no estimate")
         if base.samples == 0 or cand.samples == 0:
-            reason = "no samples"
+            reason = NO_SAMPLES
         elif metric.stat in base.unresolved or metric.stat in cand.unresolved:
             needed = base.needed.get(metric.stat) or cand.needed.get(metric.stat)
             reason = (f"not resolvable: fewer than {MIN_TAIL_SAMPLES} samples at or beyond "

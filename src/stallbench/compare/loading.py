@@ -110,6 +110,18 @@ class OpSide:
         return [iv.rate_statistic(op, run.warmup_blocks, run.block_durations_ns() / 1e9)
                 for op, run in zip(self.ops, self.runs, strict=True)]
 
+    def schedule_kept(self) -> float | None:
+        """Of a paced op's response op (binned by planned start): the share of the runs' time
+        its planned starts covered, 1.0 when it kept its schedule to the end, 0.6 when its last
+        op was planned 60% of the way through; the mean over runs (None: no ops)."""
+        shares = []
+        for op, run in zip(self.ops, self.runs, strict=True):
+            counts = op.block_count[run.warmup_blocks:]
+            if counts.size == 0 or not counts.any():
+                continue
+            shares.append((int(np.flatnonzero(counts)[-1]) + 1) / counts.size)
+        return float(np.mean(shares)) if shares else None
+
 
 def op_side(name: str, variant: VariantRuns, percents: tuple[float, ...] | None = None
             ) -> OpSide:

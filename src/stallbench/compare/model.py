@@ -1,6 +1,8 @@
-"""The Comparison: the tree of dataclasses that build_comparison (comparison.py) fills and the
-renderers of report/ print without computing anything; report/jsonout.py writes it as the
-comparison JSON (docs/architecture.md: "The comparison JSON")."""
+"""The Comparison: the tree of dataclasses that build_comparison (comparison.py) builds once
+and the renderers of report/ print without computing anything; report/jsonout.py writes it as
+the comparison JSON (docs/architecture.md: "The comparison JSON"). Comparison, OpComparison,
+CpuRow and their Changes are frozen: every verdict is the policy's (verdicts.py), given before
+they are built."""
 
 from __future__ import annotations
 
@@ -78,7 +80,7 @@ class ShiftCurve:
     high: list[float | None]
 
 
-@dataclass
+@dataclass(frozen=True)
 class OpComparison:
     op: str
     kind: str  # "service" (latency as recorded) or "response" (completion - planned start)
@@ -95,17 +97,17 @@ class OpComparison:
     samples_change: dict[str, float | None] = field(default_factory=dict)  # candidate -> c/b - 1
     band_shares: dict[str, list[float]] = field(default_factory=dict)  # variant -> share per band
     schedule_kept: dict[str, float | None] = field(default_factory=dict)  # paced ops: variant ->
-    # share of the run its planned starts covered (verdicts.schedule_kept)
+    # share of the run its planned starts covered (loading.OpSide.schedule_kept)
 
 
-@dataclass
+@dataclass(frozen=True)
 class CpuRow:
     name: str
     values: dict[str, float | None]  # variant -> mean seconds per iteration
     changes: dict[str, iv.Change]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Comparison:
     workload: str
     baseline: str

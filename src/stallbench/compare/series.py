@@ -20,7 +20,6 @@ from ..analysis import changepoints, interference
 from ..analysis import histogram as hist
 from ..analysis import intervals as iv
 from ..analysis.axis import axis_order
-from ..analysis.distrust import MACHINE_BUSIER
 from ..analysis.noise import NoiseProfile
 from ..analysis.quantiles import DECIDING_STATS, RATE, resolvable, stat_named
 from ..analysis.summary import RESPONSE_SUFFIX
@@ -43,6 +42,7 @@ from .seriesmodel import (
     SeriesPoint,
     row_percents,
 )
+from .verdicts import MACHINE_BUSIER
 
 
 def build_series(resolved: list[Resolved], options: SeriesOptions) -> Series:
@@ -158,7 +158,7 @@ def _distrust_busier(change: SeriesChange, segment: tuple[int, int], points: lis
         if iv.excludes_zero(held) and abs(held.change) > noise:
             return
     change.verdict = iv.Verdict.UNCLEAR
-    change.change.note = MACHINE_BUSIER
+    change.change = dataclasses.replace(change.change, note=MACHINE_BUSIER)
 
 
 def _statistic_along(stat: str, sides: list[OpSide]

@@ -7,17 +7,12 @@ from typing import Any
 
 from ..analysis.bands import Shift
 from ..analysis.display import choose_time_unit, format_ns
-from ..analysis.intervals import (
-    ADJUSTED,
-    DIRECTED,
-    TOO_WIDE,
-    Change,
-    Verdict,
-)
+from ..analysis.intervals import Change, Verdict
 from ..analysis.quantiles import RATE, Stat, latency_stats, row_stats
+from ..compare.changes import NO_SAMPLES, NOT_RESOLVED
 from ..compare.model import Comparison, OpComparison, OpStats
+from ..compare.verdicts import INTERVAL_HOLDS_ZERO, more_runs_decide, why
 
-NO_SAMPLES = "no samples"
 NOT_RESOLVABLE = "n/r"
 # the default set (analysis/quantiles.py declares the statistics)
 STAT_LABELS = {s.key: s.label for s in row_stats()}
@@ -104,25 +99,25 @@ def change_cell(change: Change | None, no_samples: bool = False) -> tuple[str, s
         return "", "", ""
     if change.change is None:
         note = change.note or ""
-        if note == "no samples" or no_samples:
+        if note == NO_SAMPLES or no_samples:
             return "", "", NO_SAMPLES
-        if note == "not resolvable":
-            return NOT_RESOLVABLE, "", "not resolvable"
+        if note == NOT_RESOLVED:
+            return NOT_RESOLVABLE, "", NOT_RESOLVED
         return "-", "", note
     return format_percent(change.change), format_interval(change), verdict_word(change)
 
 
 def verdict_word(change: Change) -> str:
-    """The verdict column: the verdict and, where it has one, its reason ('unclear (adjusted)',
-    'worse (behind schedule)'); empty for a row outside the false-discovery budget."""
+    """The verdict column: the verdict and, where it has one, its reason (verdicts.why:
+    'unclear (adjusted)', 'worse (behind schedule)'); without a verdict, why there is no
+    interval; empty for a row outside the false-discovery budget."""
     if change.verdict == Verdict.INTERVAL_ONLY:
         return ""
+    reason = why(change)
     if change.verdict == Verdict.NA:
-        return change.note or "no interval"
-    if change.note and change.verdict in (Verdict.UNCLEAR, *DIRECTED):
-        return f"{change.verdict} ({change.note})"
-    if not change.interval_shown and change.verdict in DIRECTED:
-        return f"{change.verdict} ({TOO_WIDE})"
+        return reason or ""
+    if reason and reason != INTERVAL_HOLDS_ZERO:
+        return f"{change.verdict} ({reason})"
     return change.verdict
 
 
@@ -241,8 +236,7 @@ def decide_advice(changes: dict[str, Change], stats: tuple[Stat, ...]) -> str | 
     parts = []
     for stat in stats:
         change = changes.get(stat.key)
-        if change is None or change.verdict != Verdict.UNCLEAR or \
-                change.note not in (None, ADJUSTED, TOO_WIDE):
+        if change is None or not more_runs_decide(change):
             continue
         needed = change.iterations_needed
         parts.append(f"{stat.label} ~{needed}" if needed else f"{stat.label} >30")

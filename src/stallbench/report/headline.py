@@ -17,14 +17,13 @@ from ..analysis.display import format_ns
 from ..analysis.intervals import DIRECTED, Change, Verdict
 from ..analysis.quantiles import RATE, Stat
 from ..compare.model import Comparison, OpComparison, OpStats
+from ..compare.verdicts import why
 from .common import change_cell, format_rate, rate_flag, stat_cell
 from .tables import LEFT, RIGHT, Cell, Column, Section, Table, cells
 
 # the order of the calls: regressions first, then rates flagged but undecided, then the better
 _ORDER = {Verdict.WORSE: 0, Verdict.BETTER: 2}
 _FLAGGED = 1
-# why a row that decides was left unclear, in words (its note; None: the interval holds 0)
-_UNCLEAR_WHY = {None: "the interval holds 0"}
 
 
 @dataclass
@@ -101,8 +100,8 @@ def _undecided(comparison: Comparison, candidate: str) -> str | None:
         return None
     reasons: dict[str, int] = {}
     for change in unclear:
-        why = _UNCLEAR_WHY.get(change.note, change.note)
-        reasons[why] = reasons.get(why, 0) + 1
+        reason = why(change)
+        reasons[reason] = reasons.get(reason, 0) + 1
     same = sum(change.verdict == Verdict.SAME for change in deciding)
     return (f"not decided: {len(unclear)} of {len(deciding)} rows that decide ("
             + ", ".join(f"{n} {why}" for why, n in reasons.items()) + ")"

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..analysis.intervals import TOO_WIDE
 from ..analysis.quantiles import MIN_TAIL_SAMPLES, RATE
 from ..compare.model import Comparison, CpuRow, OpComparison
+from ..compare.verdicts import TOO_WIDE
 from .common import (
     change_cell,
     decide_advice,
