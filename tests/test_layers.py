@@ -204,3 +204,65 @@ def test_every_module_has_a_floor_and_imports_none_above_it():
         assert floor is not None, f"{name} is on no floor of docs/architecture.md"
         above = [d for d in deps if (_floor(d) or 0) > floor]
         assert not above, f"{name} (floor {floor}) imports {above}"
+
+
+def _journaled_kinds() -> dict[str, str]:
+    """Every kind of change the source journals, kind -> a module that does: the first
+    argument of each `.push("kind", ...)` and each `journal_kind="kind"` (a keyword or a
+    parameter's default, supervisor.start's)."""
+    found: dict[str, str] = {}
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            kinds = []
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "push" and node.args \
+                    and isinstance(node.args[0], ast.Constant):
+                kinds.append(node.args[0].value)
+            if isinstance(node, ast.keyword) and node.arg == "journal_kind" \
+                    and isinstance(node.value, ast.Constant):
+                kinds.append(node.value.value)
+            if isinstance(node, ast.arguments):
+                named = [*node.posonlyargs, *node.args, *node.kwonlyargs]
+                defaults = [*[None] * (len(node.posonlyargs) + len(node.args)
+                                       - len(node.defaults)), *node.defaults,
+                            *node.kw_defaults]
+                kinds += [d.value for a, d in zip(named, defaults, strict=True)
+                          if a.arg == "journal_kind" and isinstance(d, ast.Constant)]
+            found.update({kind: name for kind in kinds if isinstance(kind, str)})
+    return found
+
+
+def _registered_kinds(path: Path) -> set[str]:
+    """The kinds a module registers with @register_undo("kind") (any spelling of the name)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef):
+            for deco in node.decorator_list:
+                func = deco.func if isinstance(deco, ast.Call) else None
+                name = func.attr if isinstance(func, ast.Attribute) else \
+                    func.id if isinstance(func, ast.Name) else None
+                if name == "register_undo" and isinstance(deco.args[0], ast.Constant):
+                    found.add(deco.args[0].value)
+    return found
+
+
+def test_every_journaled_kind_has_an_undo_that_cleanup_reaches():
+    """run/undo.py names each kind's module; `stallbench cleanup` and the processes that
+    journal import it, and through it (plain imports, which this file's graph sees) every
+    module that registers an undo."""
+    from stallbench.run.undo import UNDO_MODULES, undo_kinds
+
+    journaled = _journaled_kinds()
+    assert {"finalize_run", "kill", "sysctl", "pg_stop"} <= set(journaled), journaled
+    missing = {kind: where for kind, where in journaled.items() if kind not in UNDO_MODULES}
+    assert not missing, f"journaled kinds that run/undo.py names no undo for: {missing}"
+    for kind, module in UNDO_MODULES.items():
+        assert module.__name__ in GRAPH["stallbench.run.undo"] | {"stallbench.run.undo"}, kind
+        assert kind in _registered_kinds(MODULES[module.__name__]), \
+            f"{module.__name__} does not register_undo({kind!r})"
+    every_registered = set().union(*(_registered_kinds(p) for p in MODULES.values()))
+    assert every_registered == set(UNDO_MODULES), every_registered ^ set(UNDO_MODULES)
+    assert set(undo_kinds()) == set(UNDO_MODULES)
+    for user in ("stallbench.cli.cleanup", "stallbench.run.runner", "stallbench.run.vmhost",
+                 "stallbench.bisect.gitkernels"):
+        assert "stallbench.run.undo" in GRAPH[user], user

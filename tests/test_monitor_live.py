@@ -20,6 +20,7 @@ from stallbench.monitors import monitor_class
 from stallbench.monitors.counters import parse_vmstat
 from stallbench.monitors.diskstats import device_of_path, parse_diskstats
 from stallbench.monitors.trace import find_tracefs
+from stallbench.run.undo import undo_kinds
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 
@@ -259,7 +260,7 @@ def test_kill_9_then_cleanup_restores_sysctl_and_removes_instance(tmp_path: Path
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    errors = cleanup_stale(tmp_path, log=lambda _m: None)
+    errors = cleanup_stale(tmp_path, log=lambda _m: None, undo_kinds=undo_kinds)
     assert errors == 0
     assert DELAYACCT.read_text() == before
     assert not [d for d in os.listdir(f"{find_tracefs()}/instances")

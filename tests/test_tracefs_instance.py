@@ -17,7 +17,8 @@ pytestmark = pytest.mark.usefixtures("tracefs_root")
 
 CLEANUP = ("import sys; from pathlib import Path; "
            "from stallbench.core.journal import cleanup_stale; "
-           "sys.exit(cleanup_stale(Path(sys.argv[1]), log=print))")
+           "from stallbench.run.undo import undo_kinds; "
+           "sys.exit(cleanup_stale(Path(sys.argv[1]), log=print, undo_kinds=undo_kinds))")
 
 
 def _trigger_lines(path: str) -> list[str]:

@@ -137,7 +137,9 @@ def test_reads_in_a_small_memcg_are_explained_by_block_io_with_its_share(tmp_pat
     where = _compare(results, "unlimited", "memcg-48M")
     lines = [e["text"] for e in where["explanations"] if e["op"] == "read"]
     assert lines, where["explanations"]
-    found = re.match(r"read p99 \+\d+%: delay accounting: at least (\d+)% of the reader "
+    # one run each: a change the comparison did not decide is marked "if real" (same causes)
+    found = re.match(r"read p99 \+\d+%(?::| \(not decided\): if real,) delay accounting: "
+                     r"at least (\d+)% of the reader "
                      r"workers' op time was in (block I/O waits|direct reclaim|thrashing)",
                      lines[0])
     assert found, lines[0]

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from stallbench.analysis.inops import delays_in_ops, op_time_before, sleep_time_before
-from stallbench.analysis.monitors import NEW_OP, delay_explanation, growth
+from stallbench.analysis.monitors import NEW_OP, TailChange, delay_explanation, growth
 from stallbench.analysis.montables import task_delays
 from stallbench.analysis.wheresection import DelayShare, RoleDelays
 from stallbench.analysis.whyline import explanations
@@ -219,3 +219,22 @@ def test_the_where_section_says_when_block_io_was_cut_to_the_time_off_a_cpu():
         "b: taskstats accounted 2.91 s of blkio delay inside the checkpointer workers' ops, more "
         "than the 1.50 s they were off a CPU and not in a pacing sleep (a task waiting for the "
         "device is asleep): a kernel accounting fault; their blkio share is cut to that time"]
+
+
+def test_the_lines_of_an_undecided_change_say_if_real():
+    # a checkpointer whose op time was 60% block I/O waits: its line is the same whether the
+    # comparison decided the p99's change or not, only the undecided one says "if real"
+    role = RoleDelays("checkpointer", 10 * S, {"blkio": DelayShare(6 * S, 0.6, 6 * S)},
+                      io={"write_char": 1 << 20}, ops=100)
+    roles = {"checkpoint": ["checkpointer"]}
+    decided = explanations("b", {"checkpoint": TailChange("p99", 1.03, True)}, {}, [role],
+                           roles, {}, {})
+    undecided = explanations("b", {"checkpoint": TailChange("p99", 1.03, False)}, {}, [role],
+                             roles, {}, {})
+    assert len(decided) == len(undecided) == 1
+    head = "checkpoint p99 +103%: "
+    assert decided[0].text.startswith(head)
+    assert undecided[0].text == ("checkpoint p99 +103% (not decided): if real, "
+                                 + decided[0].text[len(head):])
+    # a plain (stat, change) pair, as older callers pass, counts as decided
+    assert explanations("b", {"checkpoint": ("p99", 1.03)}, {}, [role], roles, {}, {}) == decided

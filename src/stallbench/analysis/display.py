@@ -5,25 +5,33 @@ sentences and every report write a number the same way; reading units is core/un
 from __future__ import annotations
 
 import math
-
-# (name, nanoseconds per unit), smallest first
-TIME_UNITS = (("ns", 1), ("µs", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000))
+from typing import NamedTuple
 
 
-def choose_time_unit(values_ns) -> tuple[str, int]:
+class TimeUnit(NamedTuple):
+    name: str       # as printed: ns, µs, ms, s
+    ns: int         # nanoseconds per unit
+
+
+# smallest first
+TIME_UNITS = (TimeUnit("ns", 1), TimeUnit("µs", 1_000), TimeUnit("ms", 1_000_000),
+              TimeUnit("s", 1_000_000_000))
+
+
+def choose_time_unit(values_ns) -> TimeUnit:
     """The unit in which the typical (median) value of a table reads best (1..9999)."""
     finite = sorted(v for v in values_ns if v is not None and v > 0 and math.isfinite(v))
     if not finite:
-        return "µs", 1_000
+        return TIME_UNITS[1]
     typical = finite[len(finite) // 2]
     chosen = TIME_UNITS[0]
-    for name, scale in TIME_UNITS:
-        if typical >= scale:
-            chosen = (name, scale)
+    for unit in TIME_UNITS:
+        if typical >= unit.ns:
+            chosen = unit
     return chosen
 
 
-def format_ns(value_ns: float | None, unit: tuple[str, int] | None = None) -> str:
+def format_ns(value_ns: float | None, unit: TimeUnit | None = None) -> str:
     """Render nanoseconds in a given unit (or one chosen for this value) with ~4 digits."""
     if value_ns is None or (isinstance(value_ns, float) and math.isnan(value_ns)):
         return "-"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -273,6 +273,15 @@ MIN_GROWTH = 0.10    # only ops whose tail (else mean) grew by more than this ar
 NEW_OP = "new"       # the statistic of an op the baseline never ran (its change: infinite)
 
 
+class TailChange(NamedTuple):
+    """What an op's explanation leads with: the statistic, its change, and whether the
+    comparison decided it (a line for an undecided one says "if real")."""
+
+    stat: str
+    change: float | None
+    decided: bool = True
+
+
 def growth(p99_change: float | None, mean_change: float | None, new: bool = False
            ) -> tuple[str, float | None]:
     """The statistic an op's explanation leads with: NEW_OP for an op only the candidate ran
@@ -287,6 +296,19 @@ def growth(p99_change: float | None, mean_change: float | None, new: bool = Fals
     if mean_change is not None and mean_change > MIN_GROWTH:
         return "mean", mean_change
     return "p99", p99_change
+
+
+NOT_DECIDED = " (not decided): if real,"
+
+
+def mark_undecided(text: str, op: str, stat: str, change: float | None) -> str:
+    """'checkpoint p99 +103% (not decided): if real, at least 39% …' for a line whose change
+    the comparison did not decide (unclear, too wide, within the noise): the monitors saw
+    what they saw, the change itself may be chance."""
+    if change is None:
+        return text
+    head = headline(op, stat, change) + ":"
+    return head[:-1] + NOT_DECIDED + text[len(head):] if text.startswith(head) else text
 
 
 def headline(op: str, stat: str, change: float) -> str:

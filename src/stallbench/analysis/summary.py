@@ -34,6 +34,7 @@ Counts, sums, min and max are exact; only quantiles come from histograms.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -100,6 +101,18 @@ class OpSummary:
     def blocks(self) -> int:
         return int(self.block_count.size)
 
+    @classmethod
+    def empty(cls, blocks: int) -> OpSummary:
+        """An op a run never did: no samples in any of its blocks."""
+        none = np.empty(0, np.int64)
+        return cls(histogram=np.zeros(hist.N_BUCKETS, np.int64),
+                   block_count=np.zeros(blocks, np.int64), block_sum=np.zeros(blocks, np.int64),
+                   block_min=np.full(blocks, np.iinfo(np.int64).max),
+                   block_max=np.full(blocks, -1, np.int64),
+                   block_hist=np.zeros((blocks, 0), np.int64), coarse_first=0, workers=none,
+                   worker_count=none.copy(), worker_sum=none.copy(), warmup_samples=0,
+                   gap_start_ns=0, gap_ns=0, gap_exact=True)
+
 
 @dataclass
 class RunSummary:
@@ -142,15 +155,22 @@ class RunSummary:
         return np.maximum(ends - np.maximum(starts, self.start_ns), 0)
 
 
-def op_totals(op: OpSummary, warmup_blocks: int) -> tuple[int, int, int | None, int | None]:
-    """(samples, latency sum, min, max) after the warm-up, exact."""
+class OpTotals(NamedTuple):
+    samples: int
+    sum_ns: int               # latency sum
+    min_ns: int | None        # None without samples
+    max_ns: int | None
+
+
+def op_totals(op: OpSummary, warmup_blocks: int) -> OpTotals:
+    """An op's samples, latency sum, min and max after the warm-up, exact."""
     count = op.block_count[warmup_blocks:]
     if not count.any():
-        return 0, 0, None, None
+        return OpTotals(0, 0, None, None)
     used = count > 0
-    return (int(count.sum()), int(op.block_sum[warmup_blocks:].sum()),
-            int(op.block_min[warmup_blocks:][used].min()),
-            int(op.block_max[warmup_blocks:][used].max()))
+    return OpTotals(int(count.sum()), int(op.block_sum[warmup_blocks:].sum()),
+                    int(op.block_min[warmup_blocks:][used].min()),
+                    int(op.block_max[warmup_blocks:][used].max()))
 
 
 class _OpAccumulator:

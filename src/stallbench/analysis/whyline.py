@@ -25,7 +25,8 @@ from .wheresection import (
 )
 
 
-def explanations(label: str, tail_changes: Mapping[str, tuple[str, float | None]],
+def explanations(label: str,
+                 tail_changes: Mapping[str, am.TailChange | tuple[str, float | None]],
                  slow: Mapping[str, SlowOps], delays: Sequence[RoleDelays],
                  roles_of_op: Mapping[str, Sequence[str]],
                  longest_here: Mapping[str, LongestDelay],
@@ -46,12 +47,15 @@ def explanations(label: str, tail_changes: Mapping[str, tuple[str, float | None]
     grew against the baseline first, with the mechanism where the variant's settings and
     counters name it; then its slow ops' breakdown (trace or stack samples: which wait, by
     name); then the longest single delays that grew. `op_totals[op]` / `base_op_totals[op]`:
-    the op's (samples, latency sum) in the candidate and the baseline."""
+    the op's (samples, latency sum) in the candidate and the baseline. The lines of an op whose
+    change the comparison did not decide say so ("(not decided): if real, …")."""
     out = []
     facts = facts or Facts()
     rows = {row.role: row for row in delays}
     base_rows = {row.role: row for row in base_delays}
-    for op, (stat, change) in sorted(tail_changes.items()):
+    for op, tail in sorted(tail_changes.items()):
+        stat, change, decided = am.TailChange(*tail)
+        first = len(out)
         roles = roles_of_op.get(op, [])
         role = rows.get(roles[0]) if len(roles) == 1 else None
         direction = op_direction(op, role.io if role else {})
@@ -87,6 +91,10 @@ def explanations(label: str, tail_changes: Mapping[str, tuple[str, float | None]
                 if throttle and _device_bound(slow[op]):
                     line += f"; {throttle}"
                 out.append(Explanation(label, op, line))
+        if not decided:
+            out[first:] = [Explanation(e.variant, e.op,
+                                       am.mark_undecided(e.text, op, stat, change))
+                           for e in out[first:]]
     for kind, entry in longest_here.items():
         base_entry = longest_base.get(kind)
         line = delaymax.explanation(label, kind, entry.max_ns,

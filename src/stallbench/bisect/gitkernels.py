@@ -35,6 +35,7 @@ from ..core.journal import Journal, process_start_time
 from ..core.jsonfile import write_json_atomic
 from ..core.signals import held_while_starting
 from ..plan.plan import Plan
+from ..run.undo import undo_kinds
 from .buildtools import build_error, default_steps, missing_options
 from .gittree import Tree, check_can_enter, git_env, open_built, open_tree, owned_folder, take_over
 
@@ -235,7 +236,8 @@ class KernelBuilder:
         self.log(f"building {commit.name} ({commit.subject}), build {number} of this "
                  f"invocation: {how} in {self.kernels / BUILD_DIR}")
         started = time.monotonic()
-        with Journal() as journal, _terminate_unwinds(), open(log_path, "wb") as log_file:
+        with Journal(kinds=undo_kinds()) as journal, _terminate_unwinds(), \
+                open(log_path, "wb") as log_file:
             source = self._checkout(commit, journal, log_file)
             build_dir = self.kernels / BUILD_DIR
             owned_folder(build_dir, self.owner)

@@ -61,8 +61,8 @@ def differences(plan: Plan, before: str, after: str) -> list[tuple[str, Any, Any
              if f.name not in ("name", "workload_options")
              and getattr(a, f.name) != getattr(b, f.name)]
     parse = get_workload(plan.workload).parse_options     # defaults filled in, values parsed
-    options_a = vars(parse({**plan.workload_options, **a.workload_options}))
-    options_b = vars(parse({**plan.workload_options, **b.workload_options}))
+    options_a = vars(parse(plan.options_of(a)))
+    options_b = vars(parse(plan.options_of(b)))
     found += [(key, options_a[key], options_b.get(key)) for key in options_a
               if options_a[key] != options_b.get(key)]
     return found

@@ -76,7 +76,6 @@ def run(args: argparse.Namespace) -> int:
     from ..bisect.steps import Settings, run_bisect
     from ..plan.plan import load_plan
     from ..report import render
-    from ..workloads import get_workload
 
     if args.max_rounds is not None and not 1 <= args.max_rounds <= 10_000:
         raise UsageError("--max-rounds must be between 1 and 10000")
@@ -90,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     plan = load_plan(args.plan, kernel_given=args.git is not None)
     if args.results:
         plan.results = args.results
-    get_workload(plan.workload).from_options(plan.workload_options)
+    plan.check_workloads()
     given = Settings(metrics=args.metric, bound_text=args.max_regression, knee=args.knee,
                      max_rounds=args.max_rounds)
     builder = None

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         lines.append(line)
         print(line, flush=True)
 
-    errors = cleanup_stale(log=log)
+    errors = cleanup_stale(log=log, undo_kinds=_undo_kinds)
     errors += cleanup_orphans(log=log)
     if not lines:
         print("nothing to clean up")
@@ -36,3 +36,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{errors} change(s) could not be undone; see above")
         return ExitCode.FAILURE
     return ExitCode.OK
+
+
+def _undo_kinds() -> dict:
+    from ..run.undo import undo_kinds  # only for a journal with entries: it imports env/ etc.
+
+    return undo_kinds()

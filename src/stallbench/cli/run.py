@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         raise UsageError("name a workload (" + ", ".join(available_workloads())
                          + ") or give --plan FILE")
-    get_workload(plan.workload).from_options(plan.workload_options)
+    plan.check_workloads()
     from ..run.runner import run_plan
 
     outcomes = run_plan(plan, progress=not args.no_progress, log=verbosity.info)

@@ -23,6 +23,7 @@ from ..analysis import bands as bands_mod
 from ..analysis import histogram as hist
 from ..analysis import interference, paired, stationarity
 from ..analysis import intervals as iv
+from ..analysis.change import Verdict
 from ..analysis.distrust import regime_ratios
 from ..analysis.environment import environment_diff  # fidelity
 from ..analysis.noise import NoiseProfile
@@ -387,7 +388,7 @@ def _notes(infos: list[VariantInfo]) -> list[str]:
 def _where(ops: list[OpComparison], labels: list[str], variants: list[VariantRuns]
            ) -> tuple[WhereSection | None, str | None]:
     """The where section, or why its analysis failed."""
-    from ..analysis.monitors import growth
+    from ..analysis.monitors import NEW_OP, TailChange, growth
     from . import where
 
     baseline = labels[0]
@@ -400,12 +401,14 @@ def _where(ops: list[OpComparison], labels: list[str], variants: list[VariantRun
         base, here = op.stats.get(baseline), op.stats.get(label)
         return bool(here and here.samples and not (base and base.samples))
 
-    tail_changes = {
-        label: {op.op: growth(change(op, label, "p99"), change(op, label, "mean"),
-                              new(op, label))
-                for op in ops if op.kind == "service"}
-        for label in labels[1:]
-    }
+    def tail(op: OpComparison, label: str) -> TailChange:
+        stat, grew = growth(change(op, label, "p99"), change(op, label, "mean"), new(op, label))
+        found = op.changes[label].get(stat)
+        return TailChange(stat, grew, stat == NEW_OP or (found is not None
+                                                          and found.verdict == Verdict.WORSE))
+
+    tail_changes = {label: {op.op: tail(op, label) for op in ops if op.kind == "service"}
+                    for label in labels[1:]}
     try:
         return where.build(variants[0].runs, {v.label: v.runs for v in variants[1:]},
                            baseline, tail_changes), None

@@ -73,14 +73,6 @@ def op_names(variants: list[VariantRuns]) -> list[str]:
     return ordered + [n for n in names if n not in ordered]
 
 
-def _empty_op(blocks: int) -> sm.OpSummary:
-    zero = np.zeros(blocks, np.int64)
-    return sm.OpSummary(np.zeros(hist.N_BUCKETS, np.int64), zero, zero.copy(),
-                        np.full(blocks, np.iinfo(np.int64).max), np.full(blocks, -1, np.int64),
-                        np.zeros((blocks, 0), np.int64), 0, np.empty(0, np.int64),
-                        np.empty(0, np.int64), np.empty(0, np.int64), 0, 0, 0, True)
-
-
 @dataclass
 class OpSide:
     """One op in one variant: each run's summary of it, and what is computed once from them."""
@@ -125,19 +117,20 @@ class OpSide:
 
 def op_side(name: str, variant: VariantRuns, percents: tuple[float, ...] | None = None
             ) -> OpSide:
-    ops = [summary.ops.get(name) or _empty_op(summary.blocks) for summary in variant.summaries]
+    ops = [summary.ops.get(name) or sm.OpSummary.empty(summary.blocks)
+           for summary in variant.summaries]
     histogram = np.sum([op.histogram for op in ops], axis=0) if ops else \
         np.zeros(hist.N_BUCKETS, np.int64)
     totals = [sm.op_totals(op, run.warmup_blocks)
               for op, run in zip(ops, variant.summaries, strict=True)]
-    n = int(sum(t[0] for t in totals))
+    n = int(sum(t.samples for t in totals))
     total_duration = float(sum(variant.durations))
     rate = n / total_duration if total_duration > 0 else None
     iteration_p99: list[float | None] = []
     for op, t in zip(ops, totals, strict=True):
         iteration_p99.append(hist.quantiles(op.histogram, [0.99])[0]
-                             if t[0] and resolvable(t[0], 0.99) else None)
-    iteration_samples = [int(t[0]) for t in totals]
+                             if t.samples and resolvable(t.samples, 0.99) else None)
+    iteration_samples = [int(t.samples) for t in totals]
     warmup = int(sum(op.warmup_samples for op in ops))
     wanted = percentiles(percents)
     if n == 0:
@@ -146,9 +139,9 @@ def op_side(name: str, variant: VariantRuns, percents: tuple[float, ...] | None 
                         iteration_p99, None, warmup)
         return OpSide(ops, variant.summaries, variant.durations, histogram, stats)
     values: dict[str, float | None] = {
-        "min": float(min(t[2] for t in totals if t[0])),
-        "max": float(max(t[3] for t in totals if t[0])),
-        "mean": float(sum(t[1] for t in totals)) / n,
+        "min": float(min(t.min_ns for t in totals if t.samples)),
+        "max": float(max(t.max_ns for t in totals if t.samples)),
+        "mean": float(sum(t.sum_ns for t in totals)) / n,
     }
     unresolved: dict[str, int] = {}
     needed: dict[str, int] = {}

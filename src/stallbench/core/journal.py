@@ -7,9 +7,9 @@ its lifetime. An entry is an undo action as plain data, e.g. {"kind": "write", "
 made the change (normally through `Journal.undo`), or, after `kill -9`, by `stallbench cleanup`,
 which takes every journal whose owner no longer holds the lock.
 
-Undo kinds are functions registered with `@register_undo("kind")`; modules that make their own
-kinds of change (env/, monitors/, workloads/) register them at import, and `cleanup_stale`
-imports those packages first.
+Undo kinds are functions registered with `@register_undo("kind")` beside the change they undo;
+run/undo.py names every kind and its module, and a Journal or `cleanup_stale` is given that
+table (its default: the kinds registered so far, this module's own at least).
 """
 
 from __future__ import annotations
@@ -17,16 +17,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import importlib
 import json
 import os
-import pkgutil
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,7 +89,11 @@ class Entry:
 class Journal:
     """One process's journal. Use as a context manager; `undo_all` runs on exit."""
 
-    def __init__(self, directory: Path | None = None):
+    def __init__(self, directory: Path | None = None,
+                 kinds: Mapping[str, UndoFn] | None = None):
+        """`kinds`: the undo actions this journal may record (run/undo.py: undo_kinds);
+        default, those registered so far."""
+        self.kinds = UNDO_ACTIONS if kinds is None else kinds
         self.directory = Path(directory) if directory else state_dir()
         stem = f"journal-{os.getpid()}-{time.monotonic_ns()}"
         self.path = self.directory / f"{stem}.json"
@@ -106,7 +108,7 @@ class Journal:
     # -- recording --------------------------------------------------------------------------
     def push(self, kind: str, **action: Any) -> Entry:
         """Record how to undo a change; call this *before* making the change."""
-        if kind not in UNDO_ACTIONS:
+        if kind not in self.kinds:
             raise KeyError(f"unknown undo kind {kind!r}")
         entry = Entry(self._next_id, {"kind": kind, **action})
         self._next_id += 1
@@ -129,7 +131,7 @@ class Journal:
         entry whose undo failed stays in the journal file, for `stallbench cleanup` to retry
         (one it refuses is dropped)."""
         try:
-            run_undo(entry.action)
+            run_undo(entry.action, self.kinds)
         except UndoRefused as exc:
             self.errors.append(f"{entry.action.get('kind')}: {exc}")
         except Exception as exc:  # noqa: BLE001 - cleanup must go on with the rest
@@ -166,32 +168,28 @@ class Journal:
                                       "entries": [{"id": e.id, **e.action} for e in self.entries]})
 
 
-def run_undo(action: dict[str, Any]) -> None:
+def run_undo(action: dict[str, Any], kinds: Mapping[str, UndoFn] | None = None) -> None:
+    """Carry out one entry with its kind's undo (`kinds`: default, those registered)."""
     kind = action.get("kind")
-    fn = UNDO_ACTIONS.get(kind)
+    fn = (UNDO_ACTIONS if kinds is None else kinds).get(kind)
     if fn is None:
-        broken = "; ".join(f"{name}: {error}" for name, error in _IMPORT_ERRORS.items())
-        raise KeyError(f"unknown undo kind {kind!r}"
-                       + (f" (modules that failed to import: {broken})" if broken else ""))
+        raise KeyError(f"unknown undo kind {kind!r}")
     fn(action)
 
 
 # -- after a crash --------------------------------------------------------------------------------
 
-_PACKAGES_WITH_UNDO = ("stallbench.env", "stallbench.monitors", "stallbench.workloads",
-                       "stallbench.results.recovery", "stallbench.core.tracefs")
 
-
-_undo_kinds_imported = False
-_IMPORT_ERRORS: dict[str, str] = {}    # module -> why it did not import (said by run_undo)
-
-
-def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = print) -> int:
+def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = print,
+                  undo_kinds: Callable[[], Mapping[str, UndoFn]] | None = None) -> int:
     """Undo the journals of stallbench processes that died; returns the number of changes not
     undone (each named). A journal that is not this user's alone is left as it is; an entry
     that names what stallbench does not make is dropped unrun (journaltrust.py); an entry
-    whose undo fails stays in the journal, for the next cleanup to retry."""
+    whose undo fails stays in the journal, for the next cleanup to retry. `undo_kinds` gives
+    the undo actions (run/undo.py's table), asked for only once a journal holds entries: it
+    imports most of stallbench; default, those registered so far."""
     directory = Path(directory) if directory else state_dir()
+    kinds: Mapping[str, UndoFn] | None = None
     errors = 0
     for path in sorted(directory.glob("journal-*.json")):
         lock_path = path.with_suffix(".lock")
@@ -219,15 +217,15 @@ def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = pr
                 lock_path.unlink(missing_ok=True)
                 continue
             entries = data.get("entries", []) if isinstance(data, dict) else []
-            if entries:
-                _import_undo_kinds()   # only now: they import most of stallbench
+            if entries and kinds is None:
+                kinds = undo_kinds() if undo_kinds is not None else UNDO_ACTIONS
             left = []
             for action in reversed(entries):
                 refused = entry_problem(action) if isinstance(action, dict) else "not an entry"
                 try:
                     if refused:
                         raise UndoRefused(refused)
-                    run_undo(action)
+                    run_undo(action, kinds)
                     log(f"undone: {describe(action)}")
                 except UndoRefused as exc:
                     errors += 1
@@ -245,25 +243,6 @@ def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = pr
         finally:
             os.close(fd)
     return errors
-
-
-def _import_undo_kinds() -> None:
-    """Import every module that may register undo kinds (packages and their submodules)."""
-    global _undo_kinds_imported
-    if _undo_kinds_imported:
-        return
-    _undo_kinds_imported = True
-    for name in _PACKAGES_WITH_UNDO:
-        try:
-            module = importlib.import_module(name)
-        except ImportError as exc:
-            _IMPORT_ERRORS[name] = str(exc)
-            continue
-        for info in pkgutil.iter_modules(getattr(module, "__path__", [])):
-            try:
-                importlib.import_module(f"{name}.{info.name}")
-            except ImportError as exc:
-                _IMPORT_ERRORS[f"{name}.{info.name}"] = str(exc)
 
 
 def describe(action: Any) -> str:

@@ -20,8 +20,8 @@ from typing import Any
 from ..core.errors import UsageError
 from ..core.names import check_name
 from ..results.regular import copy_regular
-from ..results.rundirs import claim_iteration, iter_run_dirs
-from ..results.runmeta import RUN_FILE, read_meta, write_meta
+from ..results.rundirs import RUN_FILE, claim_iteration, iter_run_dirs
+from ..results.runmeta import read_meta, write_meta
 
 WORK_DIR = ".work"           # a host's data files (~2x its memory): never pulled
 # synchronize's options for the pull (archive off: no owners, groups, modes, devices)

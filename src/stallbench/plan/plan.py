@@ -37,7 +37,7 @@ from ..settings.variant import (
     check_fs_options,
     workload_options_table,
 )
-from ..workloads import available_workloads, get_workload
+from ..workloads import Workload, available_workloads, get_workload
 
 MAX_PLAN_BYTES = 1 << 20
 MAX_ITERATIONS = 10_000
@@ -130,6 +130,24 @@ class Plan:
             "description": "fleet: an Ansible inventory file (relative to the plan) or a list "
                            "of SSH targets",
             "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]})
+
+    def options_of(self, variant: VariantSettings) -> dict[str, Any]:
+        """The workload options a variant runs with: the plan's, then the variant's own."""
+        return merged_options(self.workload_options, variant)
+
+    def workload_of(self, variant: VariantSettings) -> Workload:
+        """The variant's workload, its options parsed and checked (UsageError if they fail)."""
+        return get_workload(self.workload).from_options(self.options_of(variant))
+
+    def check_workloads(self) -> None:
+        """Every variant's options parsed and checked before anything changes on the machine
+        (a plan file's were checked as it loaded; one made from flags was not)."""
+        for variant in self.variants:
+            self.workload_of(variant)
+
+
+def merged_options(options: dict[str, Any], variant: VariantSettings) -> dict[str, Any]:
+    return {**options, **variant.workload_options}
 
 
 PLAN_FIELDS: tuple[Field, ...] = fields_of(Plan)
@@ -285,7 +303,7 @@ class _PlanReader:
             variants = [VariantSettings(name=_default_variant_name())]
         for i, variant in enumerate(variants):
             if variant.workload_options:
-                merged = {**options, **variant.workload_options}
+                merged = merged_options(options, variant)
                 written = raw_variants[i]["workload_options"]
                 self._check_workload_options(
                     workload, merged, ("variants", i, "workload_options"),

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from ..analysis.bands import Shift
-from ..analysis.display import choose_time_unit, format_ns
+from ..analysis.display import TimeUnit, choose_time_unit, format_ns
 from ..analysis.intervals import Change, Verdict
 from ..analysis.quantiles import RATE, Stat, latency_stats, row_stats
 from ..compare.changes import NO_SAMPLES, NOT_RESOLVED
@@ -48,13 +48,13 @@ def shift_sentence(shift: Shift | None, op: str) -> str | None:
             f"{band_range_label(*shift.gained)}" + (" (mixed)" if shift.mixed else ""))
 
 
-def op_unit(op: OpComparison) -> tuple[str, int]:
+def op_unit(op: OpComparison) -> TimeUnit:
     """One time unit for the whole table of an op, chosen from its typical values."""
     values = [value for s in op.stats.values() for value in s.values.values() if value]
     return choose_time_unit(values)
 
 
-def stat_cell(stats: OpStats, stat: str, unit: tuple[str, int]) -> str:
+def stat_cell(stats: OpStats, stat: str, unit: TimeUnit) -> str:
     """The value of a statistic as shown in tables; words where there is no number."""
     if stats.samples == 0:
         return "0.0" if stat == RATE.key and stats.rate is not None else NO_SAMPLES
@@ -219,8 +219,8 @@ def level_shift_notes(comparison: Comparison) -> list[str]:
             levels = f"{RATE.label} {verb} from {format_rate(before)} to {format_rate(after)}"
         else:
             unit = choose_time_unit([before, after])
-            levels = (f"{shift['stat']} {verb} from {format_ns(before, unit)} {unit[0]} to "
-                      f"{format_ns(after, unit)} {unit[0]}")
+            levels = (f"{shift['stat']} {verb} from {format_ns(before, unit)} {unit.name} to "
+                      f"{format_ns(after, unit)} {unit.name}")
         text = f"{shift['op']} {levels} at {shift['at_ns'] / 1e9:.1f} s in {where}"
         if shift["early"] and shift["suggested_warmup_s"]:
             text += (": the run mixes two regimes (a cold and a warm cache?); use --warmup "

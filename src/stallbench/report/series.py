@@ -11,7 +11,7 @@ import os
 import shlex
 
 from ..analysis.change import excludes_zero
-from ..analysis.display import choose_time_unit
+from ..analysis.display import TimeUnit, choose_time_unit
 from ..compare.seriesmodel import Series, SeriesChange, SeriesOp
 from .common import format_count, format_interval, format_percent, stat_cell
 from .tables import LEFT, RIGHT, Cell, Column, Section, Table, cells
@@ -72,7 +72,7 @@ def _marks(series: Series, op: str) -> dict[tuple[str, int], SeriesChange]:
     return {(c.stat, c.index): c for c in series.change_points if c.op == op}
 
 
-def _value(series: Series, op: SeriesOp, key: str, i: int, unit: tuple[str, int],
+def _value(series: Series, op: SeriesOp, key: str, i: int, unit: TimeUnit,
            marks: dict) -> Cell:
     text = stat_cell(op.stats[i], key, unit) if key != "samples" else \
         format_count(op.stats[i].samples)
@@ -98,7 +98,7 @@ def op_sections(series: Series, op: SeriesOp) -> list[Section]:
     """The op's table: points as columns (cut to fit WIDTH), or as rows when there are many."""
     unit = choose_time_unit([v for s in op.stats for v in s.values.values() if v])
     what = "response time" if op.kind == "response" else "latency"
-    title = f"{op.op} — {what} in {unit[0]}, rate in ops/s"
+    title = f"{op.op} — {what} in {unit.name}, rate in ops/s"
     marks = _marks(series, op.op)
     labels, pattern = short_labels(series.labels, MAX_CELL - 1)
     notes = [f"points named {pattern}: the part shown"] if pattern else []
@@ -122,7 +122,7 @@ def op_sections(series: Series, op: SeriesOp) -> list[Section]:
     return [Section(title, tables, notes)]
 
 
-def _transposed(series: Series, op: SeriesOp, unit: tuple[str, int], marks: dict
+def _transposed(series: Series, op: SeriesOp, unit: TimeUnit, marks: dict
                 ) -> tuple[Table, str | None]:
     """One row per point: its samples, then each statistic's value and change."""
     stats = [Column("samples", RIGHT, 9)]

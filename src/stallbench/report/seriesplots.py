@@ -26,7 +26,7 @@ def op_figure(series: Series, op: SeriesOp) -> Figure:
                         bottom=1.0 / height, hspace=0.3)
     base = op.stats[series.baseline]
     for ax, stat in zip(axes, stats, strict=True):
-        scale = 1.0 if stat.key == RATE.key else float(unit[1])
+        scale = 1.0 if stat.key == RATE.key else float(unit.ns)
         value_of = (lambda s: s.rate) if stat.key == RATE.key \
             else (lambda s, key=stat.key: s.values.get(key))
         reference = value_of(base)
@@ -51,7 +51,7 @@ def op_figure(series: Series, op: SeriesOp) -> Figure:
                 ax.annotate(f"{c.change.change:+.0%}", (c.index - 0.5, 1.0),
                             xycoords=("data", "axes fraction"), color=color, fontsize=8,
                             ha="left", va="top")
-        ax.set_ylabel(stat.label if stat.key == RATE.key else f"{stat.label} ({unit[0]})")
+        ax.set_ylabel(stat.label if stat.key == RATE.key else f"{stat.label} ({unit.name})")
         ax.grid(True, alpha=0.3)
     axes[-1].set_xticks(x)
     axes[-1].set_xticklabels(series.labels, rotation=45 if len(x) > 6 else 0, ha="right",

@@ -6,7 +6,7 @@ import json
 import textwrap
 from typing import Any
 
-from ..analysis.display import choose_time_unit, format_size
+from ..analysis.display import TimeUnit, choose_time_unit, format_size
 from ..analysis.quantiles import latency_stats
 from ..compare.show import RunsSummary
 from .common import JSON_KEYS, format_count, format_rate, format_seconds
@@ -93,7 +93,7 @@ def render_text(summary: RunsSummary) -> str:
                 continue
             cells.append(f"{_cell(stats.values[stat], unit):>{_CELL}}")
         lines.append(f"{name:<{name_w}} {format_count(stats.samples):>{count_w}} "
-                     f"{format_rate(stats.rate):>{rate_w}} {unit[0]:>4} " + " ".join(cells))
+                     f"{format_rate(stats.rate):>{rate_w}} {unit.name:>4} " + " ".join(cells))
     if any(s.unresolved for s in summary.ops.values()):
         lines.append("n/r: fewer than 10 samples at or beyond the percentile")
     return "\n".join(lines) + "\n"
@@ -102,7 +102,7 @@ def render_text(summary: RunsSummary) -> str:
 _CELL = 6
 
 
-def _row_unit(values_ns: list[float]) -> tuple[str, int]:
+def _row_unit(values_ns: list[float]) -> TimeUnit:
     """The unit in which the row's typical value reads 1..9999 (each row its own)."""
     return choose_time_unit(values_ns)
 
@@ -113,12 +113,12 @@ def _number(value: float) -> str:
     return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
-def _cell(value_ns: float | None, unit: tuple[str, int]) -> str:
+def _cell(value_ns: float | None, unit: TimeUnit) -> str:
     """A value in the row's unit, with at least two significant digits; a value below 0.1 or
     of six digits and more in it carries its own unit (3.19µs in a row of ms)."""
     if value_ns is None:
         return "-"
-    value = value_ns / unit[1]
+    value = value_ns / unit.ns
     if value == 0 or 0.1 <= value < 100_000:
         return _number(value)
     name, scale = choose_time_unit([value_ns])

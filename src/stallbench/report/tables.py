@@ -111,7 +111,7 @@ def op_sections(op: OpComparison, comparison: Comparison) -> list[Section]:
             rows.append([*cells(stat.label, stat_cell(base, key, unit),
                                 stat_cell(cand, key, unit), change, interval),
                          _verdict(word, flag)])
-        out.append(Section(f"{op.op} — {what} in {unit[0]}",
+        out.append(Section(f"{op.op} — {what} in {unit.name}",
                            [Table(_change_columns(base_label, cand_label), rows)],
                            _op_notes(op, comparison, cand_label),
                            context=f"{cand_label} vs {base_label}"))

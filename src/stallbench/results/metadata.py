@@ -18,7 +18,8 @@ import pyarrow as pa
 
 from ..core.errors import RunDataError
 from ..core.units import RUN_TIME_UNIT
-from .runmeta import RUN_FILE, SCHEMA_VERSION, RunMeta, read_meta
+from .rundirs import RUN_FILE
+from .runmeta import SCHEMA_VERSION, RunMeta, read_meta
 
 PREFIX = "stallbench."
 CLOCK = "ns since the run's start, CLOCK_MONOTONIC"

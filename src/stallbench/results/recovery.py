@@ -16,8 +16,8 @@ from ..core.journal import register_undo
 from . import summaryfile
 from .opsfile import write_ops_file
 from .record import read_spools
-from .rundirs import OPS_FILE
-from .runmeta import RUN_FILE, Status, read_meta, write_meta
+from .rundirs import OPS_FILE, RUN_FILE
+from .runmeta import Status, read_meta, write_meta
 
 
 def recover_run(run_dir: Path, t0_ns: int | None) -> int:

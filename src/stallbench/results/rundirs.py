@@ -10,9 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..core.errors import UsageError
-from .runmeta import RUN_FILE
 
+RUN_FILE = "run.json"
 OPS_FILE = "ops.parquet"
+SUMMARY_FILE = "summary.parquet"      # derived from ops.parquet (results/summaryfile.py)
 MONITOR_DIR = "monitors"
 STACKS_FILE = "stacks.folded"
 # the trace monitors' tables, the one read first: trace-full records what trace does and more

@@ -21,9 +21,9 @@ from typing import Any
 
 from ..core.errors import RunDataError
 from ..core.jsonfile import write_json_atomic
+from .rundirs import RUN_FILE
 
 SCHEMA_VERSION = 1
-RUN_FILE = "run.json"
 
 
 class Status(enum.StrEnum):
@@ -102,7 +102,7 @@ class RunMeta:
         return meta
 
     @classmethod
-    def from_json(cls, data: Any, where: str = "run.json") -> RunMeta:
+    def from_json(cls, data: Any, where: str = RUN_FILE) -> RunMeta:
         """A parsed run.json -> RunMeta; RunDataError (naming `where`) when it is malformed or
         from a newer schema."""
         if not isinstance(data, dict):

@@ -32,12 +32,13 @@ from .opsfile import OPS_ROW_GROUP, OpArrays, empty_op, split_by_op, write_ops_f
 from .rundirs import (
     MONITOR_DIR,
     OPS_FILE,
+    RUN_FILE,
     STACKS_FILE,
     TRACE_TABLES,
     claim_iteration,
     refuse_symlinks,
 )
-from .runmeta import RUN_FILE, RunMeta, Status, read_meta, write_meta
+from .runmeta import RunMeta, Status, read_meta, write_meta
 
 
 class RunWriter:

@@ -31,9 +31,9 @@ from ..analysis import histogram as hist
 from ..analysis import summary as sm
 from ..core.errors import RunDataError
 from ..core.jsonfile import replace_durably
-from .runmeta import RUN_FILE, RunMeta, read_meta
+from .rundirs import OPS_FILE, RUN_FILE, SUMMARY_FILE
+from .runmeta import RunMeta, read_meta
 
-SUMMARY_FILE = "summary.parquet"
 # 2: the warm-up counts from the run's first op, and the run spans its ops (start_ns, end_ns)
 SUMMARY_SCHEMA_VERSION = 2
 _KIND_HISTOGRAM, _KIND_BLOCK, _KIND_BLOCK_BUCKET, _KIND_WORKER, _KIND_OP = range(5)
@@ -277,9 +277,9 @@ def load_or_build(run_dir: Path, meta: RunMeta) -> sm.RunSummary:
     """The run's summary: read when it matches ops.parquet, else rebuilt (and written back
     when the directory is writable)."""
     run_dir = Path(run_dir)
-    ops_path = run_dir / "ops.parquet"
+    ops_path = run_dir / OPS_FILE
     if not ops_path.exists():
-        raise RunDataError(f"{run_dir}: no ops.parquet")
+        raise RunDataError(f"{run_dir}: no {OPS_FILE}")
     mark = fingerprint(ops_path)
     summary = read(run_dir, mark)
     if summary is not None:
@@ -298,7 +298,7 @@ def prepare(run_dirs: list[Path], jobs: int | None = None) -> None:
     (a run whose ops.parquet is damaged stays as it is)."""
     stale = []
     for run_dir in run_dirs:
-        ops_path = Path(run_dir) / "ops.parquet"
+        ops_path = Path(run_dir) / OPS_FILE
         try:
             if ops_path.exists() and read(run_dir, fingerprint(ops_path)) is None:
                 stale.append(Path(run_dir))
@@ -339,7 +339,7 @@ def write_with_ops(run_dir: Path, meta: RunMeta,
             add_batch(builder, batch)
             yield batch
 
-    ops_path = Path(run_dir) / "ops.parquet"
+    ops_path = Path(run_dir) / OPS_FILE
     counts = write_ops(ops_path, tee())
     try:
         write(run_dir, builder.finish(), fingerprint(ops_path))

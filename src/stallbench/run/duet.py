@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.errors import UsageError
 from ..plan.plan import Plan
@@ -205,3 +205,10 @@ class DuetRound:
                          "cpus": self.cpus[name]} for name in self.cpus if name != variant]
         return {"round": self.number, "id": self.id, "partners": partners,
                 "cpus": self.cpus[variant]}
+
+
+class DuetSeat(NamedTuple):
+    """One side's place in a duet round: the round it shares and the CPUs it is pinned to."""
+
+    round: DuetRound
+    cpus: list[int]

@@ -26,15 +26,13 @@ from ..core.journaltrust import refuse_after_a_killed_run
 from ..monitors import default_monitor_names
 from ..plan.plan import Plan, VariantSettings
 from ..plan.record import plan_record
-from ..results import recovery
 from ..results.runmeta import Status
 from ..results.store import RunWriter
-from ..workloads import Workload, get_workload
+from ..workloads import Workload
 from . import duet
 from .monitorrun import start_monitors, stop_monitors
 from .progress import Progress
-
-assert recovery  # imported for its "finalize_run" undo kind
+from .undo import undo_kinds
 
 
 @dataclass
@@ -99,7 +97,6 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
              ) -> list[RunOutcome]:
     """Run every variant x iteration of the plan; returns one outcome per run."""
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
-    workload_cls = get_workload(plan.workload)
     refuse_after_a_killed_run(state_dir())
     for variant in plan.variants:
         env.check_settings(variant)
@@ -107,8 +104,7 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
             from ..vm.checks import check_vm_settings  # the rest is checked inside the guest
 
             check_vm_settings(variant)
-    for variant in plan.variants:                         # validate before anything changes
-        workload_cls.from_options({**plan.workload_options, **variant.workload_options})
+    plan.check_workloads()                                # before anything changes
     monitor_names = plan.monitors if plan.monitors is not None else default_monitor_names()
     outcomes: list[RunOutcome] = []
     metrics = None
@@ -129,15 +125,14 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
     with _Interrupt() as interrupt:
         for iteration in range(plan.iterations):
             if plan.duet:
-                done = run_duet_round(plan, iteration, workload_cls, monitor_names, interrupt,
+                done = run_duet_round(plan, iteration, monitor_names, interrupt,
                                       log, cpu_offset)
                 outcomes.extend(done)
                 if any(o.status == Status.INTERRUPTED for o in done) or interrupt.signalled:
                     return outcomes
             for variant in ([] if plan.duet else
                             round_order(plan.variants, iteration, order_rng, log)):
-                workload = workload_cls.from_options({**plan.workload_options,
-                                                      **variant.workload_options})
+                workload = plan.workload_of(variant)
                 label = f"{variant.name} {plan.workload} {iteration + 1}/{plan.iterations}"
                 outcome = run_one(plan, variant, workload, monitor_names, interrupt, label,
                                   progress, log)
@@ -173,7 +168,7 @@ def round_order(variants: list[VariantSettings], iteration: int, rng: random.Ran
     return order
 
 
-def run_duet_round(plan: Plan, iteration: int, workload_cls: type[Workload],
+def run_duet_round(plan: Plan, iteration: int,
                    monitor_names: list[str], interrupt: _Interrupt,
                    log: Callable[[str], None], cpu_offset: int = 0) -> list[RunOutcome]:
     """One duet round (duet.py): every variant at the same time, each in a thread of this
@@ -196,11 +191,10 @@ def run_duet_round(plan: Plan, iteration: int, workload_cls: type[Workload],
     def side(variant: VariantSettings, chosen: list[int]) -> None:
         try:
             os.sched_setaffinity(0, set(chosen))   # this thread, and all it starts
-            workload = workload_cls.from_options({**plan.workload_options,
-                                                  **variant.workload_options})
+            workload = plan.workload_of(variant)
             label = f"{variant.name} {plan.workload} {iteration + 1}/{plan.iterations} (duet)"
             results[variant.name] = run_one(plan, variant, workload, monitor_names, interrupt,
-                                            label, False, log, (round_, chosen))
+                                            label, False, log, duet.DuetSeat(round_, chosen))
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
             round_.abort()
             results[variant.name] = exc
@@ -247,7 +241,7 @@ def warmup_for(plan: Plan, workload: Workload) -> float:
 def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_names: list[str],
             interrupt: _Interrupt, label: str, show_progress: bool,
             log: Callable[[str], None],
-            in_duet: tuple[duet.DuetRound, list[int]] | None = None) -> RunOutcome:
+            in_duet: duet.DuetSeat | None = None) -> RunOutcome:
     if variant.kernel is not None:                 # booted under QEMU, run in the guest: vm/
         from .vmhost import run_in_guest
 
@@ -255,20 +249,19 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                                             log)
         return RunOutcome(path, variant.name, status, reason)
     writer: RunWriter | None = None
-    with Journal() as journal:
+    with Journal(kinds=undo_kinds()) as journal:
         try:
             with env.environment(variant, journal, workload, plan.results,
-                                 own_dir=in_duet[0].slot_dir(variant.name) if in_duet
+                                 own_dir=in_duet.round.slot_dir(variant.name) if in_duet
                                  else None) as state:
                 writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
                 writer.meta.plan = plan_record(plan, variant)
                 unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
                 before_run = None
                 if in_duet is not None:
-                    round_, cpus = in_duet
-                    round_.register(variant.name, writer.path)
-                    state.child_setup = duet.pinned(cpus, state.child_setup)
-                    before_run = round_.wait_start
+                    in_duet.round.register(variant.name, writer.path)
+                    state.child_setup = duet.pinned(in_duet.cpus, state.child_setup)
+                    before_run = in_duet.round.wait_start
                 warmup = warmup_for(plan, workload)
                 writer.meta.ops_declared = list(workload.ops)
                 writer.meta.warmup_s = warmup
@@ -277,7 +270,7 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                                  duration_s=plan.duration_s + warmup, journal=journal)
                 workload.prepare(ctx)
                 if in_duet is not None:
-                    note = in_duet[0].wait_prepared()      # the round's one cache drop
+                    note = in_duet.round.wait_prepared()      # the round's one cache drop
                 elif variant.drop_caches:
                     note = env.drop_caches(log)
                 else:
@@ -287,7 +280,7 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                 _execute(ctx, workload, writer, monitor_names, interrupt, label, show_progress,
                          log, lambda: journal.update(unfinished, t0_ns=ctx.t0_ns), before_run)
                 if in_duet is not None:
-                    writer.meta.duet = in_duet[0].record(variant.name)
+                    writer.meta.duet = in_duet.round.record(variant.name)
                 journal.forget(unfinished)
             writer.meta.environment = state.metadata
             errors = list(journal.undo_all())
@@ -302,7 +295,7 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
             return RunOutcome(writer.path, variant.name, meta.status, meta.reason)
         except (KeyboardInterrupt, threading.BrokenBarrierError) as exc:
             if in_duet is not None:
-                in_duet[0].abort()
+                in_duet.round.abort()
             if isinstance(exc, threading.BrokenBarrierError):
                 status = Status.INTERRUPTED if interrupt.signalled else Status.FAILED
                 reason = (f"stopped by {interrupt.signalled} before the run started"
@@ -319,13 +312,13 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
             raise
         except UsageError as exc:
             if in_duet is not None:
-                in_duet[0].abort()
+                in_duet.round.abort()
             if writer is not None:
                 writer.finalize(Status.FAILED, str(exc))   # the run.json says what was wrong
             raise
         except Exception as exc:
             if in_duet is not None:
-                in_duet[0].abort()
+                in_duet.round.abort()
             if writer is None:
                 raise
             reason = f"{type(exc).__name__}: {exc}"

@@ -30,7 +30,8 @@ from ..plan.plan import Plan
 from ..plan.record import plan_record
 from ..results.guestnote import TCG_NOTE
 from ..results.regular import copy_regular
-from ..results.runmeta import RUN_FILE, Status, read_meta
+from ..results.rundirs import RUN_FILE
+from ..results.runmeta import Status, read_meta
 from ..results.store import RunWriter
 from ..settings.variant import VariantSettings
 from ..vm import exchange as guest_side  # the contract with run/guest.py
@@ -39,6 +40,7 @@ from ..vm.initramfs import build_initramfs
 from ..vm.kernel import KernelError, cache_dir, pvh_vmlinux, resolve_kernel
 from ..vm.qemu import Guest, GuestError, choose_accel, qemu_argv, qemu_binary, qemu_version
 from ..workloads import Workload
+from .undo import undo_kinds
 
 BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 120.0}
 RUN_GRACE_S = 600.0          # setup in the guest (data files) on top of the run's duration
@@ -51,7 +53,7 @@ def run_in_guest(plan: Plan, variant: VariantSettings, workload: Workload,
     """One run of one kernel variant; returns (run directory, status, reason)."""
     cpus = variant.vm_cpus or DEFAULT_CPUS
     memory = variant.vm_memory or DEFAULT_MEMORY
-    with Journal() as journal:
+    with Journal(kinds=undo_kinds()) as journal:
         writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
         writer.meta.plan = plan_record(plan, variant)
         unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))

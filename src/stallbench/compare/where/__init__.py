@@ -19,6 +19,7 @@ from ...analysis import histogram as hist
 from ...analysis import mechanism as mech
 from ...analysis import monitors as am
 from ...analysis import wheresection as ws
+from ...analysis.monitors import TailChange
 from ...analysis.summary import RESPONSE_SUFFIX, op_totals
 from ...core.errors import RunDataError
 from ...monitors.base import table_columns
@@ -33,20 +34,21 @@ TRACE = "(trace table)"    # _tables: each run's own trace table (no table has t
 
 
 def explain(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]],
-            baseline_label: str, tail_changes: dict[str, dict[str, tuple[str, float | None]]]
+            baseline_label: str, tail_changes: dict[str, dict[str, TailChange]]
             ) -> dict:
     """The "where did the time go" section as JSON (see `build`)."""
     return build(baseline_runs, candidate_runs_by_label, baseline_label, tail_changes).to_json()
 
 
 def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]],
-          baseline_label: str, tail_changes: dict[str, dict[str, tuple[str, float | None]]]
+          baseline_label: str, tail_changes: dict[str, dict[str, TailChange]]
           ) -> ws.WhereSection:
     """The "where did the time go" section.
 
     `tail_changes[label][op]` is (statistic, relative change against the baseline: 0.31 =
-    +31%) as the comparison computed it, the statistic from analysis/monitors.py `growth`; ops
-    whose tail or mean grew get a one-line explanation.
+    +31%, whether the comparison decided it) as the comparison computed it, the statistic from
+    analysis/monitors.py `growth`; ops whose tail or mean grew get a one-line explanation,
+    marked "if real" where the change was not decided.
     """
     variants: dict[str, list[Run]] = {baseline_label: baseline_runs, **candidate_runs_by_label}
     data = {label: _VariantData(runs) for label, runs in variants.items()}
