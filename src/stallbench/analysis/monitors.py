@@ -274,8 +274,8 @@ NEW_OP = "new"       # the statistic of an op the baseline never ran (its change
 
 
 class TailChange(NamedTuple):
-    """What an op's explanation leads with: the statistic, its change, and whether the
-    comparison decided it (a line for an undecided one says "if real")."""
+    """What an op's explanation leads with: the statistic and its change; `decided`: the op is
+    new or the comparison called some row of it worse (its lines otherwise say "if real")."""
 
     stat: str
     change: float | None
@@ -302,8 +302,8 @@ NOT_DECIDED = " (not decided): if real,"
 
 
 def mark_undecided(text: str, op: str, stat: str, change: float | None) -> str:
-    """'checkpoint p99 +103% (not decided): if real, at least 39% …' for a line whose change
-    the comparison did not decide (unclear, too wide, within the noise): the monitors saw
+    """'checkpoint p99 +103% (not decided): if real, at least 39% …' for a line of an op the
+    comparison called worse in no row (unclear, too wide, too few samples): the monitors saw
     what they saw, the change itself may be chance."""
     if change is None:
         return text

@@ -402,10 +402,11 @@ def _where(ops: list[OpComparison], labels: list[str], variants: list[VariantRun
         return bool(here and here.samples and not (base and base.samples))
 
     def tail(op: OpComparison, label: str) -> TailChange:
+        # decided: the op is new, or some row of it was called worse (a throttled read's p99
+        # may have too few samples for an interval while its rate is clearly worse)
         stat, grew = growth(change(op, label, "p99"), change(op, label, "mean"), new(op, label))
-        found = op.changes[label].get(stat)
-        return TailChange(stat, grew, stat == NEW_OP or (found is not None
-                                                          and found.verdict == Verdict.WORSE))
+        return TailChange(stat, grew, stat == NEW_OP or any(
+            found.verdict == Verdict.WORSE for found in op.changes[label].values()))
 
     tail_changes = {label: {op.op: tail(op, label) for op in ops if op.kind == "service"}
                     for label in labels[1:]}
