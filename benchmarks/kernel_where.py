@@ -35,6 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kernel_bisect  # noqa: E402  (the tree's preparation, shared)
 
 GOOD = "bench-good"
+# a where line's change, decided ("+90%:") or not ("+90% (not decided): if real,")
+CHANGE = r"[+\d]+%(?::| \(not decided\): if real,)"
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ ROWS = [
         "\t * and the other reclaimers a moment before it allocates again.\n\t */\n"
         "\tif (cgroup_reclaim(sc)) {\n\t\t__set_current_state(TASK_UNINTERRUPTIBLE);\n"
         "\t\tio_schedule_timeout(1);\n\t}\n\n\tlast_pgdat = NULL;",
-        r"^read \S+ [+\d]+%: \d+% of the read ops' time was in memcg reclaim",
+        rf"^read \S+ {CHANGE} \d+% of the read ops' time was in memcg reclaim",
         "do_try_to_free_pages"),
     Row("miss-sleep", "a sleep before every synchronous read of a page-cache miss: "
         "io_schedule_timeout(1) in filemap_get_pages (no tracepoint brackets it)",
@@ -70,7 +72,7 @@ ROWS = [
         "\t\t/* let in-flight readahead of the file settle before reading more */\n"
         "\t\t__set_current_state(TASK_UNINTERRUPTIBLE);\n\t\tio_schedule_timeout(1);\n"
         "\t\tpage_cache_sync_readahead(mapping, ra, filp, index,",
-        r"^read \S+ [+\d]+%: delay accounting: at least \d+% of the reader workers' op time "
+        rf"^read \S+ {CHANGE} delay accounting: at least \d+% of the reader workers' op time "
         r"was in block I/O waits beyond the device's time",
         "filemap_get_pages"),
 ]
