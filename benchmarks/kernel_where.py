@@ -5,6 +5,7 @@ and run in a QEMU guest against the unchanged kernel.
 
     .venv/bin/python benchmarks/kernel_where.py prepare [--dir /var/tmp/kbisect]
     .venv/bin/python benchmarks/kernel_where.py run [--dir D] [--iterations 3] [--rows a,b]
+    .venv/bin/python benchmarks/kernel_where.py judge --results D   # runs of an earlier `run`
 
 prepare: the tree (kernel_bisect.prepare), then each row's commit on a branch of its own from
 bench-good (tagged where-<row>), and the kernels of bench-good and of each row built once with
@@ -161,21 +162,41 @@ def run(base: Path, results: Path, iterations: int, names: list[str]) -> int:
         if done.returncode not in (0, 1):
             raise SystemExit(f"{monitors}: {done.stderr.strip()[-400:]}")
         print(f"<!-- {monitors}: {time.monotonic() - started:.0f} s -->", flush=True)
-        for row in rows:
-            compared = subprocess.run([sys.executable, "-m", "stallbench", "compare", "good",
-                                       row.name, "--results", str(out), "--format", "json"],
-                                      capture_output=True, text=True, check=True)
-            where = json.loads(compared.stdout)["where"]
-            first, verdict, right = judge(row, where, "stacks" in monitors)
-            all_right &= right
-            print(f"| {row.cause} | {monitors} | {iterations}+{iterations} | {first} | "
-                  f"{verdict} | {'yes' if right else 'NO'} |", flush=True)
+        all_right &= table_rows(out, rows, monitors, iterations)
+    return 0 if all_right else 1
+
+
+def table_rows(out: Path, rows: list[Row], monitors: str, iterations: int | str) -> bool:
+    """Each row compared with the good kernel in the runs under `out`; prints the table rows."""
+    all_right = True
+    for row in rows:
+        compared = subprocess.run([sys.executable, "-m", "stallbench", "compare", "good",
+                                   row.name, "--results", str(out), "--format", "json"],
+                                  capture_output=True, text=True, check=True)
+        where = json.loads(compared.stdout)["where"]
+        first, verdict, right = judge(row, where, "stacks" in monitors)
+        all_right &= right
+        print(f"| {row.cause} | {monitors} | {iterations}+{iterations} | {first} | "
+              f"{verdict} | {'yes' if right else 'NO'} |", flush=True)
+    return all_right
+
+
+def judge_again(results: Path, names: list[str]) -> int:
+    """The table from runs recorded before (`run --results DIR`), compared with this code."""
+    rows = [r for r in ROWS if not names or r.name in names]
+    print("| kernel change (injected) | monitors | runs | first \"where\" line for read | "
+          "device or above | right |\n|---|---|---|---|---|---|", flush=True)
+    all_right = True
+    for monitors in MONITORS:
+        out = results / monitors.replace(",", "+")
+        runs = len(list((out / "good").glob("*/[0-9]*")))
+        all_right &= table_rows(out, rows, monitors, runs)
     return 0 if all_right else 1
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["prepare", "run"])
+    parser.add_argument("command", choices=["prepare", "run", "judge"])
     parser.add_argument("--dir", type=Path, default=Path("/var/tmp/kbisect"))
     parser.add_argument("--results", type=Path, default=None)
     parser.add_argument("--iterations", type=int, default=3)
@@ -185,6 +206,10 @@ def main() -> int:
         for name, path in prepare(args.dir).items():
             print(f"{name}: {path}")
         return 0
+    if args.command == "judge":
+        if args.results is None:
+            parser.error("judge needs --results DIR (of an earlier run)")
+        return judge_again(args.results, [n for n in args.rows.split(",") if n])
     results = args.results or args.dir / f"where-{time.strftime('%Y%m%d-%H%M%S')}"
     return run(args.dir, results, args.iterations, [n for n in args.rows.split(",") if n])
 
