@@ -128,9 +128,13 @@ def judge(row: Row, where: dict, label: str) -> tuple[str, bool, list[str]]:
                           for d in ops.values()]
     for key in row.forbid:
         wrong += [t for t in everything if re.search(OTHER_CAUSES[key], t)]
+    # a cached read "in the device": from_device is the share of the role's reads that reached
+    # the block layer, so it says nothing of a write op (wal, commit: the fsync-heavy row's
+    # writers, whose roles read little, once counted here)
     cached_in_device = [op for ops in where.get("device", {}).values() for op, d in ops.items()
-                        if (d.get("from_device") is not None and d["from_device"] < 0.02
-                            and (d.get("verdict") or "").startswith("waiting for the device"))]
+                        if op == "read" and d.get("from_device") is not None
+                        and d["from_device"] < 0.02
+                        and (d.get("verdict") or "").startswith("waiting for the device")]
     wrong += cached_in_device
     if row.not_device:
         verdict = (where.get("device", {}).get(label, {}).get(row.op) or {}).get("verdict") or ""
