@@ -145,9 +145,7 @@ def judge(row: Row, where: dict, stacks: bool) -> tuple[str, str, bool]:
 
 def run(base: Path, results: Path, iterations: int, names: list[str]) -> int:
     kernels = prepare(base)
-    rows = [r for r in ROWS if not names or r.name in names]
-    print("| kernel change (injected) | monitors | runs | first \"where\" line for read | "
-          "device or above | right |\n|---|---|---|---|---|---|", flush=True)
+    rows = table_head(names)
     all_right = True
     for monitors in MONITORS:
         out = results / monitors.replace(",", "+")
@@ -164,6 +162,13 @@ def run(base: Path, results: Path, iterations: int, names: list[str]) -> int:
         print(f"<!-- {monitors}: {time.monotonic() - started:.0f} s -->", flush=True)
         all_right &= table_rows(out, rows, monitors, iterations)
     return 0 if all_right else 1
+
+
+def table_head(names: list[str]) -> list[Row]:
+    """Prints the table's head; returns the rows named (all where none is)."""
+    print("| kernel change (injected) | monitors | runs | first \"where\" line for read | "
+          "device or above | right |\n|---|---|---|---|---|---|", flush=True)
+    return [r for r in ROWS if not names or r.name in names]
 
 
 def table_rows(out: Path, rows: list[Row], monitors: str, iterations: int | str) -> bool:
@@ -183,9 +188,7 @@ def table_rows(out: Path, rows: list[Row], monitors: str, iterations: int | str)
 
 def judge_again(results: Path, names: list[str]) -> int:
     """The table from runs recorded before (`run --results DIR`), compared with this code."""
-    rows = [r for r in ROWS if not names or r.name in names]
-    print("| kernel change (injected) | monitors | runs | first \"where\" line for read | "
-          "device or above | right |\n|---|---|---|---|---|---|", flush=True)
+    rows = table_head(names)
     all_right = True
     for monitors in MONITORS:
         out = results / monitors.replace(",", "+")
