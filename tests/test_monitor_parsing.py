@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from stallbench.analysis import monitors as am
-from stallbench.analysis import slowops
+from stallbench.analysis.where import slowops
 from stallbench.logformats.ftrace import parse_block_trace, parse_trace
 from stallbench.monitors.diskstats import parse_diskstats
 from stallbench.monitors.psi import parse_pressure

@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import requires_root, run_stallbench
-from stallbench.analysis import slowops
-from stallbench.analysis import wheresection as ws
 from stallbench.analysis.delaykinds import DELAY_KIND_NAMES as DELAY_KINDS
 from stallbench.analysis.montables import counter_series
+from stallbench.analysis.where import section as ws
+from stallbench.analysis.where import slowops
 from stallbench.monitors.base import MonitorResult, table_columns
 from stallbench.monitors.counters import COUNTERS
 from stallbench.monitors.delay import DELAY

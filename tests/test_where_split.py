@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from stallbench.analysis import causes, stackdiff
-from stallbench.analysis.device import DeviceVerdict, not_served, tightness, verdict_words
 from stallbench.analysis.monitors import sleeping_frame
-from stallbench.analysis.tracedstalls import StallOverlap, merge
+from stallbench.analysis.where import causes
+from stallbench.analysis.where import stacks as stackdiff
+from stallbench.analysis.where.device import DeviceVerdict, not_served, tightness, verdict_words
+from stallbench.analysis.where.stalls import StallOverlap, merge
 
 MS = 1_000_000
 

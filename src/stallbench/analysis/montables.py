@@ -15,9 +15,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from .delaykinds import ASLEEP, DELAY_KIND_NAMES
-from .delaymax import longest_delays
-from .inops import IMPOSSIBLE_RATE, accounted_per_second, beyond_room
 from .stalls import decimate
+from .where.delays import IMPOSSIBLE_RATE, accounted_per_second, beyond_room
+from .where.longest import longest_delays
 
 
 class Declaration(Protocol):

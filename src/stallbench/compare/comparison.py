@@ -29,7 +29,7 @@ from ..analysis.environment import environment_diff  # fidelity
 from ..analysis.noise import NoiseProfile
 from ..analysis.quantiles import DECIDING_STATS, MAX, MEAN, MIN, RATE, percentiles
 from ..analysis.summary import RESPONSE_SUFFIX
-from ..analysis.wheresection import WhereSection
+from ..analysis.where.section import WhereSection
 from ..core.errors import UsageError
 from ..results.runselect import Resolved
 from . import verdicts

@@ -7,9 +7,9 @@ As in tables.py, every cell's words are decided here; nothing is computed beyond
 
 from __future__ import annotations
 
-from ..analysis import tracedstalls
 from ..analysis.display import format_ns
-from ..analysis.wheresection import CounterRow, WhereSection
+from ..analysis.where import stalls as tracedstalls
+from ..analysis.where.section import CounterRow, WhereSection
 from .tables import LEFT, Chapter, Column, Section, Table, cells
 
 COUNTER_ROWS = 25

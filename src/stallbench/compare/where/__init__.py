@@ -14,13 +14,17 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ...analysis import delaymax, device, monitornames, montables, slowops, tracedstalls, whyline
 from ...analysis import histogram as hist
-from ...analysis import mechanism as mech
+from ...analysis import monitornames, montables
 from ...analysis import monitors as am
-from ...analysis import wheresection as ws
 from ...analysis.monitors import TailChange
 from ...analysis.summary import RESPONSE_SUFFIX, op_totals
+from ...analysis.where import device, slowops
+from ...analysis.where import lines as whyline
+from ...analysis.where import longest as delaymax
+from ...analysis.where import mechanism as mech
+from ...analysis.where import section as ws
+from ...analysis.where import stalls as tracedstalls
 from ...core.errors import RunDataError
 from ...monitors.base import table_columns
 from ...monitors.counters import COUNTERS

@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ...analysis import inops, monitornames
-from ...analysis import mechanism as mech
+from ...analysis import monitornames
+from ...analysis.where import delays as inops
+from ...analysis.where import mechanism as mech
 from ...core.errors import RunDataError
 from ...results.store import Run
 

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...analysis import monitornames
-from ...analysis import tracedstalls as ts
+from ...analysis.where import stalls as ts
 from ...core.errors import RunDataError
 from ...results.store import Run
 from .facts import worker_pids

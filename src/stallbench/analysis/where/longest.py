@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from .delaykinds import DELAY_KINDS
-from .inops import IMPOSSIBLE_RATE
+from ..delaykinds import DELAY_KINDS
+from .delays import IMPOSSIBLE_RATE
 
 
 def longest_delays(tid: np.ndarray, born_in_run: np.ndarray,
@@ -136,7 +136,7 @@ def explanation(label: str, kind: str, candidate_ns: int | None, baseline_ns: in
                 ) -> str | None:
     """'X: the longest single direct-reclaim stall was 14 ms (baseline 0.2 ms)' when the
     candidate's longest delay of a kind is notable (>= 1 ms) and at least twice the baseline's."""
-    from .display import format_ns
+    from ..display import format_ns
 
     if candidate_ns is None or candidate_ns < NOTABLE_NS:
         return None

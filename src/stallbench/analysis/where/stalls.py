@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inops import op_time_before
+from .delays import op_time_before
 
 STALL_CATEGORIES = ("reclaim", "throttle")      # the trace table's categories of a stall
 DIRTY_PAUSE = "balance_dirty_pages"             # a dirty-throttling pause's kind

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .monitors import MIN_SHARE, sleeping_frame
+from ..monitors import MIN_SHARE, sleeping_frame
 
 ENTRY_FRAMES = ("entry_SYSCALL_64_after_hwframe", "do_syscall_64")
 SHOWN_FRAMES = 4            # of the path after the last shared frame, the last ones shown

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .monitors import classify_stack
+from ..monitors import classify_stack
 
 # priority of overlapping causes: a D-state sleep inside reclaim is reclaim's time
 CAUSE_PRIORITY = ("memcg reclaim", "direct reclaim", "reclaim throttling", "dirty throttling")

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from . import monitors as am
-from . import tracedstalls
+from .. import monitors as am
+from . import stalls as tracedstalls
 from .mechanism import Facts, op_direction, throttle_words
 
 

@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .delaykinds import ASLEEP, ONE_STATE
+from ..delaykinds import ASLEEP, ONE_STATE
 
 IMPOSSIBLE_RATE = 1.05          # waits accounted per second of a task's time beyond which they
 #                                 are a kernel accounting fault (5% for sampling jitter)

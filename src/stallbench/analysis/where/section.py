@@ -16,9 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from . import delaymax, inops, tracedstalls
-from . import monitors as am
-from .delaykinds import DELAY_KIND_NAMES
+from .. import monitors as am
+from ..delaykinds import DELAY_KIND_NAMES
+from . import delays as inops
+from . import longest as delaymax
+from . import stalls as tracedstalls
 from .device import DeviceVerdict, RoleIO
 from .mechanism import Facts
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from . import monitornames as names
-from .delaykinds import RECLAIM
-from .display import format_size
+from .. import monitornames as names
+from ..delaykinds import RECLAIM
+from ..display import format_size
 
 IO_LIMIT_NAMES = {"read_iops": "riops", "write_iops": "wiops", "read_bps": "rbps",
                   "write_bps": "wbps"}

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .delaykinds import BLOCKING, RECLAIM
+from ..delaykinds import BLOCKING, RECLAIM
 
 GREW = 1.2          # a cause grew when its time per op grew by this factor
 BEYOND = "blkio beyond the device"      # the block I/O waits the device cannot have served

@@ -9,11 +9,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from . import causes, delaymax, monitornames, stackdiff, tracedstalls
-from . import monitors as am
-from .display import format_ns
+from .. import monitornames
+from .. import monitors as am
+from ..display import format_ns
+from . import causes
+from . import longest as delaymax
+from . import stacks as stackdiff
+from . import stalls as tracedstalls
 from .mechanism import Facts, mechanism, op_direction, throttle_words
-from .wheresection import (
+from .section import (
     DeviceVerdict,
     Explanation,
     LongestDelay,

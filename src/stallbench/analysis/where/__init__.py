@@ -1,0 +1,1 @@
+"""Where did the time go (pure)."""
