@@ -388,7 +388,7 @@ def _notes(infos: list[VariantInfo]) -> list[str]:
 def _where(ops: list[OpComparison], labels: list[str], variants: list[VariantRuns]
            ) -> tuple[WhereSection | None, str | None]:
     """The where section, or why its analysis failed."""
-    from ..analysis.monitors import NEW_OP, TailChange, growth
+    from ..analysis.where.growth import NEW_OP, TailChange, growth
     from . import where
 
     baseline = labels[0]
