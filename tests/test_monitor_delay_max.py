@@ -15,8 +15,8 @@ import pytest
 
 from conftest import requires_root, run_stallbench
 from stallbench.analysis.delaykinds import DELAY_KIND_NAMES
-from stallbench.analysis.delaymax import explanation, longest_delays, outlasts
 from stallbench.analysis.display import format_ns
+from stallbench.analysis.where.longest import explanation, longest_delays, outlasts
 from stallbench.env.iocgroup import find_io_controller
 from stallbench.monitors.delay import (
     DelayMonitor,
@@ -157,7 +157,7 @@ def test_a_wait_longer_than_the_span_it_lies_in_is_dropped() -> None:
     """CI, 6.18: a reader's longest blkio wait 265,817,494 ns where its longest span without a
     completion was, say, 259,234,281 ns: no clock drift (≤ 0.1%) or read-out delay (1 ms) makes
     6.6 ms; 0.2 ms beyond is within them."""
-    from stallbench.analysis.delaymax import beyond_ops
+    from stallbench.analysis.where.longest import beyond_ops
 
     entry = {"max_ns": 265_817_494, "tid": 7, "unattributed": 0, "impossible": 0}
     dropped = beyond_ops(entry, 259_234_281)

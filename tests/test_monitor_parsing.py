@@ -1,12 +1,15 @@
 # ruff: noqa: E501  (real trace_pipe lines are long)
-"""Monitor parsers and the pure analysis of analysis/monitors.py against hand-computed values."""
+"""Monitor parsers and the pure steps of analysis/where/ against hand-computed values."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from stallbench.analysis import monitors as am
-from stallbench.analysis import slowops
+from stallbench.analysis.where import slowops
+from stallbench.analysis.where.counters import counters_comparison
+from stallbench.analysis.where.disk import diskstats_summary
+from stallbench.analysis.where.histograms import log2_histogram
+from stallbench.analysis.where.stacks import classify_stack
 from stallbench.logformats.ftrace import parse_block_trace, parse_trace
 from stallbench.monitors.diskstats import parse_diskstats
 from stallbench.monitors.psi import parse_pressure
@@ -74,7 +77,7 @@ def test_parse_pressure_and_diskstats() -> None:
 def test_log2_histogram_matches_numpy() -> None:
     rng = np.random.default_rng(4)
     values = rng.integers(0, 5_000_000, size=2000)
-    rows = am.log2_histogram(values)
+    rows = log2_histogram(values)
     assert sum(r["count"] for r in rows) == len(values)
     usec = values // 1000
     for r in rows:
@@ -103,7 +106,7 @@ def test_sampled_breakdown_scales_to_op_time() -> None:
 
 
 def test_counters_comparison_sorted_and_unmoved_left_out() -> None:
-    rows = am.counters_comparison([{"a": 10, "b": 5, "c": 0}], [{"a": 20, "b": 5, "c": 7}],
+    rows = counters_comparison([{"a": 10, "b": 5, "c": 0}], [{"a": 20, "b": 5, "c": 7}],
                                   10.0, 10.0, 100, 100)
     assert [r["counter"] for r in rows] == ["c", "a"]
     assert rows[1]["change"] == 1.0 and rows[1]["candidate_per_s"] == 2.0
@@ -117,27 +120,27 @@ def test_diskstats_summary_by_hand() -> None:
     counters.update(reads=np.array([0, 200]), read_ms=np.array([0, 100]),
                     read_sectors=np.array([0, 1600]), io_ms=np.array([0, 1000]),
                     weighted_ms=np.array([0, 4000]))
-    s = am.diskstats_summary(np.array([0, 2_000_000_000]), counters)
+    s = diskstats_summary(np.array([0, 2_000_000_000]), counters)
     assert s["read_iops"] == 100.0 and s["read_ns_per_request"] == 500_000
     assert s["read_bytes_per_s"] == 1600 * 512 / 2 and s["queue_depth"] == 2.0
     assert s["utilisation"] == 0.5
 
 
 def test_explanation_line() -> None:
-    line = am.explanation("read", 3.1, {"memcg reclaim": 62, "waiting on page lock": 30,
+    line = slowops.explanation("read", 3.1, {"memcg reclaim": 62, "waiting on page lock": 30,
                                         "elsewhere (CPU, runnable, not traced)": 8})
     assert line == ("read p99 +310%: 62% of slow reads' time was in memcg reclaim, "
                     "30% waiting on page lock")
-    assert am.explanation("read", 0.01, {"memcg reclaim": 1}) is None
-    assert am.explanation("read", 2.0, {"elsewhere (CPU, runnable, not traced)": 1}) is None
+    assert slowops.explanation("read", 0.01, {"memcg reclaim": 1}) is None
+    assert slowops.explanation("read", 2.0, {"elsewhere (CPU, runnable, not traced)": 1}) is None
 
 
 def test_classify_stack() -> None:
-    assert am.classify_stack("vfs_read;filemap_read;folio_wait_bit_common;io_schedule") == \
+    assert classify_stack("vfs_read;filemap_read;folio_wait_bit_common;io_schedule") == \
         "waiting on page lock"
-    assert am.classify_stack("x;try_charge_memcg;try_to_free_mem_cgroup_pages;shrink_node") == \
+    assert classify_stack("x;try_charge_memcg;try_to_free_mem_cgroup_pages;shrink_node") == \
         "memcg reclaim"
-    assert am.classify_stack("__x64_sys_fdatasync;ext4_sync_file;jbd2_log_wait_commit") == \
+    assert classify_stack("__x64_sys_fdatasync;ext4_sync_file;jbd2_log_wait_commit") == \
         "fdatasync / journal commit"
 
 

@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import requires_root, run_stallbench
-from stallbench.analysis import slowops
-from stallbench.analysis import wheresection as ws
 from stallbench.analysis.delaykinds import DELAY_KIND_NAMES as DELAY_KINDS
 from stallbench.analysis.montables import counter_series
+from stallbench.analysis.where import slowops
+from stallbench.analysis.where.delays import RunDelays, role_delays
 from stallbench.monitors.base import MonitorResult, table_columns
 from stallbench.monitors.counters import COUNTERS
 from stallbench.monitors.delay import DELAY
@@ -136,7 +136,7 @@ def test_whole_uptime_delay_step_is_dropped_in_run_json_and_in_the_report() -> N
     assert summary["samples"] == 6 and "max_ns" not in summary   # no maxima recorded
     # both tasks were inside an op all the time: every delay of a step was inside the ops
     busy = table.column("t_ns").to_numpy().astype(float)
-    section = ws.role_delays([ws.RunDelays(table_columns(table), {7: "reader", 8: "writer"},
+    section = role_delays([RunDelays(table_columns(table), {7: "reader", 8: "writer"},
                                            busy)])
     by_role = {row.role: row.delays for row in section}
     assert by_role["reader"]["blkio"].total_ns == S and by_role["reader"]["blkio"].in_ops_ns == S
@@ -243,7 +243,7 @@ def test_a_long_wait_that_ends_samples_after_it_began_is_kept() -> None:
     summary = MonitorResult({"delay": table}, {}, schemas={"delay": DELAY}).summary
     assert summary["totals_ns"]["blkio"] == 5 * S // 2
     busy = table.column("t_ns").to_numpy().astype(float)       # always inside a read
-    section = ws.role_delays([ws.RunDelays(table_columns(table), {5: "reader"}, busy)])
+    section = role_delays([RunDelays(table_columns(table), {5: "reader"}, busy)])
     assert section[0].delays["blkio"].total_ns == 5 * S // 2
     # inside the ops: the wait is counted in the step it ended in, at most that step's length
     assert section[0].delays["blkio"].in_ops_ns == S

@@ -3,8 +3,8 @@ duplicates dropped, inside 100 columns (hand-built rows as the where section hol
 
 from __future__ import annotations
 
-from stallbench.analysis.monitors import counters_comparison
-from stallbench.analysis.wheresection import WhereSection
+from stallbench.analysis.where.counters import counters_comparison
+from stallbench.analysis.where.section import WhereSection
 from stallbench.monitors.counters import counter_unit
 from stallbench.report.text import chapter_lines
 from stallbench.report.where import where_chapter

@@ -7,11 +7,16 @@ import warnings
 
 import numpy as np
 
-from stallbench.analysis.inops import delays_in_ops, op_time_before, sleep_time_before
-from stallbench.analysis.monitors import NEW_OP, TailChange, delay_explanation, growth
 from stallbench.analysis.montables import task_delays
-from stallbench.analysis.wheresection import DelayShare, RoleDelays
-from stallbench.analysis.whyline import explanations
+from stallbench.analysis.where.delays import (
+    delay_explanation,
+    delays_in_ops,
+    op_time_before,
+    sleep_time_before,
+)
+from stallbench.analysis.where.growth import NEW_OP, TailChange, growth
+from stallbench.analysis.where.lines import explanations
+from stallbench.analysis.where.section import DelayShare, RoleDelays
 
 S = 1_000_000_000
 
@@ -133,7 +138,8 @@ def test_an_op_the_baseline_never_ran_is_explained_as_new():
 
 
 def test_the_mechanism_comes_from_what_the_variant_set():
-    from stallbench.analysis.mechanism import Facts, contention, limit_warning, mechanism
+    from stallbench.analysis.where.mechanism import contention, limit_warning, mechanism
+    from stallbench.analysis.where.section import Facts
 
     throttled = Facts(io_limits={"riops": "200"})
     assert mechanism("blkio", "read", "read", throttled) == "the variant's I/O throttle riops=200"
@@ -203,8 +209,8 @@ def test_block_io_waits_beyond_the_time_off_a_cpu_are_cut_to_it():
 
 
 def test_the_where_section_says_when_block_io_was_cut_to_the_time_off_a_cpu():
-    from stallbench.analysis.wheresection import RunDelays, role_delays
-    from stallbench.analysis.whyline import off_cpu_warnings
+    from stallbench.analysis.where.delays import RunDelays, role_delays
+    from stallbench.analysis.where.lines import off_cpu_warnings
     # one checkpointer task (pid 5): 3 s, in ops 99%, on a CPU half the time, 0.98 s of
     # block I/O accounted per second: 2.91 s inside its ops against 1.5 s off a CPU
     t_ns = np.array([1, 2, 3]) * S

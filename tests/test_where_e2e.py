@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stallbench.analysis.monitors import parse_folded
-from stallbench.analysis.wheresection import CounterRow, WhereSection
+from stallbench.analysis.folded import parse_folded
+from stallbench.analysis.where.section import CounterRow, WhereSection
 from stallbench.compare.where import explain
 from stallbench.report import htmlout, markdown, text
 from stallbench.report.where import where_chapter

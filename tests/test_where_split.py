@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from stallbench.analysis import causes, stackdiff
-from stallbench.analysis.device import DeviceVerdict, not_served, tightness, verdict_words
-from stallbench.analysis.monitors import sleeping_frame
-from stallbench.analysis.tracedstalls import StallOverlap, merge
+from stallbench.analysis.where import causes
+from stallbench.analysis.where.device import not_served, tightness, verdict_words
+from stallbench.analysis.where.section import DeviceVerdict
+from stallbench.analysis.where.stacks import change_line, grown_sleep, sleeping_frame
+from stallbench.analysis.where.stalls import StallOverlap, merge
 
 MS = 1_000_000
 
@@ -105,19 +106,19 @@ def test_the_stack_change_names_where_the_candidates_path_leaves_the_baselines()
     here = [("do_syscall_64;ksys_read;filemap_read;filemap_get_pages;filemap_alloc_folio;"
              "try_charge_memcg;try_to_free_mem_cgroup_pages;do_try_to_free_pages", 0.6),
             ("do_syscall_64;ksys_read;filemap_read;filemap_get_pages;folio_wait_bit_common", 0.4)]
-    change = stackdiff.grown_sleep(here, base)
+    change = grown_sleep(here, base)
     assert change.sleeps_in == "do_try_to_free_pages"
     assert change.share == 0.6 and change.base_share == 0.0
     assert change.shared == "filemap_get_pages"
     assert change.path == ("filemap_alloc_folio", "try_charge_memcg",
                            "try_to_free_mem_cgroup_pages", "do_try_to_free_pages")
-    line = stackdiff.change_line("bad", change)
+    line = change_line("bad", change)
     assert "sleep in do_try_to_free_pages" in line and "after filemap_get_pages" in line
     # a sleep in a frame the baseline passed through: where the baseline went on instead
     here = [("do_syscall_64;ksys_read;filemap_read;filemap_get_pages", 0.7)]
-    change = stackdiff.grown_sleep(here, base)
+    change = grown_sleep(here, base)
     assert change.path == () and change.base_path == ("folio_wait_bit_common",)
     assert "sleeps in filemap_get_pages itself, where the baseline's stack went on into " \
-        "folio_wait_bit_common" in stackdiff.change_line("bad", change)
+        "folio_wait_bit_common" in change_line("bad", change)
     # the same stacks on both sides: no change to name
-    assert stackdiff.grown_sleep(base, base) is None
+    assert grown_sleep(base, base) is None

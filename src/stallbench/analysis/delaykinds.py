@@ -1,8 +1,8 @@
 """The kinds of Linux delay accounting (taskstats), declared once: where the kernel keeps each
 kind's count and total in struct taskstats, the first version that has it, and the words the
 reports use for it. monitors/delay.py decodes and names the `delay` table's columns from this
-table; analysis/monitors.py and analysis/delaymax.py take their words from it, inops.py,
-mechanism.py and whyline.py their groups."""
+table; analysis/where/ takes their words from it (delays.py, longest.py) and their groups
+(delays.py, causes.py, mechanism.py, lines.py), montables.py the groups of its totals."""
 
 from __future__ import annotations
 
@@ -15,15 +15,16 @@ class DelayKind:
     count_at: int           # byte offsets in struct taskstats (include/uapi/linux/taskstats.h)
     total_at: int
     since: int              # the first taskstats version that has this kind
-    noun: str               # "the longest single {noun} was 14 ms" (analysis/delaymax.py)
+    noun: str               # "the longest single {noun} was 14 ms" (analysis/where/longest.py)
     spent: str | None       # "86% of the op time was {spent}": a cause worth naming (None: not)
     state: str | None = None    # the task's one state all through the wait: "runnable" (on a run
     #                             queue) or "asleep" (io_schedule); None: partly on a CPU. A task
-    #                             is in one state at a time, and asleep off a CPU (analysis/inops)
+    #                             is in one state at a time, and asleep off a CPU
+    #                             (analysis/where/delays.py)
     reclaim: bool = False   # a stall of memory reclaim: the memory limit or low system memory
-    #                         is its mechanism (analysis/mechanism.py)
+    #                         is its mechanism (analysis/where/mechanism.py)
     blocks: bool = False    # the task waited for the device or for memory, not for a CPU: what
-    #                         makes an op's change a blocking one (analysis/whyline.py)
+    #                         makes an op's change a blocking one (analysis/where/lines.py)
 
 
 # in struct taskstats order: v16+ keeps {kind}_delay_max, {kind}_delay_min pairs at its end in

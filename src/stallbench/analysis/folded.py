@@ -29,6 +29,17 @@ def add(profiles: Iterable[Mapping[str, int]]) -> dict[str, int]:
     return total
 
 
+def parse_folded(text: str) -> dict[str, int]:
+    """'a;b;c COUNT' lines -> {stack: count} (counts of equal stacks add up)."""
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        stack, _, count = line.rstrip().rpartition(" ")
+        if stack and count.isdigit():
+            counts[stack] = counts.get(stack, 0) + int(count)
+    return counts
+
+
+
 def format_folded(counts: Mapping[str, int]) -> str:
     return "".join(f"{stack} {count}\n" for stack, count in sorted(counts.items()))
 

@@ -15,9 +15,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from .delaykinds import ASLEEP, DELAY_KIND_NAMES
-from .delaymax import longest_delays
-from .inops import IMPOSSIBLE_RATE, accounted_per_second, beyond_room
 from .stalls import decimate
+from .where.delays import IMPOSSIBLE_RATE, accounted_per_second, beyond_room
+from .where.longest import longest_delays
 
 
 class Declaration(Protocol):
@@ -139,15 +139,16 @@ def task_delays(tid: np.ndarray, born_in_run: np.ndarray, delays: Mapping[str, n
 
     With sample times, each step between two samples counts only when it is possible: no
     more than the time since the run started (a wait is added when it ends, so one step may
-    hold a wait that began samples earlier, but not before the run: the rule delaymax.py
+    hold a wait that began samples earlier, but not before the run: the rule where/longest.py
     applies to maxima). A wait whose start the kernel did not record is reported from a zero
     start, i.e. the whole uptime (seen on 6.18: blkio 6035 s in a 20 s run; in CI, 31695 s in
     a 1.5 s run of a reader born after accounting was switched on, so not only a wait in flight
     at the switch); such a step is dropped, not summed. A task whose waits of a kind add
-    up faster than time passes (inops.accounted_per_second) has that kind left out: a kernel
-    accounting fault, not a delay (`impossible`, if given, collects {kind: the largest rate}).
-    With each row's time on a CPU (`oncpu_ns`), a task's block I/O waits beyond the time it was
-    off a CPU (inops.py's rule) are cut to that time (`cut`, if given, collects {kind: ns cut})."""
+    up faster than time passes (where/delays.py accounted_per_second) has that kind left out: a
+    kernel accounting fault, not a delay (`impossible`, if given, collects {kind: the largest
+    rate}). With each row's time on a CPU (`oncpu_ns`), a task's block I/O waits beyond the time
+    it was off a CPU (where/delays.py's rule) are cut to that time (`cut`, if given, collects
+    {kind: ns cut})."""
     tid = np.asarray(tid)
     if tid.size == 0:
         return {}
@@ -231,8 +232,8 @@ def delay_totals(columns: Mapping[str, np.ndarray], kinds: Iterable[str],
 
 def delay_longest(columns: Mapping[str, np.ndarray], kinds: Iterable[str]
                   ) -> dict[str, dict[str, Any]] | None:
-    """analysis/delaymax.py's longest single delays, or None when no row has a maximum (a kernel
-    before taskstats v16, or no rows)."""
+    """analysis/where/longest.py's longest single delays, or None when no row has a maximum (a
+    kernel before taskstats v16, or no rows)."""
     kinds = list(kinds)
     maxima = delay_columns(columns, kinds, "_max_ns")
     if not maxima or all(np.isnan(v).all() for v in maxima.values()):

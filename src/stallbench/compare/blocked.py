@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import pyarrow.compute as pc
 
 from ..analysis import folded
-from ..analysis.monitors import parse_folded
 from ..results.store import Run
 
 UNITS = {"trace": "µs blocked (D state, trace monitor)",
@@ -54,7 +53,7 @@ def profile(label: str, runs: list[Run], source: str | None = None) -> Profile |
                 part = _trace_dstate(run)
             else:
                 text = run.stacks_folded()
-                part = parse_folded(text) if text is not None else None
+                part = folded.parse_folded(text) if text is not None else None
             if part is None:
                 break
             parts.append(part)

@@ -29,7 +29,7 @@ from ..analysis.environment import environment_diff  # fidelity
 from ..analysis.noise import NoiseProfile
 from ..analysis.quantiles import DECIDING_STATS, MAX, MEAN, MIN, RATE, percentiles
 from ..analysis.summary import RESPONSE_SUFFIX
-from ..analysis.wheresection import WhereSection
+from ..analysis.where.section import WhereSection
 from ..core.errors import UsageError
 from ..results.runselect import Resolved
 from . import verdicts
@@ -388,7 +388,7 @@ def _notes(infos: list[VariantInfo]) -> list[str]:
 def _where(ops: list[OpComparison], labels: list[str], variants: list[VariantRuns]
            ) -> tuple[WhereSection | None, str | None]:
     """The where section, or why its analysis failed."""
-    from ..analysis.monitors import NEW_OP, TailChange, growth
+    from ..analysis.where.growth import NEW_OP, TailChange, growth
     from . import where
 
     baseline = labels[0]

@@ -13,7 +13,7 @@ from ..analysis import bands as bands_mod
 from ..analysis import intervals as iv
 from ..analysis.noise import NoiseProfile
 from ..analysis.quantiles import Stat, row_stats
-from ..analysis.wheresection import WhereSection
+from ..analysis.where.section import WhereSection
 from . import DEFAULT_NOISE
 from .stalls import StallSummary
 

@@ -16,7 +16,7 @@ end of struct taskstats; null on older kernels); and the task's I/O accounting `
 (bytes it read from the block layer: what tells a page-cache read from a device read); and
 `oncpu_ns`, the task's time on a CPU (cpu_run_virtual_total: the scheduler's sum_exec_runtime,
 what /proc/PID/task/TID/schedstat shows first), which bounds its block I/O waits
-(analysis/inops.py: a task waiting for the device is off a CPU).
+(analysis/where/delays.py: a task waiting for the device is off a CPU).
 Version 15 put max/min between the older fields, which moves every later field; v16 moved them
 to the end, so a v15 kernel is refused with that reason rather than misread. run.json's
 `totals_ns` (delay accrued during the run per kind, summed over tasks) and `max_ns` (the longest

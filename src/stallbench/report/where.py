@@ -1,5 +1,5 @@
 """The "where did the time go" section as the report's table model (tables.py): a Chapter of
-Sections built from the typed WhereSection (analysis/wheresection.py, built by compare/where/),
+Sections built from the typed WhereSection (analysis/where/section.py, built by compare/where/),
 laid out by the same text, markdown and HTML emitters as the comparison's tables.
 
 As in tables.py, every cell's words are decided here; nothing is computed beyond choosing units.
@@ -7,9 +7,9 @@ As in tables.py, every cell's words are decided here; nothing is computed beyond
 
 from __future__ import annotations
 
-from ..analysis import tracedstalls
 from ..analysis.display import format_ns
-from ..analysis.wheresection import CounterRow, WhereSection
+from ..analysis.where.section import CounterRow, WhereSection
+from ..analysis.where.stalls import stall_words
 from .tables import LEFT, Chapter, Column, Section, Table, cells
 
 COUNTER_ROWS = 25
@@ -110,7 +110,7 @@ def _table_sections(section: WhereSection) -> list[Section]:
                          "byte)",
                          ["variant", "op", "op mean", "from device", "I/O waits", "device ≤",
                           "time spent"], device_rows))
-    stall_rows = [[label, op, tracedstalls.stall_words(kind), f"{stall.stalls:,}",
+    stall_rows = [[label, op, stall_words(kind), f"{stall.stalls:,}",
                    format_ns(stall.mean_ns), _num(stall.per_op, 3), _share(stall.share)]
                   for label, ops in section.stalls.items() for op, kinds in ops.items()
                   for kind, stall in kinds.items()]

@@ -1,6 +1,6 @@
 """Where did the time go: loads what the monitors of each variant's runs left (tables, run.json,
-ops above a threshold) and hands it to the pure functions of analysis/wheresection.py,
-montables.py and slowops.py.
+ops above a threshold) and hands it to the steps of analysis/where/ (and analysis/montables.py
+for the tables' totals) in the order that package's face lists them.
 
 `build` returns the typed WhereSection (the comparison's `where`), `explain` its JSON form;
 report/where.py builds the report's tables from the typed one.
@@ -14,13 +14,30 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ...analysis import delaymax, device, monitornames, montables, slowops, tracedstalls, whyline
 from ...analysis import histogram as hist
-from ...analysis import mechanism as mech
-from ...analysis import monitors as am
-from ...analysis import wheresection as ws
-from ...analysis.monitors import TailChange
+from ...analysis import monitornames, montables
+from ...analysis.folded import parse_folded
 from ...analysis.summary import RESPONSE_SUFFIX, op_totals
+from ...analysis.where import section as ws
+from ...analysis.where import slowops
+from ...analysis.where.counters import counter_rows
+from ...analysis.where.delays import RunDelays, role_delays, role_io
+from ...analysis.where.device import device_vs_above
+from ...analysis.where.disk import disk_summaries
+from ...analysis.where.growth import TailChange
+from ...analysis.where.histograms import histograms
+from ...analysis.where.lines import (
+    explanations,
+    impossible_warnings,
+    off_cpu_warnings,
+    variant_lines,
+)
+from ...analysis.where.longest import beyond_ops, longest_per_kind, merge_runs
+from ...analysis.where.mechanism import limit_warning
+from ...analysis.where.pressure import pressure
+from ...analysis.where.stacks import blocked_stacks, dstate_stacks
+from ...analysis.where.stalls import merge as merge_stalls
+from ...analysis.where.stalls import op_stalls
 from ...core.errors import RunDataError
 from ...monitors.base import table_columns
 from ...monitors.counters import COUNTERS
@@ -47,7 +64,7 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
 
     `tail_changes[label][op]` is (statistic, relative change against the baseline: 0.31 =
     +31%, whether the comparison decided it) as the comparison computed it, the statistic from
-    analysis/monitors.py `growth`; ops whose tail or mean grew get a one-line explanation,
+    analysis/where/growth.py `growth`; ops whose tail or mean grew get a one-line explanation,
     marked "if real" where the change was not decided.
     """
     variants: dict[str, list[Run]] = {baseline_label: baseline_runs, **candidate_runs_by_label}
@@ -63,28 +80,28 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
                 f"{label}: trace-full ran (block requests and every syscall traced); it perturbs "
                 "the run, so its latencies are not comparable with untraced runs")
         facts = section.facts[label] = variant.facts()
-        warning = mech.limit_warning(label, facts)
+        warning = limit_warning(label, facts)
         if warning:
             section.warnings.append(warning)
-        section.psi[label] = ws.pressure(variant.psi(), variant.seconds)
-        section.diskstats[label] = ws.disk_summaries(variant.diskstats())
-        section.delay[label] = ws.role_delays(variant.delays(), variant.ops_by_role())
-        section.warnings += whyline.impossible_warnings(label, section.delay[label])
-        section.warnings += whyline.off_cpu_warnings(label, section.delay[label])
+        section.psi[label] = pressure(variant.psi(), variant.seconds)
+        section.diskstats[label] = disk_summaries(variant.diskstats())
+        section.delay[label] = role_delays(variant.delays(), variant.ops_by_role())
+        section.warnings += impossible_warnings(label, section.delay[label])
+        section.warnings += off_cpu_warnings(label, section.delay[label])
         totals = {op: (n, total) for op, (n, total, _) in variant.op_totals.items()}
-        section.stalls[label] = ws.op_stalls(
-            tracedstalls.merge(stalls_in_ops(run) for run in variant.runs), totals)
-        section.device[label] = device.device_vs_above(
+        section.stalls[label] = op_stalls(
+            merge_stalls(stalls_in_ops(run) for run in variant.runs), totals)
+        section.device[label] = device_vs_above(
             section.diskstats[label], totals, len(variant.runs),
-            ws.role_io(section.delay[label]), variant.roles_of_ops(), facts,
+            role_io(section.delay[label]), variant.roles_of_ops(), facts,
             {op: {kind: stall.share or 0.0 for kind, stall in kinds.items()}
              for op, kinds in section.stalls[label].items()},
             section.device.get(baseline_label) if label != baseline_label else None)
         per_run, missing = variant.delay_max()
-        longest = ws.longest(per_run)
+        longest = longest_per_kind(per_run)
         if longest:
             section.delay_max[label] = longest
-        dropped = sorted(kind for kind, entry in delaymax.merge_runs(per_run).items()
+        dropped = sorted(kind for kind, entry in merge_runs(per_run).items()
                          if entry["impossible"])
         if dropped:
             section.warnings.append(
@@ -94,8 +111,8 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
                 "fault, not a measurement)")
         if missing:
             section.skipped.append(ws.Skipped(label, "delay maximum", missing))
-        section.stacks[label] = ws.stacks(variant.folded(), variant.trace_dstate())
-        section.histograms[label] = ws.histograms(variant.trace_durations())
+        section.stacks[label] = blocked_stacks(variant.folded(), variant.trace_dstate())
+        section.histograms[label] = histograms(variant.trace_durations())
         section.slow_ops[label] = variant.slow_ops()
         if label == baseline_label:
             continue
@@ -107,10 +124,10 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
             section.warnings.append(
                 f"counters not collected in {', '.join(missing_in)}: {baseline_label} and "
                 f"{label} are not compared on kernel counters")
-        section.counters[label] = [] if missing_in else ws.counter_rows(
+        section.counters[label] = [] if missing_in else counter_rows(
             base_deltas, cand_deltas, base.seconds, variant.seconds, base.op_count,
             variant.op_count, COUNTERS.unit)
-        section.explanations += whyline.explanations(
+        section.explanations += explanations(
             label, tail_changes.get(label, {}), section.slow_ops[label], section.delay[label],
             variant.roles_of_ops(), section.delay_max.get(label, {}),
             section.delay_max.get(baseline_label, {}), facts, section.device[label],
@@ -118,7 +135,7 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
             section.stalls[label], section.stalls.get(baseline_label, {}),
             section.device.get(baseline_label, {}),
             totals, {op: (n, total) for op, (n, total, _) in base.op_totals.items()})
-        section.explanations += whyline.variant_lines(
+        section.explanations += variant_lines(
             label, section.psi.get(label, {}), section.psi.get(baseline_label, {}),
             section.stacks[label], section.stacks.get(baseline_label))
     return section
@@ -140,8 +157,8 @@ class _VariantData:
         self._breakdowns: dict[int, _Breakdown] = {}
         self.op_totals = self._op_totals()
 
-    def facts(self) -> mech.Facts:
-        """What the runs recorded about their conditions (analysis/mechanism.py)."""
+    def facts(self) -> ws.Facts:
+        """What the runs recorded about their conditions (analysis/where/mechanism.py)."""
         return variant_facts(self.runs, self.counter_deltas())
 
     def used(self, monitor: str) -> bool:
@@ -195,7 +212,7 @@ class _VariantData:
         return merged
 
     # -- delay ----------------------------------------------------------------------------
-    def delays(self) -> list[ws.RunDelays]:
+    def delays(self) -> list[RunDelays]:
         out = []
         for run, columns in self._tables("delay"):
             roles = worker_roles(run)
@@ -203,7 +220,7 @@ class _VariantData:
             pid_role = {p: roles.get(w, f"worker {w}") for p, w in worker_of_pid.items()}
             started = (run.meta.workload_summary or {}).get("workers_started_ns")
             busy, asleep = busy_at_rows(run, columns, worker_of_pid)
-            out.append(ws.RunDelays(columns, pid_role, busy,
+            out.append(RunDelays(columns, pid_role, busy,
                                     int(started) if started is not None else None, asleep))
         return out
 
@@ -220,7 +237,7 @@ class _VariantData:
                 role_of = {pid: roles.get(w, f"worker {w}")
                            for w, pid in worker_pids(run, monitornames.DELAY).items()}
                 longest = longest_op(run)
-                per_run.append({kind: {**(delaymax.beyond_ops(entry, longest)
+                per_run.append({kind: {**(beyond_ops(entry, longest)
                                           if entry.get("tid") in role_of else entry),
                                        "run": role_of.get(entry.get("tid"))}
                                 for kind, entry in summary["max_ns"].items()})
@@ -259,10 +276,10 @@ class _VariantData:
 
     # -- stacks and trace -------------------------------------------------------------------
     def folded(self) -> list[dict[str, int]]:
-        return [am.parse_folded(text) for run in self.runs if (text := run.stacks_folded())]
+        return [parse_folded(text) for run in self.runs if (text := run.stacks_folded())]
 
     def trace_dstate(self) -> list[np.ndarray]:
-        return [ws.dstate_stacks(c["category"], c["stack"]) for _run, c in self._tables(TRACE)]
+        return [dstate_stacks(c["category"], c["stack"]) for _run, c in self._tables(TRACE)]
 
     def trace_durations(self) -> list[tuple[np.ndarray, np.ndarray]]:
         return [(c["category"], c["duration_ns"]) for _run, c in self._tables(TRACE)]
@@ -280,7 +297,7 @@ class _VariantData:
                 continue
             median = hist.quantiles_from_counts(histogram, np.array([0.5]),
                                                 hist.bucket_lower_edges())[0, 0]
-            threshold = am.slow_threshold(median, SLOW_FACTOR)
+            threshold = slowops.slow_threshold(median, SLOW_FACTOR)
             if threshold is None or threshold <= 0:
                 continue
             breakdown: dict[str, int] = {}
@@ -309,7 +326,7 @@ class _VariantData:
                     for k, v in part.items():
                         breakdown[k] = breakdown.get(k, 0) + v
             if count:
-                result[op] = ws.slow_ops(threshold, count, source, breakdown)
+                result[op] = slowops.slow_ops(threshold, count, source, breakdown)
         return result
 
 

@@ -10,16 +10,18 @@ from typing import Any
 
 import numpy as np
 
-from ...analysis import inops, monitornames
-from ...analysis import mechanism as mech
+from ...analysis import monitornames
+from ...analysis.where.delays import op_time_before, sleep_time_before
+from ...analysis.where.mechanism import IO_LIMIT_NAMES
+from ...analysis.where.section import Facts
 from ...core.errors import RunDataError
 from ...results.store import Run
 
 DATA_SIZE_PARAMS = ("file_size", "data_size")
 
 
-def variant_facts(runs: list[Run], counter_deltas: list[dict[str, int]]) -> mech.Facts:
-    facts = mech.Facts()
+def variant_facts(runs: list[Run], counter_deltas: list[dict[str, int]]) -> Facts:
+    facts = Facts()
     if not runs:
         return facts
     meta = runs[0].meta
@@ -66,8 +68,8 @@ def io_limits(files: Mapping[str, Any]) -> dict[str, str]:
                     out[key] = value
         elif name.startswith("blkio.throttle."):
             kind = name.removeprefix("blkio.throttle.").removesuffix("_device")
-            if kind in mech.IO_LIMIT_NAMES and len(written.split()) > 1:
-                out[mech.IO_LIMIT_NAMES[kind]] = written.split()[-1]
+            if kind in IO_LIMIT_NAMES and len(written.split()) > 1:
+                out[IO_LIMIT_NAMES[kind]] = written.split()[-1]
     return out
 
 
@@ -75,7 +77,7 @@ def busy_at_rows(run: Run, columns: Mapping[str, np.ndarray], worker_of_pid: Map
                  ) -> tuple[np.ndarray, np.ndarray | None]:
     """Each delay row's op time so far of its task (a worker's main thread, which does the
     ops), and its pacing sleep so far (None when no op of the run has a planned start),
-    streamed from ops.parquet; NaN on other tasks' rows (analysis/inops.py)."""
+    streamed from ops.parquet; NaN on other tasks' rows (analysis/where/delays.py)."""
     tid, pid = np.asarray(columns["tid"]), np.asarray(columns["pid"])
     t_ns = np.asarray(columns["t_ns"], dtype=np.int64)
     busy = np.full(tid.size, np.nan)
@@ -98,10 +100,10 @@ def busy_at_rows(run: Run, columns: Mapping[str, np.ndarray], worker_of_pid: Map
                 mine = worker == w
                 if not mine.any():
                     continue
-                sums[w] += inops.op_time_before(start[mine], latency[mine], t_ns[rows])
+                sums[w] += op_time_before(start[mine], latency[mine], t_ns[rows])
                 if intended is not None and (intended[mine] >= 0).any():
                     paced = True
-                    sleeps[w] += inops.sleep_time_before(start[mine], latency[mine],
+                    sleeps[w] += sleep_time_before(start[mine], latency[mine],
                                                          intended[mine], t_ns[rows],
                                                          last_end.get(w))
                 last_end[w] = int((start[mine] + latency[mine]).max())

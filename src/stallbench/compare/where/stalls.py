@@ -1,6 +1,6 @@
 """The traced stalls of a run's workers (reclaim, dirty throttling) inside each op: the stall
 table loaded, each worker's stalls matched to its ops streamed from ops.parquet (after the
-warm-up), summed by analysis/tracedstalls.py.
+warm-up), summed by analysis/where/stalls.py.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...analysis import monitornames
-from ...analysis import tracedstalls as ts
+from ...analysis.where import stalls as traced
 from ...core.errors import RunDataError
 from ...results.store import Run
 from .facts import worker_pids
@@ -25,14 +25,14 @@ def stall_table(run: Run) -> pa.Table | None:
         return None
 
 
-def stalls_in_ops(run: Run) -> dict[str, dict[str, ts.StallSum]]:
+def stalls_in_ops(run: Run) -> dict[str, dict[str, traced.StallSum]]:
     """op -> stall kind -> StallSum for one run ({} without a stall table or stalls)."""
     table = stall_table(run)
     if table is None or not table.num_rows:
         return {}
     category = table.column("category").to_numpy(zero_copy_only=False).astype(str)
     duration = table.column("duration_ns").to_numpy()
-    keep = np.isin(category, ts.STALL_CATEGORIES) & (duration > 0)
+    keep = np.isin(category, traced.STALL_CATEGORIES) & (duration > 0)
     if not keep.any():
         return {}
     tid = table.column("tid").to_numpy()[keep]
@@ -44,7 +44,7 @@ def stalls_in_ops(run: Run) -> dict[str, dict[str, ts.StallSum]]:
         mine = tid == pid       # the worker's main thread, which does its ops
         if mine.any():
             per_worker[worker] = (start[mine], duration[mine], kind[mine])
-    overlap = ts.StallOverlap(per_worker)
+    overlap = traced.StallOverlap(per_worker)
     if not overlap.stalls:
         return {}
     try:

@@ -4,13 +4,13 @@ in both variants (pure).
 
 Two sources, never added where they overlap:
 - the stalls the tracepoints timed inside the op's own ops (reclaim, dirty throttling;
-  analysis/tracedstalls.py): exact;
-- delay accounting of the op's worker role (analysis/inops.py): lower bounds, per role. The
+  analysis/where/stalls.py): exact;
+- delay accounting of the op's worker role (analysis/where/delays.py): lower bounds, per role. The
   kernel counts one sleep under several kinds: a reclaim that sleeps in io_schedule is both
   "freepages" and "block I/O", a dirty-throttling pause is "block I/O". So where a traced reclaim
   covers the op, freepages is not named beside it; and block I/O waits are split by the device's
-  side (analysis/device.py): the part the device can have served (named with its mechanism), and
-  the part it cannot (beyond the device's time for the role's own I/O, or in traced pauses),
+  side (device.py): the part the device can have served (named with its mechanism), and the
+  part it cannot (beyond the device's time for the role's own I/O, or in traced pauses),
   which belongs to the traced stall that holds it or is named as such.
 
 A cause grew when its time per op grew by GREW against the baseline's same op (traced) or role
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .delaykinds import BLOCKING, RECLAIM
+from ..delaykinds import BLOCKING, RECLAIM
 
 GREW = 1.2          # a cause grew when its time per op grew by this factor
 BEYOND = "blkio beyond the device"      # the block I/O waits the device cannot have served

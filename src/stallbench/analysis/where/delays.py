@@ -1,4 +1,6 @@
-"""Delays attributed to the ops, not to the tasks' lifetimes.
+"""Delays attributed to the ops, not to the tasks' lifetimes: each task's (delays_in_ops), summed
+per worker role (role_delays: the where section's RoleDelays), and the words delay accounting's
+kinds take in a where line.
 
 The delay monitor samples each task's cumulative delays about once a second. A worker's delays
 between two samples happened inside its ops or between them (a paced writer's run-queue wait
@@ -28,12 +30,15 @@ that wait for the device, were 90% of it). Pure: numpy in, dicts out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import NamedTuple
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from .delaykinds import ASLEEP, ONE_STATE
+from ..delaykinds import ASLEEP, DELAY_KIND_NAMES, DELAY_KINDS, ONE_STATE
+from .growth import MIN_GROWTH, MIN_SHARE, headline
+from .section import DelayShare, RoleDelays, RoleIO
 
 IMPOSSIBLE_RATE = 1.05          # waits accounted per second of a task's time beyond which they
 #                                 are a kernel accounting fault (5% for sampling jitter)
@@ -206,3 +211,130 @@ def accounted_per_second(step: np.ndarray, wall: np.ndarray) -> float | None:
         return None
     return float(positive.sum()) / total
 
+
+@dataclass
+class RunDelays:
+    """One run's delay table columns, who its tasks were, and each row's op time so far
+    (`busy_ns`, NaN on rows of tasks that record no ops: threads other than a worker's)."""
+    columns: Mapping[str, np.ndarray]
+    role_of_pid: Mapping[int, str]
+    busy_ns: np.ndarray
+    started_ns: int | None = None
+    asleep_ns: np.ndarray | None = None    # each row's pacing sleep so far (paced workers)
+
+
+def role_delays(runs: Sequence[RunDelays], ops_by_role: Mapping[str, int] | None = None
+                ) -> list[RoleDelays]:
+    """Delays per worker role over the runs, attributed to the ops (analysis/where/delays.py: the
+    part that must have been inside them), each with its share of the role's op time over the
+    same sampling steps (at most 1 by construction)."""
+    inside: dict[str, dict[str, int]] = {}
+    accrued: dict[str, dict[str, int]] = {}
+    busy_by_role: dict[str, int] = {}
+    io_by_role: dict[str, dict[str, int]] = {}
+    impossible: dict[str, dict[str, float]] = {}
+    beyond: dict[str, dict[str, list[int]]] = {}
+    for run in runs:
+        columns = run.columns
+        tid = np.asarray(columns["tid"])
+        pid = np.asarray(columns["pid"])
+        t_ns = np.asarray(columns["t_ns"])
+        born = np.asarray(columns["born_in_run"], dtype=bool)
+        busy = np.asarray(run.busy_ns, dtype=np.float64)
+        for task in np.unique(tid).tolist():
+            rows = np.flatnonzero((tid == task) & np.isfinite(busy))
+            role = run.role_of_pid.get(int(pid[rows[0]])) if rows.size else None
+            if role is None:
+                continue
+            rows = rows[np.argsort(t_ns[rows], kind="stable")]
+            kinds = {k: np.asarray(columns[f"{k}_ns"], dtype=np.float64)[rows]
+                     for k in DELAY_KIND_NAMES if f"{k}_ns" in columns}
+            task = delays_in_ops(
+                t_ns[rows], busy[rows], bool(born[rows[0]]), kinds, run.started_ns,
+                None if run.asleep_ns is None else np.asarray(run.asleep_ns)[rows],
+                np.asarray(columns["oncpu_ns"], dtype=np.float64)[rows]
+                if "oncpu_ns" in columns else None)
+            busy_by_role[role] = busy_by_role.get(role, 0) + task.op_time_ns
+            faults = impossible.setdefault(role, {})
+            for kind, rate in task.impossible.items():
+                faults[kind] = max(rate, faults.get(kind, 0.0))
+            for kind, (accounted, room) in task.beyond_off_cpu.items():
+                cut = beyond.setdefault(role, {}).setdefault(kind, [0, 0])
+                cut[0] += accounted
+                cut[1] += room
+            io = io_by_role.setdefault(role, {})
+            for name, value in _io_deltas(columns, rows, bool(born[rows[0]])).items():
+                io[name] = io.get(name, 0) + value
+            bucket = inside.setdefault(role, {})
+            total = accrued.setdefault(role, {})
+            for kind, value in task.inside.items():
+                bucket[kind] = bucket.get(kind, 0) + value
+                total[kind] = total.get(kind, 0) + task.accrued[kind]
+    rows_out = []
+    for role in sorted(inside):
+        latency = busy_by_role.get(role, 0)
+        faults = impossible.get(role, {})
+        rows_out.append(RoleDelays(role, latency, {
+            kind: DelayShare(accrued[role][kind], value / latency if latency else None, value)
+            for kind, value in inside[role].items() if kind not in faults},
+            io_by_role.get(role, {}), int((ops_by_role or {}).get(role, 0)), faults,
+            beyond.get(role, {})))
+    return rows_out
+
+
+def role_io(delays: Sequence[RoleDelays]) -> dict[str, RoleIO]:
+    """What device.py needs of each role: op time, block I/O waits in the ops, I/O."""
+    return {row.role: RoleIO(row.ops_latency_ns, None if "blkio" in row.impossible
+                             else row.delays["blkio"].in_ops_ns if "blkio" in row.delays else 0,
+                             row.io) for row in delays}
+
+
+def _io_deltas(columns: Mapping[str, np.ndarray], rows: np.ndarray, born: bool
+               ) -> dict[str, int]:
+    out = {}
+    for name in columns:
+        if not name.startswith("io_"):
+            continue
+        values = np.asarray(columns[name], dtype=np.float64)[rows]
+        values = values[np.isfinite(values)]
+        if values.size:
+            out[name[3:]] = int(values[-1] - (0 if born else values[0]))
+    return out
+
+
+DELAY_WORDS = {k.name: k.spent for k in DELAY_KINDS if k.spent is not None}
+
+
+def delay_causes(role_delays: Mapping[str, Mapping[str, Any]], cpu_first: bool = True
+                 ) -> list[tuple[str, float]]:
+    """(kind, share of the op time) of the delays worth naming, largest first; with
+    `cpu_first` false, run-queue waits after the others (they follow from the ops' sleeps:
+    each wake-up queues for a CPU, so they are not the cause when something made the ops
+    sleep)."""
+    named = [(kind, float(value["share"])) for kind, value in role_delays.items()
+             if kind in DELAY_WORDS and value.get("share") and value["share"] >= MIN_SHARE]
+    return sorted(named, key=lambda item: (not cpu_first and item[0] == "cpu"
+                                           and len(named) > 1, -item[1]))
+
+
+def delay_explanation(op: str, p99_change: float | None, role: str,
+                      role_delays: Mapping[str, Mapping[str, Any]], max_causes: int = 2,
+                      mechanism: Mapping[str, str] | None = None,
+                      cpu_first: bool = True, stat: str = "p99") -> str | None:
+    """From delay accounting alone (no trace or stack samples): 'read p99 +310%: at least 86%
+    of the reader workers' op time was in block I/O waits (...mechanism...), 12% waiting for a
+    CPU'. Shares are of the op time, counting only the delays that must have been inside the
+    ops (analysis/where/delays.py), so none exceeds 100%. `mechanism[kind]` says what caused a kind
+    where the run's settings or counters tell, or which monitor would."""
+    if p99_change is None or p99_change <= MIN_GROWTH:
+        return None
+    named = delay_causes(role_delays, cpu_first)
+    if not named:
+        return None
+    mechanism = mechanism or {}
+    parts = []
+    for i, (kind, share) in enumerate(named[:max_causes]):
+        words = DELAY_WORDS[kind] + (f" ({mechanism[kind]})" if kind in mechanism else "")
+        parts.append(f"at least {share:.0%} of the {role} workers' op time was {words}" if i == 0
+                     else f"{share:.0%} {words}")
+    return f"{headline(op, stat, p99_change)}: delay accounting: " + ", ".join(parts)

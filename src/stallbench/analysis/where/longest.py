@@ -17,13 +17,14 @@ Pure: numpy arrays in, a dict out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .delaykinds import DELAY_KINDS
-from .inops import IMPOSSIBLE_RATE
+from ..delaykinds import DELAY_KINDS
+from .delays import IMPOSSIBLE_RATE
+from .section import LongestDelay
 
 
 def longest_delays(tid: np.ndarray, born_in_run: np.ndarray,
@@ -136,7 +137,7 @@ def explanation(label: str, kind: str, candidate_ns: int | None, baseline_ns: in
                 ) -> str | None:
     """'X: the longest single direct-reclaim stall was 14 ms (baseline 0.2 ms)' when the
     candidate's longest delay of a kind is notable (>= 1 ms) and at least twice the baseline's."""
-    from .display import format_ns
+    from ..display import format_ns
 
     if candidate_ns is None or candidate_ns < NOTABLE_NS:
         return None
@@ -145,3 +146,11 @@ def explanation(label: str, kind: str, candidate_ns: int | None, baseline_ns: in
     base = f"baseline {format_ns(baseline_ns)}" if baseline_ns is not None else "none in baseline"
     return (f"{label}: the longest single {KIND_WORDS.get(kind, kind)} was "
             f"{format_ns(candidate_ns)} ({base}; taskstats per-task maximum)")
+
+
+def longest_per_kind(per_run: Sequence[Mapping[str, Mapping[str, Any]]]) -> dict[str, LongestDelay]:
+    """The longest single delay per kind over the runs' run.json `max_ns` (entries with the
+    role of the task that had it as "run"), kinds without one left out."""
+    merged = merge_runs(list(per_run))
+    return {kind: LongestDelay(e["max_ns"], e["tid"], e["unattributed"], e["impossible"],
+                               e["run"]) for kind, e in merged.items() if e["max_ns"] is not None}

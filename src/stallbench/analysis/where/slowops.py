@@ -1,5 +1,6 @@
 """Where the time of the slow operations went: interval arithmetic over the trace table (or the
-stack samples) and the slow ops' own intervals. Pure and vectorised: numpy arrays in, dicts out.
+stack samples) and the slow ops' own intervals, and the line that names it ("62% of slow reads'
+time was in memcg reclaim"). Pure and vectorised: numpy arrays in, dicts out.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from .monitors import classify_stack
+from .growth import MIN_GROWTH, MIN_SHARE, headline
+from .section import SlowOps
+from .stacks import classify_stack
 
 # priority of overlapping causes: a D-state sleep inside reclaim is reclaim's time
 CAUSE_PRIORITY = ("memcg reclaim", "direct reclaim", "reclaim throttling", "dirty throttling")
@@ -276,3 +279,48 @@ def trace_breakdown(op_start: np.ndarray, op_latency: np.ndarray, op_task: np.nd
     """slow_op_breakdown from a trace table's columns."""
     intervals, device = trace_intervals(trace)
     return slow_op_breakdown(op_start, op_latency, op_task, intervals, device)
+
+
+def slow_threshold(median_ns: float | None, factor: float = 10.0) -> int | None:
+    """Slow means slower than `factor` times the op's median."""
+    if median_ns is None or not np.isfinite(median_ns):
+        return None
+    return int(median_ns * factor)
+
+
+def explanation(op: str, p99_change: float | None, breakdown: Mapping[str, int] | None,
+                source: str = "trace", max_causes: int = 2, stat: str = "p99") -> str | None:
+    """'read p99 +310%: 62% of slow reads' time was in memcg reclaim, 30% waiting on page lock'
+    or None when the tail did not grow or the monitors point nowhere."""
+    if p99_change is None or p99_change <= MIN_GROWTH or not breakdown:
+        return None
+    total = sum(breakdown.values())
+    if total <= 0:
+        return None
+    named = [(cause, value / total) for cause, value in breakdown.items()
+             if not cause.startswith("elsewhere") and value / total >= MIN_SHARE]
+    named.sort(key=lambda item: -item[1])
+    if not named:
+        return None
+    parts = []
+    for i, (cause, share) in enumerate(named[:max_causes]):
+        text = _cause_words(cause)
+        parts.append(f"{share:.0%} of slow {op}s' time was {text}" if i == 0
+                     else f"{share:.0%} {text}")
+    estimate = " (from stack samples)" if source == "stacks" else ""
+    return f"{headline(op, stat, p99_change)}: " + ", ".join(parts) + estimate
+
+
+def _cause_words(cause: str) -> str:
+    if cause.startswith("waiting") or cause.startswith("other"):
+        return cause if cause.startswith("waiting") else f"in D state ({cause[7:]})"
+    if cause == "device":
+        return "with requests in flight on the device"
+    return f"in {cause}"
+
+
+def slow_ops(threshold: int, count: int, source: str | None,
+             breakdown: Mapping[str, int]) -> SlowOps:
+    total = sum(breakdown.values())
+    return SlowOps(threshold, count, source, dict(breakdown),
+                   {k: v / total for k, v in breakdown.items()} if total else {})

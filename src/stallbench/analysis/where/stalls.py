@@ -1,9 +1,10 @@
-"""Stalls the kernel's tracepoints timed (reclaim, dirty throttling), intersected with the ops.
+"""Stalls the kernel's tracepoints timed (reclaim, dirty throttling), intersected with the ops,
+and summed per op (op_stalls: the where section's OpStall).
 
 The reclaim monitor (and trace, trace-full) record each stall of a workload task as an interval:
 a reclaim from its begin to its end event, a dirty-throttling pause from the event that announces
 it for its planned length. A worker does one op at a time, so the op time inside a stall is the
-worker's op time before the stall's end less its op time before its start (inops.op_time_before,
+worker's op time before the stall's end less its op time before its start (delays.op_time_before,
 additive over disjoint sets of ops, so ops may come in batches and per op name). Unlike delay
 accounting, which a sampling step bounds from below, this is exact per op: a stall either lies
 in an op or between two, and the kernel also does not have to agree on what to call it (a sleep
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inops import op_time_before
+from .delays import op_time_before
+from .section import OpStall
 
 STALL_CATEGORIES = ("reclaim", "throttle")      # the trace table's categories of a stall
 DIRTY_PAUSE = "balance_dirty_pages"             # a dirty-throttling pause's kind
@@ -109,4 +111,19 @@ def merge(per_run: Iterable[Mapping[str, Mapping[str, StallSum]]]
         for op, kinds in run.items():
             for kind, value in kinds.items():
                 out.setdefault(op, {}).setdefault(kind, StallSum()).add(value)
+    return out
+
+
+def op_stalls(merged: Mapping[str, Mapping[str, StallSum]],
+              op_totals: Mapping[str, tuple[int, int]]) -> dict[str, dict[str, OpStall]]:
+    """op -> stall kind -> OpStall, from the runs' summed stalls and each op's (samples, latency
+    sum) after the warm-up."""
+    out: dict[str, dict[str, OpStall]] = {}
+    for op, kinds in merged.items():
+        samples, total = op_totals.get(op, (0, 0))
+        out[op] = {kind: OpStall(s.in_ops_ns, s.in_ops_ns / total if total else None, s.stalls,
+                                 s.stall_ns / s.stalls if s.stalls else None,
+                                 s.stalls / samples if samples else None,
+                                 s.in_ops_ns / samples if samples else None)
+                   for kind, s in sorted(kinds.items())}
     return out

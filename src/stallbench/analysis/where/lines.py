@@ -1,6 +1,6 @@
 """The one-line explanations of the where section ("read p99 +310%: ..."), from the typed
-subsections wheresection.py fills: delay accounting attributed to the ops (with the mechanism
-by name, analysis/mechanism.py) and the slow ops' breakdown; and the section's warnings when
+subsections section.py holds: delay accounting attributed to the ops (with the mechanism
+by name, analysis/where/mechanism.py) and the slow ops' breakdown; and the section's warnings when
 the kernel's delay accounting cannot be true. Pure.
 """
 
@@ -9,13 +9,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from . import causes, delaymax, monitornames, stackdiff, tracedstalls
-from . import monitors as am
-from .display import format_ns
-from .mechanism import Facts, mechanism, op_direction, throttle_words
-from .wheresection import (
+from .. import monitornames
+from ..display import format_ns
+from . import causes, longest, slowops
+from .delays import DELAY_WORDS
+from .growth import MIN_GROWTH, MIN_SHARE, NEW_OP, TailChange, headline, mark_undecided
+from .mechanism import mechanism, op_direction, throttle_words
+from .section import (
     DeviceVerdict,
     Explanation,
+    Facts,
     LongestDelay,
     OpStall,
     Pressure,
@@ -23,10 +26,12 @@ from .wheresection import (
     SlowOps,
     Stacks,
 )
+from .stacks import change_line, grown_sleep
+from .stalls import stall_words
 
 
 def explanations(label: str,
-                 tail_changes: Mapping[str, am.TailChange | tuple[str, float | None]],
+                 tail_changes: Mapping[str, TailChange | tuple[str, float | None]],
                  slow: Mapping[str, SlowOps], delays: Sequence[RoleDelays],
                  roles_of_op: Mapping[str, Sequence[str]],
                  longest_here: Mapping[str, LongestDelay],
@@ -42,7 +47,7 @@ def explanations(label: str,
                  base_op_totals: Mapping[str, tuple[int, int]] | None = None
                  ) -> list[Explanation]:
     """The one-line explanations of a candidate, per op whose tail grew: first the causes of its
-    time (analysis/causes.py: the stalls the tracepoints timed in its ops and the delay
+    time (analysis/where/causes.py: the stalls the tracepoints timed in its ops and the delay
     accounting of the one role that runs it, block I/O split by the device's side), those that
     grew against the baseline first, with the mechanism where the variant's settings and
     counters name it; then its slow ops' breakdown (trace or stack samples: which wait, by
@@ -54,7 +59,7 @@ def explanations(label: str,
     rows = {row.role: row for row in delays}
     base_rows = {row.role: row for row in base_delays}
     for op, tail in sorted(tail_changes.items()):
-        stat, change, decided = am.TailChange(*tail)
+        stat, change, decided = TailChange(*tail)
         first = len(out)
         roles = roles_of_op.get(op, [])
         role = rows.get(roles[0]) if len(roles) == 1 else None
@@ -65,26 +70,26 @@ def explanations(label: str,
                      (base_stalls or {}).get(op, {}), (base_device or {}).get(op),
                      base_op_totals or {}, roles_of_op) if base_delays or base_stalls \
             else None
-        grown, steady = causes.ranked(causes.op_causes(here, base), am.MIN_SHARE)
+        grown, steady = causes.ranked(causes.op_causes(here, base), MIN_SHARE)
         shared = role is not None and sum(role.role in r for r in roles_of_op.values()) > 1
         line = _cause_line(op, stat, change, role, grown, steady, direction, facts, base_facts,
                            (device or {}).get(op), (stalls or {}).get(op, {}),
                            (base_stalls or {}).get(op, {}), shared)
         if role is not None and role.impossible and device and op in device \
-                and device[op].verdict and change is not None and change > am.MIN_GROWTH \
+                and device[op].verdict and change is not None and change > MIN_GROWTH \
                 and (not line or "blkio" in role.impossible):
             # the blocking waits cannot be seen: the device's counters name the cause first
             out.append(Explanation(label, op, (
-                f"{am.headline(op, stat, change)}: {device[op].verdict} (from the device's "
+                f"{headline(op, stat, change)}: {device[op].verdict} (from the device's "
                 f"counters: the {', '.join(sorted(role.impossible))} delay accounting "
                 "was impossible here)")))
         elif line:
             out.append(Explanation(label, op, line))
-        elif role is not None and stat == am.NEW_OP and not role.impossible:
+        elif role is not None and stat == NEW_OP and not role.impossible:
             out.append(Explanation(label, op, _unnamed_new_op(op, role, direction,
                                                               traced=op in slow)))
         if op in slow:
-            line = am.explanation(op, change, slow[op].breakdown_ns, slow[op].source,
+            line = slowops.explanation(op, change, slow[op].breakdown_ns, slow[op].source,
                                   stat=stat)
             if line:
                 throttle = throttle_words(facts, "read" if direction == "read" else "write")
@@ -93,11 +98,11 @@ def explanations(label: str,
                 out.append(Explanation(label, op, line))
         if not decided:
             out[first:] = [Explanation(e.variant, e.op,
-                                       am.mark_undecided(e.text, op, stat, change))
+                                       mark_undecided(e.text, op, stat, change))
                            for e in out[first:]]
     for kind, entry in longest_here.items():
         base_entry = longest_base.get(kind)
-        line = delaymax.explanation(label, kind, entry.max_ns,
+        line = longest.explanation(label, kind, entry.max_ns,
                                     base_entry.max_ns if base_entry else None)
         if line:
             out.append(Explanation(label, None, line))
@@ -150,7 +155,7 @@ def _cause_line(op: str, stat: str, change: float | None, role: RoleDelays | Non
                 shared: bool = False) -> str | None:
     """'read p99 +174%: 25% of the read ops' time was in memcg reclaim (...), ...; also in
     the baseline: ...' from the ranked causes, or None when none grew."""
-    if change is None or change <= am.MIN_GROWTH or not grown:
+    if change is None or change <= MIN_GROWTH or not grown:
         return None
     blocking = any(c.blocks for c in grown)
     parts: list[str] = []
@@ -169,7 +174,7 @@ def _cause_line(op: str, stat: str, change: float | None, role: RoleDelays | Non
             said_delay = True
         else:
             parts.append(f"{cause.share:.0%} {words}")
-    text = f"{am.headline(op, stat, change)}: " + _joined(parts)
+    text = f"{headline(op, stat, change)}: " + _joined(parts)
     if steady:
         text += "; also in the baseline: " + ", ".join(
             f"{_steady_words(c)} {c.share:.0%}"
@@ -202,7 +207,7 @@ def _delay_words(kind: str, op: str, direction: str, facts: Facts, base_facts: F
                 "throttling)" if monitornames.RECLAIM not in facts.monitors else
                 "in block I/O waits beyond the device's time for the op's own I/O (sleeps the "
                 "kernel counts as I/O waits, outside reclaim and dirty throttling)")
-    words = am.DELAY_WORDS[kind]
+    words = DELAY_WORDS[kind]
     if kind == "blkio":
         words = "in block I/O waits"
     text = mechanism(kind, op, direction, facts, base_facts, blocking)
@@ -211,12 +216,12 @@ def _delay_words(kind: str, op: str, direction: str, facts: Facts, base_facts: F
 
 def _steady_words(cause: causes.Cause) -> str:
     if cause.traced:
-        return tracedstalls.stall_words(cause.kind)
+        return stall_words(cause.kind)
     if cause.kind == causes.BEYOND:
         return "block I/O waits beyond the device's time"
     if cause.kind == "blkio":
         return "block I/O waits the device can have served"
-    return f"{delaymax.KIND_WORDS.get(cause.kind, cause.kind)}s"
+    return f"{longest.KIND_WORDS.get(cause.kind, cause.kind)}s"
 
 
 def _stall_words(op: str, cause: causes.Cause, stall: OpStall, base: OpStall | None,
@@ -228,8 +233,8 @@ def _stall_words(op: str, cause: causes.Cause, stall: OpStall, base: OpStall | N
               if base is not None and base.stalls and base.mean_ns is not None
               else "none in the baseline")
     text = (f"{cause.share:.0%} of the {op} ops' time was in "
-            f"{tracedstalls.stall_words(cause.kind)}" if first
-            else f"{cause.share:.0%} in {tracedstalls.stall_words(cause.kind)}")
+            f"{stall_words(cause.kind)}" if first
+            else f"{cause.share:.0%} in {stall_words(cause.kind)}")
     text += f": {stall.stalls:,} stalls of {mean} mean, {stall.per_op or 0:.2g} per op, {before}"
     if cause.holds_io and device is not None and device.not_device:
         text += ("; sleeps the kernel counts as block I/O waits (beyond the device's time for "
@@ -261,9 +266,9 @@ def variant_lines(label: str, psi: Mapping[str, Pressure], base_psi: Mapping[str
     if stacks is not None and stacks.top:
         here = [(row.stack, row.share) for row in stacks.top]
         base = [(row.stack, row.share) for row in base_stacks.top] if base_stacks else []
-        change = stackdiff.grown_sleep(here, base)
+        change = grown_sleep(here, base)
         if change is not None:
-            out.append(Explanation(label, None, stackdiff.change_line(label, change)))
+            out.append(Explanation(label, None, change_line(label, change)))
     return out
 
 
@@ -271,14 +276,14 @@ def _unnamed_new_op(op: str, role: RoleDelays, direction: str, traced: bool) -> 
     """An op only the candidate ran is all change, so it gets a line even where delay accounting
     names no wait of MIN_SHARE: the shares it did see, and where the rest of the time can be
     (`traced`: its slow ops' breakdown names the wait in the next line)."""
-    seen = ", ".join(f"{delaymax.KIND_WORDS[kind]}s {role.delays[kind].share or 0:.0%}"
+    seen = ", ".join(f"{longest.KIND_WORDS[kind]}s {role.delays[kind].share or 0:.0%}"
                      for kind in ("blkio", "cpu") if kind in role.delays)
     # ext4's fsync waits for jbd2's commit in wait_event (schedule, not io_schedule): a sleep
     # that taskstats accounts as no delay at all, while the journal thread does the I/O
     sleep = (" (as an fsync does while it waits for the journal's commit, which the journal "
              "thread writes)") if direction == "sync" else ""
-    return (f"{am.headline(op, am.NEW_OP, math.inf)}: delay accounting names no wait over "
-            f"{am.MIN_SHARE:.0%} of the {role.role} workers' op time ({seen}): the rest was on a "
+    return (f"{headline(op, NEW_OP, math.inf)}: delay accounting names no wait over "
+            f"{MIN_SHARE:.0%} of the {role.role} workers' op time ({seen}): the rest was on a "
             f"CPU or asleep outside block I/O{sleep}"
             + ("" if traced else "; --monitors stacks would name the wait"))
 
@@ -302,7 +307,7 @@ def impossible_warnings(label: str, delays: Sequence[RoleDelays]) -> list[str]:
 
 def off_cpu_warnings(label: str, delays: Sequence[RoleDelays]) -> list[str]:
     """One line per role and kind whose waits inside the ops the kernel accounted beyond the
-    tasks' time off a CPU (analysis/inops.py), which no wait for the device can exceed."""
+    tasks' time off a CPU (analysis/where/delays.py), which no wait for the device can exceed."""
     return [f"{label}: taskstats accounted {accounted / 1e9:.2f} s of {kind} delay inside the "
             f"{role.role} workers' ops, more than the {room / 1e9:.2f} s they were off a CPU "
             "and not in a pacing sleep (a task waiting for the device is asleep): a kernel "

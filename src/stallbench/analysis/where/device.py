@@ -4,7 +4,7 @@ Not the device's time per request against the op's mean: a page-cached read of 1
 device at 469 µs per request is not "in the device". What the op's role read from the block
 layer (taskstats read_bytes against the bytes its read calls returned) says whether its reads
 reached the device at all; the share of its op time in block I/O waits (delays attributed to
-the ops, analysis/inops.py) whether it waited for it; a throttle the variant set is named.
+the ops, analysis/where/delays.py) whether it waited for it; a throttle the variant set is named.
 
 A block I/O wait is not always the device's time: the kernel counts every io_schedule sleep as
 one, so a dirty-throttling pause (balance_dirty_pages), a writeback wait inside reclaim or a
@@ -20,38 +20,11 @@ sleeps the device did not serve (`not_device`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from . import monitors as am
-from . import tracedstalls
-from .mechanism import Facts, op_direction, throttle_words
-
-
-@dataclass
-class DeviceVerdict:
-    op_mean_ns: float
-    device_ns_per_request: float | None
-    device_share_upper_bound: float | None
-    verdict: str | None
-    from_device: float | None = None        # bytes the op's role read from the block layer /
-    #                                         bytes its read calls returned (taskstats)
-    blkio_share: float | None = None        # of the role's op time, in block I/O waits
-    requests_per_op: float | None = None    # all the devices' requests / the run's ops
-    device_share: float | None = None       # of the role's op time, at most the device's time
-    #                                         for the role's own reads (None: not bounded)
-    not_device: float | None = None         # of the op time, block I/O waits the device did not
-    #                                         serve (beyond device_share, or traced pauses)
-    not_device_in: list[str] = field(default_factory=list)   # the traced stalls (kinds) that
-    #                                         hold them, where the tracepoints say
-
-
-@dataclass
-class RoleIO:
-    ops_latency_ns: int
-    blkio_in_ops_ns: int | None         # None: the kernel accounted the waits impossibly
-    io: dict[str, int] = field(default_factory=dict)
-
+from .mechanism import op_direction, throttle_words
+from .section import DeviceVerdict, Facts, RoleIO
+from .stalls import counted_as_block_io, stall_words
 
 PAGE_CACHE_FRACTION = 0.02     # bytes from the device below this share: page-cache reads
 DEVICE_WAIT_SHARE = 0.5        # block I/O waits above this share of the op time: the device
@@ -62,6 +35,18 @@ BINDING = 0.8                  # a throttle binds when the device ran at this sh
 LIMIT_RATES = {"riops": "read_iops", "wiops": "write_iops", "rbps": "read_bytes_per_s",
                "wbps": "write_bytes_per_s"}      # io.max key -> the DiskSummary rate it limits
 ABOVE = "above the device (page cache, reclaim, locks, CPU)"
+
+
+def device_share(op_latency_total_ns: float, requests: float, ns_per_request: float | None,
+                 ) -> float | None:
+    """Fraction of the ops' total latency that the device's request time could account for.
+
+    Upper bound: all device time of the run divided by all time the ops took. Near 1 the
+    operations waited on the device; near 0 their time went above the block layer."""
+    total = float(op_latency_total_ns)
+    if total <= 0 or ns_per_request is None:
+        return None
+    return min(1.0, requests * ns_per_request / total)
 
 
 def device_vs_above(disks: Mapping[str, Any], op_totals: Mapping[str, tuple[int, int]],
@@ -101,7 +86,7 @@ def device_vs_above(disks: Mapping[str, Any], op_totals: Mapping[str, tuple[int,
         from_device = blkio = served = None
         beyond = Beyond(None, [])
         verdict = None
-        bound = am.device_share(total, requests / max(1, runs), per_request)
+        bound = device_share(total, requests / max(1, runs), per_request)
         if roles:
             io = {k: sum(r.io.get(k, 0) for r in roles) for k in ("read_char", "read_bytes",
                                                                  "write_char", "write_bytes")}
@@ -178,12 +163,12 @@ def not_served(blkio: float | None, served: float | None,
     the op (which taskstats counts as block I/O); with the traced stalls that hold them. Less
     than HELD_SHARE beyond the bound is taken as the bound's error. Where the kernel accounted
     the block I/O waits impossibly (`blkio` None) the traced pauses alone still say it."""
-    pauses = sum(share for kind, share in stalls.items() if tracedstalls.counted_as_block_io(kind))
+    pauses = sum(share for kind, share in stalls.items() if counted_as_block_io(kind))
     if blkio is None:
         if pauses < HELD_SHARE:
             return Beyond(None, [])
         return Beyond(pauses, [kind for kind, share in sorted(stalls.items(), key=lambda kv: -kv[1])
-                               if tracedstalls.counted_as_block_io(kind)][:2])
+                               if counted_as_block_io(kind)][:2])
     beyond = max(0.0, blkio - served) if served is not None else 0.0
     if beyond < HELD_SHARE:
         beyond = 0.0        # within the calibrated bound's own error: the device's
@@ -236,7 +221,7 @@ def verdict_words(direction: str, from_device: float | None, blkio: float | None
             return None
         # the kernel's waits unusable, the traced pauses timed inside the ops are not
         return f"above the device: at least {beyond.share:.0%} in " + \
-            " and ".join(map(tracedstalls.stall_words, beyond.where))
+            " and ".join(map(stall_words, beyond.where))
     throttle = throttle_words(facts, direction if direction == "read" else "write") \
         if facts else None
     if throttle and blkio >= PARTLY_SHARE:
@@ -244,7 +229,7 @@ def verdict_words(direction: str, from_device: float | None, blkio: float | None
     waited = blkio - (beyond.share or 0.0)      # the block I/O waits the device can have served
     if beyond.share is not None and (beyond.share >= PARTLY_SHARE and beyond.share >= waited
                                      or beyond.where and beyond.share >= HELD_SHARE):
-        where = (" in " + " and ".join(map(tracedstalls.stall_words, beyond.where))
+        where = (" in " + " and ".join(map(stall_words, beyond.where))
                  if beyond.where else " beyond the device's time for its own I/O")
         if waited >= DEVICE_WAIT_SHARE:
             return f"the device ({waited:.0%}) and above it: {beyond.share:.0%}{where}"

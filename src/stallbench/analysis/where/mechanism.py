@@ -11,11 +11,11 @@ recorded about themselves (run.json: limits, sysctls, machine load; the counters
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
-from . import monitornames as names
-from .delaykinds import RECLAIM
-from .display import format_size
+from .. import monitornames as names
+from ..delaykinds import RECLAIM
+from ..display import format_size
+from .section import Facts
 
 IO_LIMIT_NAMES = {"read_iops": "riops", "write_iops": "wiops", "read_bps": "rbps",
                   "write_bps": "wbps"}
@@ -25,24 +25,6 @@ SMALL_DIRTY_BYTES = 64 << 20
 SYNC_WORDS = ("fsync", "fdatasync", "commit", "sync")
 BUSY_OTHERS = 0.5        # CPUs used by other processes that make a run-queue wait theirs
 GREW_OTHERS = 0.3        # CPUs more than in the baseline
-
-
-@dataclass
-class Facts:
-    """What one variant's runs say about the conditions they ran in (first run's settings,
-    counters as the mean delta per run)."""
-    memory_limit: int | None = None
-    memory_peak: int | None = None
-    memory_hits: int | None = None            # v1 failcnt, v2 events "max"
-    data_bytes: int | None = None             # the workload's data file(s), where it says
-    io_limits: dict[str, str] = field(default_factory=dict)   # {"riops": "1000"}
-    sysctls: dict[str, str] = field(default_factory=dict)
-    system_memory: int | None = None
-    cpus: float | None = None
-    own_cpus: float | None = None
-    others_cpus: float | None = None
-    monitors: list[str] = field(default_factory=list)
-    counters: dict[str, float] = field(default_factory=dict)
 
 
 def contention(facts: Facts, baseline: Facts | None) -> bool:
