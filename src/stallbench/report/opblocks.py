@@ -26,9 +26,9 @@ _STALL_COLUMNS = (
            tail=" run(s) of intervals with no op while others ran"),
     Column("starved workers", lead="; "),
 )
-_EPISODE_COLUMNS = [Column("kind", LEFT, 8, 4), Column("iteration", lead=" iteration "),
-                    Column("at", lead=" at "), Column("for", lead=" for "),
-                    Column("worst", lead=", worst ")]
+# a variant's episodes, under its row in text; markup names the variant in the first title
+_EPISODE_COLUMNS = [Column("iteration", lead=" iteration "), Column("at", lead=" at "),
+                    Column("for", lead=" for "), Column("worst", lead=", worst ")]
 
 
 def distribution_sections(comparison: Comparison, width: int = 100) -> list[Section]:
@@ -83,7 +83,7 @@ def _stalls(op: OpComparison, comparison: Comparison) -> list[Section]:
             continue
         waiting.append(_stall_row(label, summary))
         if summary.episodes:
-            tables += [_stall_table(waiting), _episode_table(summary.episodes)]
+            tables += [_stall_table(waiting), _episode_table(label, summary.episodes)]
             waiting = []
     if waiting:
         tables.append(_stall_table(waiting))
@@ -116,11 +116,12 @@ def _stall_table(rows: list[list[Cell]]) -> Table:
                  sentences=True)
 
 
-def _episode_table(episodes: list[dict]) -> Table:
+def _episode_table(label: str, episodes: list[dict]) -> Table:
     rows = [cells(e["kind"], str(e["iteration"]), f"{e['start_ns'] / 1e9:.1f} s",
                   f"{e['duration_ns'] / 1e9:.1f} s",
                   format_ns(e["worst_ns"]) if e["worst_ns"] else "")
             for e in episodes[:MAX_EPISODES]]
     if len(episodes) > MAX_EPISODES:
         rows.append(cells(f"… and {len(episodes) - MAX_EPISODES} more episodes", "", "", "", ""))
-    return Table(_EPISODE_COLUMNS, rows, sentences=True)
+    return Table([Column(f"{label}: episode", LEFT, 8, 4), *_EPISODE_COLUMNS], rows,
+                 sentences=True)
