@@ -9,8 +9,9 @@ from ..compare.model import Comparison
 from . import SECTIONS, flamegraph
 from . import plots as plots_mod
 from .headline import headline_sections
-from .tables import Cell, Chapter, Section, comparison_sections
-from .text import distribution, method_lines, note_lines, stalls, title_lines
+from .opblocks import distribution_sections, stalls_sections
+from .tables import Cell, Chapter, Section, comparison_sections, variants_section
+from .text import method_lines, note_lines
 from .where import where_chapter
 
 _CSS = """
@@ -30,6 +31,8 @@ pre.legend{white-space:pre-wrap}
 section.headline{border:2px solid #222;border-radius:6px;padding:4px 12px;margin:12px 0}
 section.headline h2{margin-top:.6em;font-weight:700}
 p.note{color:#555}
+.bar{display:inline-block;width:120px;height:.8em;margin-left:6px;background:#eee}
+.bar span{display:block;height:100%;background:#777}
 """
 
 
@@ -44,8 +47,7 @@ def render(comparison: Comparison, plots: list[plots_mod.Plot] | None = None,
     if plots is None and "where" in sections:
         plots = plots_mod.render_plots(comparison, formats=("png",))
     parts = {
-        "variants": lambda: [f"<h1>stallbench compare — {_e(comparison.workload)}</h1>",
-                             preformatted(title_lines(comparison, 100)[1:-1])],
+        "variants": lambda: section_html(variants_section(comparison)),
         "headline": lambda: ['<section class="headline">',
                              *(line for section in headline_sections(comparison)
                                for line in section_html(section)), "</section>"],
@@ -55,8 +57,10 @@ def render(comparison: Comparison, plots: list[plots_mod.Plot] | None = None,
                            for line in section_html(section)],
         "where": lambda: [*_where(comparison), *flamegraph.html_sections(comparison),
                           *_plots(plots or [])],
-        "distributions": lambda: _op_blocks(comparison, distribution, "distribution"),
-        "stalls": lambda: _op_blocks(comparison, stalls, "stalls over time"),
+        "distributions": lambda: [line for section in distribution_sections(comparison)
+                                  for line in section_html(section)],
+        "stalls": lambda: [line for section in stalls_sections(comparison)
+                           for line in section_html(section)],
         "method": lambda: [preformatted(method_lines(comparison, 100))],
     }
     body = [line for name in SECTIONS if name in sections for line in parts[name]()]
@@ -69,16 +73,6 @@ def _plots(plots: list[plots_mod.Plot]) -> list[str]:
         data = base64.b64encode(plot.png).decode("ascii")
         out.append(f"<h2>{_e(plot.title)}</h2>")
         out.append(f'<img alt="{_e(plot.title)}" src="data:image/png;base64,{data}">')
-    return out
-
-
-def _op_blocks(comparison: Comparison, lines_of, what: str) -> list[str]:
-    out = []
-    for op in comparison.ops:
-        block = lines_of(op, comparison, 100)
-        if block:
-            out.append(f"<h2>{_e(op.op)}: {_e(what)}</h2>")
-            out.append("<pre>" + _e("\n".join(block)) + "</pre>")
     return out
 
 
@@ -132,7 +126,9 @@ def chapter_html(chapter: Chapter) -> list[str]:
 def _td(cell: Cell) -> str:
     klass = "" if cell.mark is None else f' class="{_e(cell.mark)}"'
     flag = f' <span class="starved">{_e(cell.flag)}</span>' if cell.flag else ""
-    return f"<td{klass}>{_e(cell.text)}{flag}</td>"
+    bar = "" if cell.share is None else \
+        f'<span class="bar"><span style="width:{cell.share:.1%}"></span></span>'
+    return f"<td{klass}>{_e(cell.text)}{flag}{bar}</td>"
 
 
 def _where(comparison: Comparison) -> list[str]:

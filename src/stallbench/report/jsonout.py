@@ -112,7 +112,8 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
         "percentiles": [{"stat": s.key, "label": s.label, "key": s.json_key,
                          "probability": s.probability, "needs_samples": needed_samples(
                              s.probability)} for s in comparison.stats if s.probability],
-        "headline": [asdict(section) for section in headline_sections(comparison)],
+        "headline": [asdict(section, dict_factory=_set_fields)
+                     for section in headline_sections(comparison)],
         "decide_hint": comparison.decide_hint,
         "variants": [asdict(v) for v in comparison.variants],
         "ops": {op.op: op_dict(op, comparison) for op in comparison.ops},
@@ -128,6 +129,16 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
         "profile_problem": comparison.profile_problem,
         "problems": comparison.problems,
     }
+
+
+# fields of the table model (tables.py) added after the JSON's headline took its shape: it keeps
+# that shape, so they are in it only where they are set
+_LATER_FIELDS = frozenset({"title_width", "bar", "lead", "tail", "sentences", "share"})
+
+
+def _set_fields(items: list[tuple[str, object]]) -> dict[str, object]:
+    return {key: value for key, value in items
+            if key not in _LATER_FIELDS or value not in (0, "", False, None)}
 
 
 def render(comparison: Comparison) -> str:

@@ -6,8 +6,9 @@ from ..analysis.intervals import DIRECTED
 from ..compare.model import Comparison
 from . import SECTIONS
 from .headline import headline_sections
-from .tables import RIGHT, Cell, Chapter, Section, comparison_sections
-from .text import distribution, method_lines, note_lines, stalls, title_lines
+from .opblocks import distribution_sections, stalls_sections
+from .tables import RIGHT, Cell, Chapter, Section, comparison_sections, variants_section
+from .text import method_lines, note_lines
 from .where import where_chapter
 
 BOLD = DIRECTED
@@ -20,16 +21,17 @@ def _escape(text: str) -> str:
 def render(comparison: Comparison, sections: tuple[str, ...] = SECTIONS) -> str:
     """The sections asked for (report.SECTIONS), the headline's as headings of their own."""
     parts = {
-        "variants": lambda: [f"# stallbench compare — {comparison.workload}", "",
-                             "```", *title_lines(comparison, 100)[1:-1], "```", ""],
+        "variants": lambda: section_lines(variants_section(comparison)),
         "headline": lambda: [line for section in headline_sections(comparison)
                              for line in section_lines(section)],
         "notes": lambda: _fenced(note_lines(comparison, 100)),
         "tables": lambda: [line for section in comparison_sections(comparison)
                            for line in section_lines(section)],
         "where": lambda: where_section(comparison),
-        "distributions": lambda: _op_blocks(comparison, distribution, "distribution"),
-        "stalls": lambda: _op_blocks(comparison, stalls, "stalls over time"),
+        "distributions": lambda: [line for section in distribution_sections(comparison)
+                                  for line in section_lines(section)],
+        "stalls": lambda: [line for section in stalls_sections(comparison)
+                           for line in section_lines(section)],
         "method": lambda: _fenced(method_lines(comparison, 100)),
     }
     out = [line for name in SECTIONS if name in sections for line in parts[name]()]
@@ -39,15 +41,6 @@ def render(comparison: Comparison, sections: tuple[str, ...] = SECTIONS) -> str:
 def _fenced(lines: list[str]) -> list[str]:
     lines = [line for line in lines if line]
     return ["```", *lines, "```", ""] if lines else []
-
-
-def _op_blocks(comparison: Comparison, lines_of, what: str) -> list[str]:
-    out = []
-    for op in comparison.ops:
-        block = lines_of(op, comparison, 100)
-        if block:
-            out += [f"### {op.op}: {what}", "", "```", *block, "```", ""]
-    return out
 
 
 def section_lines(section: Section) -> list[str]:

@@ -11,6 +11,8 @@ from ..analysis.quantiles import latency_stats
 from ..compare.show import RunsSummary
 from .common import JSON_KEYS, format_count, format_rate, format_seconds
 from .jsonout import stats_dict
+from .tables import RIGHT, Cell, Column, Table, cells
+from .text import table_lines
 
 _STATS = tuple(s.key for s in latency_stats())
 _HEAD = tuple(s.label for s in latency_stats())
@@ -74,32 +76,31 @@ def render_text(summary: RunsSummary) -> str:
     lines.append("")
     lines.append("latency in each row's unit; a value far from the row's carries its own "
                  "(3.19µs)")
-    ops = summary.ops
-    name_w = max([2, *(len(name) for name in ops)])
-    count_w = max([7, *(len(format_count(s.samples)) for s in ops.values())])
-    rate_w = max([6, *(len(format_rate(s.rate)) for s in ops.values())])
-    lines.append(f"{'op':<{name_w}} {'samples':>{count_w}} {'rate/s':>{rate_w}} unit " +
-                 " ".join(f"{h:>{_CELL}}" for h in _HEAD))
-    for name, stats in ops.items():
-        if stats.samples == 0:
-            lines.append(f"{name:<{name_w}} {0:>{count_w}} {'0.0':>{rate_w}}      no samples")
-            continue
-        unit = _row_unit([stats.values[s] for s in _STATS
-                          if s not in stats.unresolved and stats.values.get(s)])
-        cells = []
-        for stat in _STATS:
-            if stat in stats.unresolved:
-                cells.append(f"{'n/r':>{_CELL}}")
-                continue
-            cells.append(f"{_cell(stats.values[stat], unit):>{_CELL}}")
-        lines.append(f"{name:<{name_w}} {format_count(stats.samples):>{count_w}} "
-                     f"{format_rate(stats.rate):>{rate_w}} {unit.name:>4} " + " ".join(cells))
+    lines += table_lines(ops_table(summary), WIDTH)
     if any(s.unresolved for s in summary.ops.values()):
         lines.append("n/r: fewer than 10 samples at or beyond the percentile")
     return "\n".join(lines) + "\n"
 
 
 _CELL = 6
+
+
+def ops_table(summary: RunsSummary) -> Table:
+    """Each op's samples, rate, and statistics in the row's own unit."""
+    rows = []
+    for name, stats in summary.ops.items():
+        if stats.samples == 0:
+            rows.append([*cells(name, "0", "0.0", ""), Cell("no samples"),
+                         *cells(*("" for _ in _STATS[1:]))])
+            continue
+        unit = _row_unit([stats.values[s] for s in _STATS
+                          if s not in stats.unresolved and stats.values.get(s)])
+        rows.append(cells(name, format_count(stats.samples), format_rate(stats.rate), unit.name,
+                          *("n/r" if stat in stats.unresolved else _cell(stats.values[stat], unit)
+                            for stat in _STATS)))
+    return Table([Column("op", gap=0), Column("samples", RIGHT), Column("rate/s", RIGHT),
+                  Column("unit", RIGHT, 4), *(Column(head, RIGHT, _CELL) for head in _HEAD)],
+                 rows)
 
 
 def _row_unit(values_ns: list[float]) -> TimeUnit:

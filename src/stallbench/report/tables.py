@@ -1,5 +1,6 @@
 """The report's table model: sections of titled tables with notes, built once from a Comparison
-(here) or from its where section (where.py), and laid out by each format (text.py, markdown.py,
+(here: what was compared and the op and CPU tables; opblocks.py: each op's distribution and stalls;
+headline.py; where.py from its where section) and laid out by each format (text.py, markdown.py,
 htmlout.py) without deciding any content.
 
 As in hyperfine's MarkupExporter, the builder decides every cell's words once; an emitter only
@@ -34,6 +35,10 @@ class Column:
     align: str = LEFT        # LEFT | RIGHT
     width: int = 0           # monospace emitters pad cells to it and cut titles to it; 0: none
     gap: int = 1             # monospace emitters: spaces before the column (first: the indent)
+    title_width: int = 0     # monospace emitters cut the title to it; 0: to width
+    bar: int = 0             # monospace emitters draw a cell's share as a bar this long
+    lead: str = ""           # a sentence table's words before a cell (left out with an empty one)
+    tail: str = ""           # ... and after it
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class Cell:
     text: str
     mark: str | None = None  # a verdict markup emitters style (HTML class; bold in markdown)
     flag: str = ""           # a loud word after the text (STARVED, FEWER OPS)
+    share: float | None = None  # a share of a whole (0..1) that emitters may draw as a bar
 
 
 @dataclass
@@ -48,6 +54,9 @@ class Table:
     columns: list[Column]
     rows: list[list[Cell]]
     cut: bool = False   # monospace emitters cut a line longer than the page to it, ending in …
+    # monospace emitters write each row as a sentence, no header: the cells, each between its
+    # column's lead and tail, wrapped to the page; markup emitters show an ordinary table
+    sentences: bool = False
 
 
 @dataclass
@@ -173,3 +182,17 @@ def comparison_sections(comparison: Comparison) -> list[Section]:
     """The report's tables in reading order: each op against each candidate, then CPU time."""
     out = [s for op in comparison.ops for s in op_sections(op, comparison)]
     return out + cpu_section(comparison)
+
+
+def variants_section(comparison: Comparison) -> Section:
+    """What was compared: the workload, then each variant's role, runs and kernel."""
+    kernels = any(info.kernel for info in comparison.variants)
+    columns = [Column("role", LEFT, len("candidate"), 2), Column("variant", lead=" "),
+               Column("runs", lead=": "), Column("seconds each", lead=" run(s) of ", tail=" s"),
+               *([Column("kernel", lead=", kernel ")] if kernels else [])]
+    rows = [cells("baseline" if info.label == comparison.baseline else "candidate", info.label,
+                  str(len(info.runs)), ", ".join(f"{r.duration_s:.1f}" for r in info.runs),
+                  *([info.kernel or ""] if kernels else []))
+            for info in comparison.variants]
+    return Section(f"stallbench compare — workload {comparison.workload}",
+                   [Table(columns, rows, sentences=True)], level=1)

@@ -1,29 +1,31 @@
-"""Plain-text report that fits in 100 columns, with bcc-style log2 histograms side by side."""
+"""Plain-text report that fits in 100 columns, with bcc-style log2 histograms side by side: the
+table model (tables.py) as monospace lines."""
 
 from __future__ import annotations
 
 import textwrap
 
-from ..analysis.display import format_ns
 from ..analysis.intervals import Verdict
 from ..analysis.quantiles import MIN_TAIL_SAMPLES
-from ..analysis.summary import RESPONSE_SUFFIX
-from ..compare.model import Comparison, OpComparison
+from ..compare.model import Comparison
 from . import SECTIONS
-from .common import (
-    band_label,
-    duet_lines,
-    level_shift_notes,
-    method_line,
-    run_count_notes,
-    shift_sentence,
-)
+from .common import duet_lines, level_shift_notes, method_line, run_count_notes
 from .environment import render_lines as environment_lines  # fidelity
 from .headline import headline_sections
-from .tables import RIGHT, Cell, Chapter, Section, Table, comparison_sections
+from .opblocks import distribution_sections, stalls_sections
+from .tables import (
+    RIGHT,
+    Cell,
+    Chapter,
+    Column,
+    Section,
+    Table,
+    comparison_sections,
+    variants_section,
+)
 from .where import where_chapter
 
-MAX_EPISODES = 5
+_SHARE_WIDTH = len("100.0%")  # a bar's share, right-aligned before it
 
 
 # ANSI styles of a coloured terminal (report/__init__.py decides when: --color, NO_COLOR)
@@ -41,17 +43,17 @@ def render(comparison: Comparison, width: int = 100, sections: tuple[str, ...] =
     """The report's sections asked for (report.SECTIONS, in that order); `color`: ANSI
     colour (worse red, better green, the headline bold)."""
     parts = {
-        "variants": lambda: title_lines(comparison, width),
+        "variants": lambda: section_lines(variants_section(comparison), width),
         "headline": lambda: [line for section in headline_sections(comparison)
                              for line in section_lines(section, width, color)],
         "notes": lambda: note_lines(comparison, width),
         "tables": lambda: [line for section in comparison_sections(comparison)
                            for line in section_lines(section, width, color)],
         "where": lambda: where_section(comparison, width),
-        "distributions": lambda: [line for op in comparison.ops
-                                  for line in distribution(op, comparison, width)],
-        "stalls": lambda: [line for op in comparison.ops
-                           for line in stalls(op, comparison, width)],
+        "distributions": lambda: [line for section in distribution_sections(comparison, width)
+                                  for line in section_lines(section, width)],
+        "stalls": lambda: [line for section in stalls_sections(comparison)
+                           for line in section_lines(section, width)],
         "method": lambda: method_lines(comparison, width),
     }
     out = [line for name in SECTIONS if name in sections for line in parts[name]()]
@@ -63,18 +65,6 @@ def _wrap(text: str, width: int, indent: str = "") -> list[str]:
     (paths and commands stay whole)."""
     return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
                          break_on_hyphens=False) or [""]
-
-
-def title_lines(comparison: Comparison, width: int) -> list[str]:
-    """What was compared: the workload, then each variant's runs and kernel."""
-    lines = [f"stallbench compare — workload {comparison.workload}"]
-    for info in comparison.variants:
-        role = "baseline " if info.label == comparison.baseline else "candidate"
-        durations = ", ".join(f"{r.duration_s:.1f}" for r in info.runs)
-        kernel = f", kernel {info.kernel}" if info.kernel else ""
-        lines += _wrap(f"{role} {info.label}: {len(info.runs)} run(s) of {durations} s{kernel}",
-                       width, "  ")
-    return [*lines, ""]
 
 
 def method_lines(comparison: Comparison, width: int) -> list[str]:
@@ -116,7 +106,8 @@ def section_lines(section: Section, width: int = 100, color: bool = False) -> li
                           subsequent_indent="  ")
     lines = [_styled(line, "strong", color and section.strong) for line in title]
     for table in section.tables:
-        lines += table_lines(table, width, color)
+        lines += sentence_lines(table, width) if table.sentences else \
+            table_lines(table, width, color)
     lines += section.preformatted
     for text in (*section.items, *section.notes):
         lines += _wrap(text, width, "  ")
@@ -127,7 +118,7 @@ def table_lines(table: Table, width: int = 100, color: bool = False) -> list[str
     """Columns padded to their width (titles cut to it) or, width 0, to their widest cell; in a
     table to be cut, a line longer than the page is cut to it. `color`: a verdict cell red
     (worse) or green (better), its flag bold red (not in tables that are cut)."""
-    texts = [[cell.text + (f"  {cell.flag}" if cell.flag else "") for cell in row]
+    texts = [[_cell_text(cell, column) for cell, column in zip(row, table.columns, strict=True)]
              for row in table.rows]
     widths = [column.width or max([len(column.title), *(len(r[i]) for r in texts)])
               for i, column in enumerate(table.columns)]
@@ -147,9 +138,30 @@ def table_lines(table: Table, width: int = 100, color: bool = False) -> list[str
                                                      strict=True)).rstrip()
         return text if len(text) <= width or not table.cut else text[:width - 1] + "…"
 
-    header = [c.title[:c.width] if c.width else c.title for c in table.columns]
+    header = [c.title[:c.title_width or c.width] if c.width else c.title for c in table.columns]
     return [line([Cell(t) for t in header], header),
             *(line(row, row_texts) for row, row_texts in zip(table.rows, texts, strict=True))]
+
+
+def _cell_text(cell: Cell, column: Column) -> str:
+    """A cell's words and flag; a share in a column with a bar: the share, then the bar."""
+    if cell.share is not None and column.bar:
+        stars = "*" * int(round(cell.share * column.bar))
+        return f"{cell.text:>{_SHARE_WIDTH}} |{stars:<{column.bar}}|"
+    return cell.text + (f"  {cell.flag}" if cell.flag else "")
+
+
+def sentence_lines(table: Table, width: int = 100) -> list[str]:
+    """A table of sentences: each row one line, indented by the first column's gap and wrapped
+    to the page, its cells (those not empty, padded to their column's width) each between the
+    column's lead and tail."""
+    indent = " " * table.columns[0].gap if table.columns else ""
+    lines = []
+    for row in table.rows:
+        text = "".join(column.lead + cell.text.ljust(column.width) + column.tail
+                       for column, cell in zip(table.columns, row, strict=True) if cell.text)
+        lines += _wrap(text, width, indent)
+    return lines
 
 
 def chapter_lines(chapter: Chapter, width: int = 100) -> list[str]:
@@ -174,77 +186,3 @@ def where_section(comparison: Comparison, width: int) -> list[str]:
     if comparison.where is None:
         return []
     return chapter_lines(where_chapter(comparison.where), width)
-
-
-def distribution(op: OpComparison, comparison: Comparison, width: int) -> list[str]:
-    labels = comparison.labels
-    shares = [op.band_shares[label] for label in labels]
-    used = [band for band in range(len(shares[0])) if any(row[band] > 0 for row in shares)]
-    if not used:
-        return []
-    first, last = used[0], used[-1]
-    lines = [f"{op.op} — distribution (log2 bands, share of ops)"]
-    for cand_label in comparison.candidates:
-        shift = op.shift[cand_label]
-        sentence = shift_sentence(shift, op.op.removesuffix(RESPONSE_SUFFIX))
-        if sentence:
-            lines.append(f"  {cand_label}: {sentence}")
-        elif shift:
-            lines.append(f"  {cand_label}: {shift.moved:.1%} of ops changed band")
-    label_width = 20
-    column = (width - label_width - 2) // len(labels)
-    bar = max(column - 10, 4)  # a cell is " 12.3% |" + bar + "|"
-    lines.append(f"  {'latency':<{label_width}}" + "".join(
-        f" {label[:column - 2]:<{column - 1}}" for label in labels))
-    for band in range(first, last + 1):
-        cells = []
-        for row in shares:
-            stars = int(round(row[band] * bar))
-            cells.append(f" {row[band]:6.1%} |{'*' * stars:<{bar}}|")
-        name = f"{band_label(band)} – {band_label(band + 1)}"
-        lines.append(f"  {name:<{label_width}}" + "".join(cells))
-    lines.append("")
-    return lines
-
-
-def stalls(op: OpComparison, comparison: Comparison, width: int) -> list[str]:
-    lines: list[str] = []
-    any_stalls = False
-    if not any(op.stats[label].samples for label in comparison.labels):
-        return []
-    for label in comparison.labels:
-        summary = op.stalls[label]
-        stats = op.stats[label]
-        if stats.samples == 0 and not summary.episodes:
-            continue
-        longest = summary.longest_stall
-        parts = [f"longest time without a completed op {format_ns(longest['duration_ns'])} "
-                 f"at {longest['start_ns'] / 1e9:.1f} s (iteration {longest['iteration']})"]
-        slow = [e for e in summary.episodes if e["kind"] == "slow"]
-        starved = [e for e in summary.episodes if e["kind"] == "starved"]
-        if slow:
-            parts.append(f"{len(slow)} interval run(s) with max > "
-                         f"{format_ns(summary.threshold_ns)}")
-        if starved:
-            parts.append(f"{len(starved)} run(s) of intervals with no op while others ran")
-        starved_workers = [(w["iteration"], w["starved"], w["counts"], w["median"])
-                           for w in summary.workers if w["starved"]]
-        for iteration, workers, counts, median in starved_workers:
-            parts.append(f"iteration {iteration}: starved worker(s) " + ", ".join(
-                f"{w} ({counts[w]} ops)" for w in workers) + f" vs median {median}")
-        lines += _wrap(f"{label}: " + "; ".join(parts), width, "  ")
-        for episode in summary.episodes[:MAX_EPISODES]:
-            any_stalls = True
-            worst = f", worst {format_ns(episode['worst_ns'])}" if episode["worst_ns"] else ""
-            lines.append(f"    {episode['kind']:<8} iteration {episode['iteration']} at "
-                         f"{episode['start_ns'] / 1e9:.1f} s for "
-                         f"{episode['duration_ns'] / 1e9:.1f} s{worst}")
-        if len(summary.episodes) > MAX_EPISODES:
-            lines.append(f"    … and {len(summary.episodes) - MAX_EPISODES} more episodes")
-    if not lines:
-        return []
-    interval = format_ns(op.stalls[comparison.baseline].interval_ns)
-    title = f"{op.op} — stalls over time ({interval} intervals)"
-    if not any_stalls:
-        title += ": no stall episodes"
-    return [title, *lines, ""]
