@@ -4,7 +4,7 @@ Table `diskstats`: t_ns, device, and the cumulative kernel counters (see
 Documentation/admin-guide/iostats.rst): reads, read_merges, read_sectors, read_ms, writes,
 write_merges, write_sectors, write_ms, in_flight (gauge), io_ms, weighted_ms, discards...,
 flushes, flush_ms (`DISKSTATS` declares them). analysis/montables.py derives run.json's
-`totals` (change per device during the run) and analysis/monitors.py IOPS, bytes, time per
+`totals` (change per device during the run) and analysis/where/disk.py IOPS, bytes, time per
 request, queue depth and utilisation from it.
 """
 
