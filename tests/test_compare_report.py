@@ -212,10 +212,10 @@ def test_every_text_line_fits_100_columns(reports):
 
 def test_text_layout_snapshot(reports):
     text = reports["text"]
-    if os.environ.get("STALLBENCH_UPDATE_SNAPSHOTS"):
+    if os.environ.get("STALLBENCH_SNAPSHOT_UPDATE"):
         SNAPSHOT.write_text(text)
     assert text == SNAPSHOT.read_text(), \
-        "text layout changed: review and rerun with STALLBENCH_UPDATE_SNAPSHOTS=1"
+        "text layout changed: review and rerun with STALLBENCH_SNAPSHOT_UPDATE=1"
 
 
 def test_markdown_has_the_tables(reports):

@@ -49,11 +49,13 @@ The model, on the log scale of each statistic (p50 ... p99.9, mean, rate), for r
   part of it the next run's level would carry if the quarters wander independently.
   A measured spread never exceeds what the runs' own values allow: the wandering (in τ0 and in
   the floor) is at most the upper end of V's 95% interval from their sum of squares,
-  SS / χ²_{0.025}(df) (variance_bound), less w̄. A level that moves inside every run alike (a
-  memory cgroup that fills half way, a cold cache that warms) makes the quarters wander
-  without making the runs differ: guest runs whose rates agreed within 4% got a run-to-run sd
-  of 1.09 from that, and from empty time blocks before their workload started (summary.py now
-  counts the warm-up and the span from the first op).
+  SS / χ²_{0.025}(df) (variance_bound), less w̄, and the floor itself at most that bound (or
+  the pooled V̂ where that is larger): w̄ from groups of time counts a step that every run
+  takes alike as noise of each run, while the runs' values show it is not. A level that moves
+  inside every run alike (a memory cgroup that fills half way, a cold cache that warms) makes
+  the quarters and the groups wander without making the runs differ: guest runs whose rates
+  agreed within 4% got a run-to-run sd of 1.09 from that, and from empty time blocks before
+  their workload started (summary.py now counts the warm-up and the span from the first op).
 - The variant's estimate is the statistic of its pooled histogram; its variance is
   (τ̃² + w̄_j) / k_j. The change's interval is log(1 + change) ± t · sqrt(Σ_j (τ̃² + w̄_j) / k_j),
   with t at the Welch-Satterthwaite degrees of freedom of the three variance terms (τ̃² with
@@ -272,6 +274,10 @@ def two_level_change(estimate: float | None, baseline: list[RunStatistic],
         usable = [r for side in sides for r in side if r.quarter_var is not None
                   and r.within_var]
         floor = wander / QUARTERS + within_ref
+        # nor can the floor exceed what the runs' own values allow: a level that steps inside
+        # every run alike (a guest's cgroup filling) makes each run's own variance w large
+        # while the runs agree (guest rates 0.1% and 1% apart got a half-width of 0.40)
+        floor = min(floor, max(variance_bound(ss, dof_data, confidence), total))
         if floor > pooled_total:
             pooled_total = floor
             fixed_dof = float(max(fixed_dof, (QUARTERS - 1) * len(usable)))
