@@ -21,42 +21,43 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
 # The lanes of phase 1 end within about a minute of each other (the QEMU and fleet lanes wait
 # on guests and Ansible; each takes a share of the tests checked against their own oracles).
 side_by_side=(
-    "tests/test_vm_*.py tests/test_workload_pgbench*.py tests/test_bisect_git.py
-     tests/test_trust_guest.py
-     tests/test_stalls_real.py"
-    "tests/test_fleet*.py tests/test_percentiles.py tests/test_analysis_intervals.py"
+    "tests/vm/test_vm_*.py tests/workloads/test_workload_pgbench*.py tests/bisect/test_bisect_git.py
+     tests/trust/test_trust_guest.py
+     tests/compare/test_stalls_real.py"
+    "tests/fleet/test_fleet*.py tests/trust/test_fleet_trust.py tests/compare/test_percentiles.py tests/analysis/test_analysis_intervals.py"
     # checked against their own oracles (numpy on the raw ops, fio's output, the files they
     # wrote, the exit codes and signals), never against a verdict or the machine's load
-    "tests/test_export_*.py tests/test_import*.py tests/test_reliability_hostile.py
-     tests/test_reliability_signals.py tests/test_reliability_enospc.py tests/test_core_run.py
-     tests/test_workload_fio.py tests/test_readme_blocks.py"
+    "tests/exporters/test_export_*.py tests/cli/test_cli_conventions.py tests/project/test_readme_query.py
+     tests/importers/test_import*.py tests/reliability/test_reliability_hostile.py
+     tests/reliability/test_reliability_signals.py tests/reliability/test_reliability_enospc.py tests/run/test_run_workloads.py
+     tests/workloads/test_workload_fio.py tests/project/test_readme_blocks.py"
 )
 
 side_by_side_then=(
     # they change the machine: one at a time
-    "tests/test_env_signals.py tests/test_env_system.py tests/test_env_inventory.py
-     tests/test_env_unmount_others.py tests/test_env_fs_sizes.py tests/test_env_loopfs.py
-     tests/test_reliability_kill.py tests/test_reliability_damaged.py tests/test_supervisor.py
-     tests/test_default_data_size.py tests/test_workload_command.py
-     tests/test_trace_workload_only.py tests/test_tracefs_instance.py tests/test_native_loop.py
-     tests/test_reliability_concurrent.py tests/test_trust_mkfs.py tests/test_trust_journal.py
-     tests/test_trust_bounds.py tests/test_trust_durable.py tests/test_series.py
-     tests/test_where_not_device.py tests/test_trust_images.py tests/test_trust_tracecap.py
-     tests/test_trust_gitowner.py"
+    "tests/env/test_env_signals.py tests/env/test_env_system.py tests/env/test_env_inventory.py
+     tests/env/test_env_unmount_others.py tests/env/test_env_fs_sizes.py tests/env/test_env_loopfs.py
+     tests/reliability/test_reliability_kill.py tests/reliability/test_reliability_damaged.py tests/workloads/test_supervisor.py
+     tests/workloads/test_default_data_size.py tests/workloads/test_workload_command.py
+     tests/monitors/test_trace_workload_only.py tests/core/test_tracefs_instance.py tests/workloads/test_native_loop.py
+     tests/reliability/test_reliability_concurrent.py tests/trust/test_trust_mkfs.py tests/trust/test_trust_journal.py
+     tests/trust/test_trust_bounds.py tests/trust/test_trust_durable.py tests/compare/test_series.py
+     tests/where/test_where_not_device.py tests/trust/test_trust_images.py tests/trust/test_trust_tracecap.py
+     tests/trust/test_trust_gitowner.py"
     # numbers against numpy on the raw ops, files, the command line
-    "tests/test_summary.py tests/test_compare_report.py tests/test_compare_fixtures.py
-     tests/test_compare_one_variant.py tests/test_comparison.py tests/test_monitor_record.py
-     tests/test_monitor_rowstore.py tests/test_monitor_parsing.py tests/test_report_*.py
-     tests/test_cli_package.py tests/test_cli_help.py tests/test_cli_startup.py
-     tests/test_runmeta.py tests/test_plan_*.py tests/test_show*.py tests/test_progress_display.py
-     tests/test_core_progress.py tests/test_core_record.py tests/test_delay_decoding.py
-     tests/test_benchmarks_run.py tests/test_options_schema.py tests/test_syscall_names.py
-     tests/test_layers.py tests/test_store.py tests/test_analysis_bands.py
-     tests/test_analysis_stalls.py tests/test_signals.py tests/test_verdict_words.py
-     tests/test_workload_option_names.py tests/test_runner_order.py tests/test_first_hour_runs.py
-     tests/test_metric_verdicts.py tests/test_clock_start.py tests/test_trust_deps.py
-     tests/test_changepoints.py tests/test_headline.py tests/test_check_outputs.py
-     tests/test_notebook_api.py tests/test_cli_docs_env.py tests/test_where_split.py"
+    "tests/results/test_summary.py tests/compare/test_compare_report.py tests/compare/test_compare_fixtures.py
+     tests/compare/test_compare_one_variant.py tests/compare/test_comparison.py tests/monitors/test_monitor_record.py
+     tests/monitors/test_monitor_rowstore.py tests/monitors/test_monitor_parsing.py tests/report/test_report_*.py
+     tests/cli/test_cli_package.py tests/cli/test_cli_help.py tests/cli/test_cli_startup.py
+     tests/results/test_runmeta.py tests/plan/test_plan_*.py tests/report/test_show*.py tests/run/test_progress_display.py
+     tests/run/test_progress.py tests/results/test_record.py tests/monitors/test_delay_decoding.py
+     tests/project/test_benchmarks_run.py tests/core/test_options_schema.py tests/monitors/test_syscall_names.py
+     tests/project/test_layers.py tests/results/test_store.py tests/analysis/test_analysis_bands.py
+     tests/analysis/test_analysis_stalls.py tests/core/test_signals.py tests/compare/test_verdict_words.py
+     tests/workloads/test_workload_option_names.py tests/run/test_runner_order.py tests/run/test_first_hour_runs.py
+     tests/compare/test_metric_verdicts.py tests/compare/test_clock_start.py tests/trust/test_trust_deps.py
+     tests/analysis/test_changepoints.py tests/report/test_headline.py tests/compare/test_check_outputs.py
+     tests/api/test_notebook_api.py tests/cli/test_cli_docs_env.py tests/where/test_where_split.py"
 )
 
 # Byte-compile the source once: where PYTHONDONTWRITEBYTECODE is set, every `stallbench`

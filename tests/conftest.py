@@ -18,6 +18,14 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+
+# A test module imports another's helpers by its file name (`from test_compare_fixtures import
+# write_run`) wherever the two files are: every folder of tests/ is on sys.path, from the start
+# (pytest's default import mode puts a folder there only once it collects a file of it). That
+# mode also refuses two test files of one name, so a file name is unique across tests/.
+sys.path[:0] = sorted(str(folder) for folder in TESTS.iterdir()
+                      if folder.is_dir() and folder.name not in ("data", "__pycache__"))
 
 
 def stallbench_cmd(*args: str) -> list[str]:

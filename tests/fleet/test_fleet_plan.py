@@ -16,7 +16,7 @@ import pytest
 from stallbench.fleet.subplan import segments
 from stallbench.plan.plan import load_plan
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 HAS_ANSIBLE = (Path(sys.executable).parent / "ansible-inventory").exists()
 
 PLAN = """workload = "randread"

@@ -1,4 +1,4 @@
-"""A hostile guest for tests/test_trust_guest.py (loaded by Python at start through the guest
+"""A hostile guest for tests/trust/test_trust_guest.py (loaded by Python at start through the guest
 job's PYTHONPATH). Inside the guest only (where the exchange folder holds the job), it wraps
 os.replace: when stallbench writes outcome.json, the run's path becomes `../../victim` relative
 to the exchange folder, and a device node, a FIFO and a symlink are planted in the run folder."""

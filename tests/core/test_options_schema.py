@@ -17,7 +17,7 @@ from stallbench.plan.plan import load_plan
 from stallbench.plan.schema import plan_json_schema
 from stallbench.workloads import available_workloads, get_workload
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _stallbench(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -9,7 +9,7 @@ varies by host or time (kernel, host, machine load) is stored with the runs; the
 directories' paths are written RESULTS, `stallbench_version` VERSION, and the JSON's keys
 sorted.
 After a change that is meant to change a report, regenerate the expected files with
-`STALLBENCH_SNAPSHOT_UPDATE=1 pytest tests/test_report_snapshot.py` and read their diff.
+`STALLBENCH_SNAPSHOT_UPDATE=1 pytest tests/report/test_report_snapshot.py` and read their diff.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pytest
 
 from stallbench.cli import main
 
-DATA = Path(__file__).resolve().parent / "data" / "snapshot"
+DATA = Path(__file__).resolve().parents[1] / "data" / "snapshot"
 FORMATS = {"text": "compare.txt", "markdown": "compare.md", "json": "compare.json"}
 
 

@@ -1,5 +1,5 @@
 """Fleet hosts on the other side of a trust boundary (issue 34 items 1-5): real sshd hosts on
-127.0.0.N whose sshd runs every command through tests/fleet_hostile.py, which answers with
+127.0.0.N whose sshd runs every command through tests/trust/fleet_hostile.py, which answers with
 crafted values, as a compromised host would; hosts whose work folder another local user made
 first; and the user's environment turning host key checking off.
 

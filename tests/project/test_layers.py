@@ -7,7 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parent.parent / "src" / "stallbench"
+SRC = Path(__file__).resolve().parents[2] / "src" / "stallbench"
 PURE_FORBIDDEN_MODULES = {"os", "pathlib", "subprocess", "shutil", "socket", "tempfile",
                           "pyarrow.parquet", "matplotlib", "rich", "sys"}
 

@@ -20,7 +20,7 @@ from stallbench.settings.variant import VariantSettings
 
 pytestmark = needs_root
 TESTS = Path(__file__).parent
-SRC = TESTS.parent / "src"
+SRC = TESTS.parents[1] / "src"
 
 # A run that sets up everything env/ can change, starts a workload child in the cgroup holding a
 # file open on the loop filesystem, prints what it made and sleeps until killed.

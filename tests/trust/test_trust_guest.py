@@ -2,7 +2,7 @@
 stallbench, as a compromised guest could, names a result folder outside its exchange folder in
 outcome.json and plants a device node, a FIFO and a symlink in its run folder.
 
-The guest runs this installation from the host's root; tests/guest_hostile/sitecustomize.py
+The guest runs this installation from the host's root; tests/trust/guest_hostile/sitecustomize.py
 (on the guest's PYTHONPATH only through the job's environment) does the lying, and only where
 the exchange folder is mounted, i.e. in the guest. Oracles: the host folder the crafted path
 names (its files stay where they were), lstat of everything the run folder holds.

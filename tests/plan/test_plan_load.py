@@ -13,7 +13,7 @@ from stallbench.core.errors import UsageError
 from stallbench.core.units import parse_duration, parse_size
 from stallbench.plan.plan import Plan, load_plan
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A hostile fleet host: sshd's ForceCommand for the hosts of tests/test_fleet_trust.py.
+"""A hostile fleet host: sshd's ForceCommand for the hosts of tests/trust/test_fleet_trust.py.
 
 It runs every command the controller sends, as an honest host would, and then lies in one way
 (its mode, from the JSON file named by its first argument): Ansible's async job id or job file

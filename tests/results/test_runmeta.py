@@ -29,7 +29,7 @@ from stallbench.results.runmeta import (
 )
 from stallbench.results.store import load_run
 
-OLD_RUN = Path(__file__).parent / "data" / "run-0.1.0.json"     # a real 0.1.0 randread run
+OLD_RUN = Path(__file__).parents[1] / "data" / "run-0.1.0.json"     # a real 0.1.0 randread run
 
 
 def _round_trip(run_json: Path, tmp_path: Path) -> RunMeta:

@@ -362,7 +362,7 @@ boot = {{ entry = "stallbench-test-x", release = "0.0-not-this-kernel" }}
     assert run.returncode == 1, run.stdout + run.stderr
     k, wrong = fleet.hosts["k"].root, fleet.hosts["wrong"].root
     # one-shot boot entries in plan order, one boot per run (the A B A B order over iterations:
-    # tests/test_fleet_plan.py::test_boot_variants_get_one_segment_per_boot_interleaved)
+    # tests/fleet/test_fleet_plan.py::test_boot_variants_get_one_segment_per_boot_interleaved)
     assert (k / "grub.log").read_text().split() == ["stallbench-test-1", "stallbench-test-2"]
     boots = (k / "boot_ids.log").read_text().split()
     assert len(set(boots)) == 2

@@ -15,7 +15,7 @@ import pytest
 
 from stallbench.cli import main
 
-DATA = Path(__file__).resolve().parent / "data" / "snapshot" / "results"
+DATA = Path(__file__).resolve().parents[1] / "data" / "snapshot" / "results"
 # band_label's units: 1024 is the step between them
 _UNIT_NS = {"ns": 1, "µs": 1024, "ms": 1024 ** 2, "s": 1024 ** 3}
 _TIME_NS = {"ns": 1, "µs": 1e3, "ms": 1e6, "s": 1e9}
