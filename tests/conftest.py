@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -67,17 +69,29 @@ def skip_when_saturated(results: Path) -> None:
                         "during the runs: a saturated machine, where verdicts are withheld")
 
 
-requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+# What some tests need of this machine, each said once (scripts/install-system-deps.sh installs
+# them all). Root is a marker, pytest.mark.root, skipped below; every other need is a skipif.
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+needs_postgres = pytest.mark.skipif(
+    not glob.glob("/usr/lib/postgresql/*/bin/postgres") or shutil.which("pgbench") is None,
+    reason="PostgreSQL (server binaries and pgbench) not installed")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.geteuid() != 0:
+        for item in items:
+            if item.get_closest_marker("root"):
+                item.add_marker(pytest.mark.skip(reason="needs root (pytest.mark.root)"))
 
 
 @pytest.fixture
 def tracefs_root():
-    """A mounted tracefs for tests that use it directly: mounted for the test when the kernel
-    has it but nothing mounted it (as on a fresh machine), unmounted afterwards."""
+    """A mounted tracefs for tests that use it directly (marked pytest.mark.root): mounted for
+    the test when the kernel has it but nothing mounted it (as on a fresh machine), unmounted
+    afterwards."""
     from stallbench.core.tracefs import TRACEFS_CANDIDATES, find_tracefs, tracefs_supported
 
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
     root = find_tracefs()
     if root is not None:
         yield root

@@ -8,8 +8,9 @@ import json
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
-from conftest import requires_root, run_stallbench
+from conftest import run_stallbench
 
 PLAN = """
 workload = "randread"
@@ -28,7 +29,7 @@ RUN = ["--duration", "1s", "--monitors", "none", "--no-progress", "--no-drop-cac
        "--file-size", "32M"]
 
 
-@requires_root
+@pytest.mark.root
 def test_calibrate_saves_the_measured_spread_and_compare_uses_it(tmp_path):
     data = tmp_path / "data"
     data.mkdir()

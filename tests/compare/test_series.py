@@ -15,10 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 from test_compare_fixtures import lognormal_ns, ops_span_s, write_run
 
-from conftest import requires_root, run_stallbench
+from conftest import run_stallbench
 from stallbench.analysis.histogram import QUANTILE_RELATIVE_ERROR
 
-pytestmark = requires_root
+pytestmark = pytest.mark.root
 LIMITS = ("256M", "128M", "96M")
 PLAN = """workload = "randread"
 duration = "1s"

@@ -4,7 +4,6 @@ runs' own ops.parquet counted with numpy, per interval of the run."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -14,7 +13,7 @@ import pytest
 
 from stallbench.results.runselect import resolve_runs
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (memory cgroup)")
+pytestmark = pytest.mark.root
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

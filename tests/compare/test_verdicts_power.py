@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from conftest import requires_root, run_stallbench, skip_when_saturated
+from conftest import run_stallbench, skip_when_saturated
 
 PLAN = """
 workload = "randread"
@@ -58,7 +58,7 @@ def _json(results, *variants):
     return json.loads(out.stdout)
 
 
-@requires_root
+@pytest.mark.root
 def test_a_moderate_real_change_is_found_with_three_runs_and_its_twin_is_not(plan_results):
     skip_when_saturated(plan_results)
     report = _json(plan_results, "base", "twin", "changed")
@@ -86,7 +86,7 @@ def test_a_moderate_real_change_is_found_with_three_runs_and_its_twin_is_not(pla
     assert aa.returncode in (0, 125), aa.stdout + aa.stderr
 
 
-@requires_root
+@pytest.mark.root
 def test_text_and_json_give_every_verdict_the_same_reason(plan_results):
     report = _json(plan_results, "base", "twin", "changed")
     text = run_stallbench("compare", "base", "twin", "changed", "--results", str(plan_results),

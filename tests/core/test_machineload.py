@@ -12,7 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import requires_root, run_stallbench, stallbench_cmd
+import pytest
+
+from conftest import run_stallbench, stallbench_cmd
 from stallbench.analysis import intervals as iv
 from stallbench.analysis.interference import OutsideLoad, busier_side, outside_load, saturated
 from stallbench.compare import verdicts
@@ -207,7 +209,7 @@ def _kernel_threads_on_cpu_s() -> float:
     return total / 1e9
 
 
-@requires_root
+@pytest.mark.root
 def test_the_kernels_own_threads_are_counted_apart(tmp_path):
     # journal commits and writeback of many small synced writes run in jbd2 and kworkers
     path = tmp_path / "synced"
@@ -234,7 +236,7 @@ def _vmstat_drops() -> int:
     raise AssertionError("no drop_pagecache in /proc/vmstat")
 
 
-@requires_root
+@pytest.mark.root
 def test_page_cache_drops_by_another_program_during_a_run_are_counted_and_noted(tmp_path):
     """A cache-reading run beside a program that drops the page cache three times while the run
     reads (others' benchmarks do): run.json counts the drops and says what they did; the same

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import requires_root, run_stallbench
+from conftest import run_stallbench
 from stallbench.core.errors import UsageError
 from stallbench.env.iocgroup import find_io_controller
 from stallbench.env.memcg import find_memory_controller
@@ -36,7 +36,7 @@ def _meta(tmp_path: Path, variant: str) -> dict:
     return json.loads((run_dir / "run.json").read_text())
 
 
-@requires_root
+@pytest.mark.root
 def test_read_bps_throttle_slows_direct_reads_to_the_limit(tmp_path: Path) -> None:
     controller = find_io_controller()
     if controller is None:
@@ -70,7 +70,7 @@ def test_read_bps_throttle_slows_direct_reads_to_the_limit(tmp_path: Path) -> No
                                                text=True).stdout
 
 
-@requires_root
+@pytest.mark.root
 def test_memory_knobs_are_written_and_read_back(tmp_path: Path) -> None:
     controller = find_memory_controller()
     if controller is None:
@@ -96,7 +96,7 @@ def test_memory_knobs_are_written_and_read_back(tmp_path: Path) -> None:
     assert not Path(memory["cgroup"]).exists()
 
 
-@requires_root
+@pytest.mark.root
 @pytest.mark.parametrize("args, message", [
     (["--io-latency", "5ms"], "io.latency is cgroup v2 only"),
     (["--io-weight", "100"], "no weight file"),
@@ -140,7 +140,7 @@ def test_plan_keys_and_bad_values(tmp_path: Path) -> None:
         parse_io_max("riops=1.5")
 
 
-@requires_root
+@pytest.mark.root
 def test_kill_9_then_cleanup_removes_the_io_cgroup(tmp_path: Path) -> None:
     import signal
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from test_env_support import MIB, TinyWorkload, needs_root, nothing_left
+from test_env_support import MIB, TinyWorkload, nothing_left
 
 from conftest import run_stallbench
 from stallbench.core.journal import Journal
@@ -16,7 +16,7 @@ from stallbench.env.loopfs import MIN_SIZE, default_size
 from stallbench.env.tools import find_tool
 from stallbench.settings.variant import VariantSettings
 
-pytestmark = needs_root
+pytestmark = pytest.mark.root
 
 
 @pytest.mark.parametrize("needed", [64 * MIB, 6 << 30], ids=["64M", "6G"])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import requires_root, run_stallbench
+from conftest import run_stallbench
 from stallbench.analysis.environment import environment_diff
 from stallbench.env import inventory
 from stallbench.report.environment import render_lines
@@ -31,7 +31,7 @@ def _run(results: Path, workdir: Path, variant: str, *extra: str) -> dict:
     return json.loads((run_dir / "run.json").read_text())
 
 
-@requires_root
+@pytest.mark.root
 @pytest.mark.skipif(not THP_ENABLED.exists(), reason="kernel without transparent huge pages")
 def test_a_thp_change_between_two_real_runs_is_reported(results, workdir):
     original = _active(THP_ENABLED)
@@ -68,7 +68,7 @@ def test_a_thp_change_between_two_real_runs_is_reported(results, workdir):
     assert "WARNING" not in header
 
 
-@requires_root
+@pytest.mark.root
 def test_a_governor_change_between_two_real_runs_warns():
     if not GOVERNOR.exists():
         pytest.skip("no cpufreq governor on this machine (cpu0/cpufreq absent): recorded as "

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_env_support import MIB, TinyWorkload, loop_listing, mount_line, needs_root, nothing_left
+from test_env_support import MIB, TinyWorkload, loop_listing, mount_line, nothing_left
 
 from stallbench.core.errors import UsageError
 from stallbench.core.journal import Journal
@@ -15,7 +15,7 @@ from stallbench.env.loopfs import default_size
 from stallbench.env.tools import find_tool
 from stallbench.settings.variant import VariantSettings
 
-pytestmark = needs_root
+pytestmark = pytest.mark.root
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_env_support import MIB, TinyWorkload, loop_listing, needs_root, nothing_left, sysctl
+from test_env_support import MIB, TinyWorkload, loop_listing, nothing_left, sysctl
 
 from stallbench.core.errors import UsageError
 from stallbench.core.journal import Journal
@@ -18,7 +18,7 @@ from stallbench.env import environment
 from stallbench.env.sysmem import meminfo
 from stallbench.settings.variant import VariantSettings
 
-pytestmark = needs_root
+pytestmark = pytest.mark.root
 TESTS = Path(__file__).parent
 SRC = TESTS.parents[1] / "src"
 

@@ -11,11 +11,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from stallbench.workloads.base import Workload, WorkloadResult
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices, cgroups)")
 MIB = 1 << 20
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_env_support import MIB, TinyWorkload, needs_root, nothing_left, sysctl
+from test_env_support import MIB, TinyWorkload, nothing_left, sysctl
 
 from stallbench.core.errors import UsageError
 from stallbench.core.journal import Journal
@@ -32,7 +32,7 @@ def _cgroup_of(pid: int) -> str:
     return ""
 
 
-@needs_root
+@pytest.mark.root
 def test_memory_limit_binds(tmp_path, journal):
     limit = 48 * MIB
     results = tmp_path / "results"
@@ -61,7 +61,7 @@ def test_memory_limit_binds(tmp_path, journal):
     assert nothing_left(results) == []
 
 
-@needs_root
+@pytest.mark.root
 def test_child_setup_moves_only_the_child(tmp_path, journal):
     with environment(VariantSettings(name="c"), journal, TinyWorkload(), tmp_path / "r") as st:
         child = subprocess.Popen(["sleep", "30"], preexec_fn=st.child_setup)
@@ -73,7 +73,7 @@ def test_child_setup_moves_only_the_child(tmp_path, journal):
             child.wait()
 
 
-@needs_root
+@pytest.mark.root
 def test_leftover_workload_process_is_killed_before_unmount(tmp_path, journal):
     results = tmp_path / "results"
     with environment(VariantSettings(name="left", fs="ext4"), journal, TinyWorkload(),
@@ -84,7 +84,7 @@ def test_leftover_workload_process_is_killed_before_unmount(tmp_path, journal):
     assert nothing_left(results) == []
 
 
-@needs_root
+@pytest.mark.root
 def test_sysctls_and_dirty_bytes_pair_are_restored(tmp_path, journal):
     before = {k: sysctl(k) for k in ("vm.dirty_ratio", "vm.dirty_bytes",
                                      "vm.dirty_background_ratio", "vm.swappiness")}
@@ -102,7 +102,7 @@ def test_sysctls_and_dirty_bytes_pair_are_restored(tmp_path, journal):
     assert after == before
 
 
-@needs_root
+@pytest.mark.root
 def test_bad_sysctls_fail_before_any_change(tmp_path, journal):
     for sysctls, message in (({"vm.no_such_knob": "1"}, "no such sysctl"),
                              ({"vm.drop_caches": "3"}, "write-only"),
@@ -118,7 +118,7 @@ def test_bad_sysctls_fail_before_any_change(tmp_path, journal):
     assert sysctl("vm.swappiness") == before
 
 
-@needs_root
+@pytest.mark.root
 def test_scheduler_set_on_the_loop_device_and_restored(tmp_path, journal):
     results = tmp_path / "results"
     settings = VariantSettings(name="sched", fs="ext4", scheduler="mq-deadline")
@@ -135,7 +135,7 @@ def test_scheduler_set_on_the_loop_device_and_restored(tmp_path, journal):
     assert nothing_left(results) == []
 
 
-@needs_root
+@pytest.mark.root
 def test_system_memory_reservation_and_restore(tmp_path, journal):
     hugepages = Path("/proc/sys/vm/nr_hugepages")
     old = int(hugepages.read_text())

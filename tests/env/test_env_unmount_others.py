@@ -9,14 +9,15 @@ import signal
 import subprocess
 import time
 
-from test_env_support import TinyWorkload, loop_listing, mount_line, needs_root
+import pytest
+from test_env_support import TinyWorkload, loop_listing, mount_line
 
 from conftest import run_stallbench, stallbench_cmd
 from stallbench.core.journal import Journal
 from stallbench.env import environment
 from stallbench.settings.variant import VariantSettings
 
-pytestmark = needs_root
+pytestmark = pytest.mark.root
 
 
 def _alive(pid: int) -> bool:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from test_report_html import browser, needs_chromium
 from stallbench.analysis import histogram as hist
 from stallbench.results.runselect import resolve_runs
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (memory cgroup, tracefs)")
+pytestmark = pytest.mark.root
 
 MONITORS = "trace,stacks,psi,counters,diskstats"
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import subprocess
 from fractions import Fraction
 from pathlib import Path
@@ -17,13 +16,13 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import run_stallbench
+from conftest import needs_fio, run_stallbench
 from stallbench.core.errors import UsageError
 from stallbench.importers import import_log, parse_log
 from stallbench.importers.fiohist import BIN_ERROR, column_bounds
 from stallbench.results.store import load_run
 
-pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+pytestmark = needs_fio
 SIZE = 16 << 20
 
 

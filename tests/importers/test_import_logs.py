@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import needs_fio, needs_strace
 from stallbench.cli import main
 from stallbench.core.errors import UsageError
 from stallbench.importers import import_log, parse_log
@@ -85,7 +85,7 @@ def _dd_file(tmp_path: Path, blocks: int) -> Path:
     return path
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+@needs_strace
 @pytest.mark.parametrize("flags", [["-f", "-T", "-ttt"], ["-f", "-T", "-tt"], ["-T", "-r"],
                                    ["-f", "-T"]])
 def test_strace_real_log_counts_reads_exactly(tmp_path: Path, flags: list[str]) -> None:
@@ -131,7 +131,7 @@ def test_strace_unfinished_resumed_signals_exits(tmp_path: Path) -> None:
     assert imported.summary["signals"] == 1 and imported.summary["exits"] == 1
 
 
-@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+@needs_fio
 def test_fio_real_logs_match_fio_json(tmp_path: Path) -> None:
     job = tmp_path / "job.fio"
     job.write_text("[global]\nsize=4m\nbs=4k\nioengine=psync\ndirectory=" + str(tmp_path)

@@ -19,8 +19,8 @@ from stallbench.monitors.delayacct import DELAYACCT_SYSCTL, delayacct_dir
 
 DELAYACCT = Path(DELAYACCT_SYSCTL)
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not DELAYACCT.exists(),
-                                reason="needs root and kernel.task_delayacct")
+pytestmark = [pytest.mark.root,
+              pytest.mark.skipif(not DELAYACCT.exists(), reason="needs kernel.task_delayacct")]
 
 MONITORED = textwrap.dedent("""
     import sys

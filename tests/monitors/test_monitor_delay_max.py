@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import requires_root, run_stallbench
+from conftest import run_stallbench
 from stallbench.analysis.delaykinds import DELAY_KIND_NAMES
 from stallbench.analysis.display import format_ns
 from stallbench.analysis.where.longest import explanation, longest_delays, outlasts
@@ -50,7 +50,7 @@ def _run(tmp_path: Path, variant: str, *extra: str) -> Path:
     return next((tmp_path / "results" / variant / "randread").iterdir())
 
 
-@requires_root
+@pytest.mark.root
 def test_longest_blkio_delay_matches_the_longest_throttled_read(tmp_path: Path) -> None:
     version = _kernel_version()
     if version is None or DelayMonitor.unavailable(None) is not None:

@@ -84,7 +84,7 @@ PREADER = textwrap.dedent("""
 
 
 @needs_table
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+@pytest.mark.root
 def test_a_live_trace_full_names_the_workloads_syscalls(tmp_path):
     data = tmp_path / "data"
     data.write_bytes(os.urandom(8192))

@@ -4,7 +4,6 @@ side is traced, so the task switched away from may be anyone's (issue 15 item 2)
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -67,7 +66,7 @@ WORKLOAD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+@pytest.mark.root
 def test_a_live_trace_holds_only_the_workloads_tasks(tmp_path) -> None:
     (tmp_path / "state").mkdir()
     with Journal(tmp_path / "state") as journal:

@@ -6,10 +6,10 @@ import json
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 from test_reliability_support import (
     assert_one_line_exit_2,
     leftovers,
-    needs_root,
     run_meta,
     sb,
     sb_start,
@@ -17,7 +17,7 @@ from test_reliability_support import (
     wait_until,
 )
 
-pytestmark = needs_root
+pytestmark = pytest.mark.root
 
 
 def test_two_runs_at_once_share_results_and_machine_without_harm(tmp_path):

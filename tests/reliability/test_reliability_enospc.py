@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 from test_reliability_support import (
     leftovers,
-    needs_root,
     only_run,
     run_meta,
     sb,
@@ -28,7 +28,7 @@ from test_reliability_support import (
     wait_until,
 )
 
-pytestmark = needs_root
+pytestmark = pytest.mark.root
 
 FALLOC_FL_KEEP_SIZE = 0x01
 FALLOC_FL_PUNCH_HOLE = 0x02

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 from test_reliability_support import (
     children,
     leftovers,
-    needs_root,
     run_meta,
     sb,
     sb_start,
@@ -21,7 +21,7 @@ from test_reliability_support import (
     wait_until,
 )
 
-pytestmark = needs_root
+pytestmark = pytest.mark.root
 SYSCTL = "vm.dirty_expire_centisecs"
 
 

@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_reliability_support import leftovers, needs_root, run_meta, sb_start, wait_until
+from test_reliability_support import leftovers, run_meta, sb_start, wait_until
 
 from stallbench.monitors import default_monitor_names
 
-pytestmark = needs_root
+pytestmark = pytest.mark.root
 
 RUN = ["run", "randread", "--variant", "sig", "--no-progress", "--threads", "2"]
 PHASES = {

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices, cgroups)")
 CGROUP_V1_MEMORY = Path("/sys/fs/cgroup/memory")
 
 

@@ -12,10 +12,10 @@ import re
 
 import pytest
 
-from conftest import requires_root, run_stallbench, skip_when_saturated
+from conftest import run_stallbench, skip_when_saturated
 from stallbench.plan.demo import demo_plan
 
-pytestmark = requires_root
+pytestmark = pytest.mark.root
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
-from conftest import requires_root, run_stallbench, stallbench_cmd
+from conftest import run_stallbench, stallbench_cmd
 from stallbench.analysis import intervals as iv
 from stallbench.analysis import paired
 from stallbench.results.store import load_run
@@ -150,7 +150,7 @@ def _twin_calls(results: Path) -> dict:
             if c["verdict"] in ("better", "worse")}
 
 
-@requires_root
+@pytest.mark.root
 def test_duets_find_a_moderate_change_and_not_the_twin(duets, tmp_path):
     results, _ = duets
     changed = _compare(results, "a", "big")
@@ -179,7 +179,7 @@ def test_duets_find_a_moderate_change_and_not_the_twin(duets, tmp_path):
     assert check.returncode != 1, check.stdout + check.stderr
 
 
-@requires_root
+@pytest.mark.root
 def test_the_recorded_pairing_is_the_kernels_cpu_affinity(duets):
     results, seen = duets
     for a, b in (("a", "big"), ("a2", "twin")):
@@ -245,7 +245,7 @@ def _paired_interval(d: np.ndarray) -> tuple[float, float, float]:
     return float(d.mean()), float(low), float(high)
 
 
-@requires_root
+@pytest.mark.root
 def test_the_paired_interval_is_a_t_interval_on_the_pairs_raw_latencies(duets):
     """analysis/paired.py on the runs' summaries, and the comparison JSON where the machine
     left it the paired model, against scipy's t interval on numpy's statistics of the raw
@@ -286,7 +286,7 @@ def test_the_paired_interval_is_a_t_interval_on_the_pairs_raw_latencies(duets):
             assert abs(math.log1p(got.high) - high) <= bound, (stat, got, high)
 
 
-@requires_root
+@pytest.mark.root
 def test_a_duet_profile_is_its_a_a_pairs_spread_and_pools_with_the_pairs(duets, tmp_path):
     """`calibrate --duet` saves the sd of its A/A pairs' log ratios (numpy on the raw
     latencies); a later duet comparison of that shape pools it with its own pairs, as

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import requires_root, run_stallbench
+from conftest import run_stallbench
 
 
 def _randread(results, workdir, *extra: str):
@@ -15,7 +15,7 @@ def _randread(results, workdir, *extra: str):
                           *extra, check=True)
 
 
-@requires_root
+@pytest.mark.root
 def test_the_machine_wide_cache_drop_is_announced_once(results, workdir):
     out = _randread(results, workdir, "--duration", "0.3s", "--iterations", "2",
                     "--no-progress")

@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import stallbench
+from conftest import needs_strace
 
 SOURCE = str(Path(stallbench.__file__).resolve().parents[1])
 CALL_RE = re.compile(r"^\d+\s+(?P<call>fsync|rename|renameat2?)\((?P<args>.*)\)\s+=\s+0$")
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+@needs_strace
 def test_every_results_file_is_fsynced_before_its_rename_and_its_folder_after(tmp_path):
     results, log = tmp_path / "results", tmp_path / "strace.log"
     run = subprocess.run(

@@ -10,11 +10,12 @@ import os
 import subprocess
 from pathlib import Path
 
-from test_env_support import MIB, loop_listing, needs_root
+import pytest
+from test_env_support import MIB, loop_listing
 
 from conftest import run_stallbench
 
-pytestmark = needs_root
+pytestmark = pytest.mark.root
 
 
 def _attach(image: Path) -> str:

@@ -16,12 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_env_support import needs_root
 
 import stallbench.env.loopfs  # noqa: F401 - its undo kind, detach_loop
 from stallbench.core.journal import Journal
 
-pytestmark = needs_root
+pytestmark = pytest.mark.root
 
 VICTIM = 128 << 20           # the test's own device: as large as a btrfs needs
 RUN = ["run", "randread", "--duration", "1", "--file-size", "1M", "--monitors", "none"]

@@ -5,7 +5,6 @@ oracle: the kernel's own count of the events read from the instance (per_cpu/cpu
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -20,7 +19,7 @@ from stallbench.core.journal import Journal
 from stallbench.monitors import monitor_class
 from stallbench.monitors.trace import TraceMonitor
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="tracing needs root")
+pytestmark = pytest.mark.root
 CAP = 64 << 10
 SLEEPING = textwrap.dedent("""
     import os, sys, time

@@ -18,10 +18,10 @@ import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import requires_root, run_stallbench
+from conftest import run_stallbench
 from stallbench.env.iocgroup import find_io_controller
 
-pytestmark = requires_root
+pytestmark = pytest.mark.root
 
 DEVICE_READ_NS = 30_000       # slower than this, a 4 KiB read did not come from the page cache
 FILE = "96M"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from stallbench.report import htmlout, markdown, text
 from stallbench.report.where import where_chapter
 from stallbench.results.runselect import resolve_runs
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (memory cgroup, tracefs)")
+pytestmark = pytest.mark.root
 
 
 def _run(results: Path, *args: str) -> Path:

@@ -19,9 +19,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import requires_root, run_stallbench
+from conftest import run_stallbench
 
-pytestmark = requires_root
+pytestmark = pytest.mark.root
 
 DIRTY = ("--sysctl", "vm.dirty_bytes=1048576", "--sysctl", "vm.dirty_background_bytes=524288")
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import requires_root, run_stallbench
+from conftest import run_stallbench
 from stallbench.core.errors import UsageError
 from stallbench.workloads.files import SYNC_EVERY, ensure_file
 
@@ -25,7 +25,7 @@ def small_tmpfs(tmp_path):
         subprocess.run(["umount", str(mount_point)], check=True)
 
 
-@requires_root
+@pytest.mark.root
 @pytest.mark.parametrize("workload,flag", [("randread", "--file-size"),
                                            ("pgioperf", "--data-size")])
 def test_a_default_size_beyond_half_the_free_space_is_refused(small_tmpfs, results, workload,
@@ -41,7 +41,7 @@ def test_a_default_size_beyond_half_the_free_space_is_refused(small_tmpfs, resul
     assert not list(results.glob("a/*/*"))               # nothing run
 
 
-@requires_root
+@pytest.mark.root
 def test_a_default_size_that_fits_is_said_before_it_is_written(small_tmpfs, results):
     out = run_stallbench("run", "randread", "--variant", "a", "--results", str(results),
                          "--dir", str(small_tmpfs), "--memory", "16M", "--duration", "1s",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import stallbench_cmd
+from conftest import needs_strace, stallbench_cmd
 from stallbench.core.context import EnvState, RunContext
 from stallbench.core.journal import Journal
 from stallbench.workloads import supervisor
@@ -174,10 +173,10 @@ wait
 """
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+@needs_strace
 # the journal's `kill` stops the leader (strace, which detaches from the shell on SIGTERM); the
 # rest of the group goes with the run's memory cgroup, which only root gets
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the run's memory cgroup)")
+@pytest.mark.root
 def test_kill_9_of_stallbench_then_cleanup_stops_the_programs_it_started(tmp_path) -> None:
     script = tmp_path / "family.sh"
     script.write_text(FAMILY)

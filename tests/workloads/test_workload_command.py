@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import run_stallbench
+from conftest import needs_strace, run_stallbench
 from stallbench.core.context import EnvState, RunContext
 from stallbench.core.errors import UsageError
 from stallbench.core.journal import Journal
@@ -21,7 +20,6 @@ from stallbench.workloads.command import CommandWorkload, tracefs_unavailable
 
 TRACEFS_SKIP = pytest.mark.skipif(tracefs_unavailable() is not None,
                                   reason=f"tracefs path unavailable: {tracefs_unavailable()}")
-STRACE_SKIP = pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
 
 
 def _run(tmp_path: Path, argv: list[str], tracer: str, syscalls: str | None = None,
@@ -54,7 +52,7 @@ def _instances() -> set[str]:
 
 
 @TRACEFS_SKIP
-@STRACE_SKIP
+@needs_strace
 def test_tracefs_and_strace_count_reads_exactly(tmp_path: Path) -> None:
     before = _instances()
     reads = {}
@@ -89,7 +87,7 @@ def test_tracefs_follows_children_and_all_syscalls(tmp_path: Path) -> None:
     assert len(np.unique(workers)) >= 3                         # sh and both dd processes
 
 
-@STRACE_SKIP
+@needs_strace
 def test_failing_command_and_duration_stop(tmp_path: Path) -> None:
     result, _, _ = _run(tmp_path, ["sh", "-c", "exit 3"], "strace")
     assert result.status == "failed" and "status 3" in result.reason
@@ -108,13 +106,14 @@ def test_bad_options() -> None:
 
 
 @TRACEFS_SKIP
+@pytest.mark.root
 def test_unknown_syscall_for_tracefs(tracefs_root: str) -> None:
     with pytest.raises(UsageError, match="no system call 'nosuchcall'"):
         CommandWorkload.from_options({"argv": ["true"], "syscalls": "nosuchcall",
                                       "tracer": "tracefs"})
 
 
-@STRACE_SKIP
+@needs_strace
 def test_through_cli(tmp_path: Path) -> None:
     results = tmp_path / "results"
     argv = _dd(tmp_path, 40)

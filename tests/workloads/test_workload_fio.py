@@ -4,7 +4,6 @@ percentiles within fio's histogram error; every IO fio counted is recorded."""
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 from pathlib import Path
 
@@ -12,14 +11,14 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import ROOT, run_stallbench
+from conftest import ROOT, needs_fio, run_stallbench
 from stallbench.core.context import EnvState, RunContext
 from stallbench.core.errors import UsageError
 from stallbench.core.journal import Journal
 from stallbench.results.opsfile import write_ops_file
 from stallbench.workloads.fio import FioWorkload, forced_job_text
 
-pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+pytestmark = needs_fio
 
 JOB = """\
 [global]

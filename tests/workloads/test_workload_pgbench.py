@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import run_stallbench, stallbench_cmd
+from conftest import needs_postgres, run_stallbench, stallbench_cmd
 from stallbench.core.context import EnvState, RunContext
 from stallbench.core.errors import UsageError
 from stallbench.core.journal import Journal
@@ -29,12 +29,7 @@ from stallbench.logformats.pgbench import parse_pgbench_output
 from stallbench.results.store import load_run
 from stallbench.workloads.pgbench import PgbenchWorkload
 
-pytestmark = [
-    pytest.mark.skipif(not glob.glob("/usr/lib/postgresql/*/bin/postgres"),
-                       reason="PostgreSQL server binaries not installed"),
-    pytest.mark.skipif(shutil.which("pgbench") is None, reason="pgbench not installed"),
-]
-ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (runs as user postgres)")
+pytestmark = needs_postgres
 
 
 def _processes_under(path: Path) -> list[int]:
@@ -111,7 +106,7 @@ def _start_and_wait_for_pgbench(results: Path, env: dict[str, str]) -> subproces
     raise AssertionError("pgbench did not start within 90 s")
 
 
-@ROOT_ONLY
+@pytest.mark.root
 @pytest.mark.slow
 def test_real_run_matches_pgbench_own_numbers(pg_place) -> None:
     results, env = pg_place
@@ -137,7 +132,7 @@ def test_real_run_matches_pgbench_own_numbers(pg_place) -> None:
     assert list((results.parent / "state").glob("journal-*.json")) == []
 
 
-@ROOT_ONLY
+@pytest.mark.root
 @pytest.mark.slow
 def test_ctrl_c_stops_server_and_keeps_transactions(pg_place) -> None:
     results, env = pg_place
@@ -152,7 +147,7 @@ def test_ctrl_c_stops_server_and_keeps_transactions(pg_place) -> None:
     _assert_nothing_left(results.parent, sockets_before)
 
 
-@ROOT_ONLY
+@pytest.mark.root
 @pytest.mark.slow
 def test_kill_9_then_cleanup_stops_server(pg_place) -> None:
     results, env = pg_place
@@ -170,7 +165,7 @@ def test_kill_9_then_cleanup_stops_server(pg_place) -> None:
     assert "killed" in load_run(results / "pg/pgbench/1").describe_status()
 
 
-@ROOT_ONLY
+@pytest.mark.root
 def test_pgbench_log_importer_on_a_real_log(pg_place) -> None:
     results, _ = pg_place
     base = results.parent
@@ -199,7 +194,7 @@ def test_pgbench_log_importer_on_a_real_log(pg_place) -> None:
     assert not (base / "work/pgdata").exists()
 
 
-@ROOT_ONLY
+@pytest.mark.root
 def test_unreachable_directory_is_a_clear_error(tmp_path: Path) -> None:
     """pytest's tmp_path is under a 0700 root directory: user postgres cannot reach it."""
     private = tmp_path / "private"

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_workload_pgbench import ROOT_ONLY, pg_place, pytestmark  # noqa: F401 - fixture
+from test_workload_pgbench import pg_place, pytestmark  # noqa: F401 - fixture
 
 from conftest import run_stallbench
 from stallbench.core.errors import UsageError
@@ -70,7 +70,7 @@ def _check_line_by_line(table, log_rows, op_of_script) -> None:
     assert max(offsets) == min(offsets)         # one clock mapping for the whole log
 
 
-@ROOT_ONLY
+@pytest.mark.root
 def test_rate_limited_run_matches_pgbench_log_line_by_line(pg_place) -> None:  # noqa: F811
     results, env = pg_place
     script = results.parent / "custom.sql"

@@ -4,7 +4,6 @@ shutdown (SIGTERM) would wait for; no process, socket directory or data director
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import signal
@@ -17,14 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_stallbench
+from conftest import needs_postgres, run_stallbench
 
-pytestmark = [
-    pytest.mark.skipif(not glob.glob("/usr/lib/postgresql/*/bin/postgres"),
-                       reason="PostgreSQL server binaries not installed"),
-    pytest.mark.skipif(shutil.which("pgbench") is None, reason="pgbench not installed"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (runs as user postgres)"),
-]
+pytestmark = [needs_postgres, pytest.mark.root]
 
 # prepare() only: initdb, server start, pgbench -i -s 1; then an idle client stays connected
 STARTER = textwrap.dedent("""
