@@ -78,7 +78,27 @@ needs_postgres = pytest.mark.skipif(
     reason="PostgreSQL (server binaries and pgbench) not installed")
 
 
+def lane_markers(config: pytest.Config) -> set[str]:
+    """The lanes scripts/run-tests.sh runs: the markers pyproject.toml declares as "NAME: lane
+    (...): what its tests do"."""
+    return {name for name, _, meaning in (line.partition(":") for line in config.getini("markers"))
+            if meaning.strip().startswith("lane")}
+
+
+@pytest.hookimpl(tryfirst=True)   # before `-m` deselects: a module in no lane would run in none
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    lanes = lane_markers(config)
+    wrong: dict[str, str] = {}
+    for item in items:
+        found = sorted({mark.name for mark in item.iter_markers()} & lanes)
+        if len(found) != 1:
+            path = str(item.path.relative_to(config.rootpath))
+            wrong[path] = f"lane markers {', '.join(found)}" if found else "no lane marker"
+    if wrong:
+        raise pytest.UsageError("\n".join(
+            f"{path}: {what}; a test module is in exactly one lane (`pytestmark = "
+            f"pytest.mark.LANE`, LANE one of {', '.join(sorted(lanes))}: pyproject.toml says "
+            "what each means)" for path, what in sorted(wrong.items())))
     if os.geteuid() != 0:
         for item in items:
             if item.get_closest_marker("root"):

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from stallbench.analysis import bands, histogram
 from stallbench.report.common import band_label, band_range_label, shift_sentence
+
+pytestmark = pytest.mark.pure
 
 
 def test_band_counts_match_floor_log2():

@@ -7,6 +7,7 @@ interval that assumes independence passes them and fails on real runs (the last 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy import stats as sps
 
 from stallbench.analysis import histogram as hist
@@ -15,6 +16,8 @@ from stallbench.analysis import stationarity
 from stallbench.analysis import summary as sm
 from stallbench.compare.changes import compare_summaries
 from stallbench.compare.model import CompareOptions
+
+pytestmark = pytest.mark.oracle_beside_fleet
 
 DURATION_S = 10.0
 BLOCK_NS = sm.block_ns_for(DURATION_S)

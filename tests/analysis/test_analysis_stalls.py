@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from stallbench.analysis import stalls
+
+pytestmark = pytest.mark.pure
 
 SECOND = 1_000_000_000
 

@@ -5,10 +5,13 @@ change; a flat series has none; and the axis order of kernel releases (analysis/
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from stallbench.analysis.axis import axis_order, version_key
 from stallbench.analysis.changepoints import change_points, split_change
 from stallbench.analysis.intervals import RunStatistic, assumed_prior
+
+pytestmark = pytest.mark.pure
 
 RUN_SD = 0.05       # each run's level wanders this much (log scale), as runs of this machine do
 WITHIN_VAR = 0.02 ** 2

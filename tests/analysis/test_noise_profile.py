@@ -13,6 +13,8 @@ from stallbench.analysis import interference
 from stallbench.analysis import intervals as iv
 from stallbench.analysis import noise as nz
 
+pytestmark = pytest.mark.quiet
+
 
 @pytest.mark.parametrize("run_sd", [0.0, 0.05, 0.15])
 def test_the_profile_recovers_the_run_effect_of_simulated_runs(run_sd):

@@ -18,6 +18,8 @@ from test_compare_fixtures import lognormal_ns, write_run
 import stallbench
 from stallbench.cli import main
 
+pytestmark = pytest.mark.pure
+
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:

@@ -19,6 +19,8 @@ import pytest
 from conftest import run_stallbench, stallbench_cmd
 from stallbench.bisect.search import BAD, FOUND, GOOD, NOT_BAD, RANGE, SKIP, UNDECIDED, Search
 
+pytestmark = pytest.mark.quiet
+
 
 def _simulate(n: int, first_bad: int | None, undecidable: set[int], knee: bool = False):
     """Run the search against a world where variants >= first_bad are bad and those in

@@ -22,6 +22,8 @@ from stallbench.bisect.gitkernels import KernelBuilder, first_parent_line
 from stallbench.cli import main
 from stallbench.vm.kernel import resolve_kernel
 
+pytestmark = pytest.mark.guest
+
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"}
 

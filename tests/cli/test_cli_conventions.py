@@ -15,6 +15,8 @@ from conftest import ROOT
 from stallbench.cli import build_parser
 from stallbench.cli.docs import FILES, describe, generate
 
+pytestmark = pytest.mark.oracle
+
 
 def test_generated_files_match_the_parser() -> None:
     for relative, text in generate(build_parser()).items():

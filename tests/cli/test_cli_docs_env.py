@@ -18,6 +18,8 @@ from conftest import ROOT
 from stallbench.cli import build_parser
 from stallbench.cli.docs import FILES, describe
 
+pytestmark = pytest.mark.pure
+
 SRC = ROOT / "src" / "stallbench"
 # os.environ.get("X") / os.environ["X"] / getenv("X") / a NAME = "X" constant read that way
 _READS = (r'os\.environ\.get\(\s*"([A-Z][A-Z0-9_]+)"', r'os\.environ\[\s*"([A-Z][A-Z0-9_]+)"\]',

@@ -8,6 +8,8 @@ from test_compare_fixtures import lognormal_ns, write_run
 
 from stallbench.cli import main
 
+pytestmark = pytest.mark.pure
+
 
 def help_text(capsys, *argv: str) -> str:
     with pytest.raises(SystemExit) as exit_info:

@@ -18,6 +18,8 @@ from conftest import ROOT
 from stallbench.cli import build_parser
 from stallbench.cli.docs import bash, fish, man, zsh
 
+pytestmark = pytest.mark.pure
+
 
 def _clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MANPATH")}

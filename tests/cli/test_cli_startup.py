@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.pure
+
 HEAVY = ("numpy", "pyarrow", "scipy", "matplotlib", "rich")
 
 _PROBE = """

@@ -12,6 +12,8 @@ import pytest
 
 from conftest import run_stallbench
 
+pytestmark = pytest.mark.quiet
+
 PLAN = """
 workload = "randread"
 duration = "1s"

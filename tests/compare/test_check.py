@@ -12,6 +12,8 @@ from test_compare_fixtures import lognormal_ns, write_run
 
 from stallbench.cli import main
 
+pytestmark = pytest.mark.quiet
+
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:

@@ -15,6 +15,8 @@ from test_compare_fixtures import lognormal_ns, write_run
 from stallbench.cli import main
 from stallbench.schemas import load
 
+pytestmark = pytest.mark.pure
+
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:

@@ -15,6 +15,8 @@ from stallbench.analysis import stationarity
 from stallbench.analysis import summary as sm
 from stallbench.compare.changes import compare_summaries
 
+pytestmark = pytest.mark.pure
+
 FIRST_OP_NS = 1_800_000_000      # the workload's first op, on the run's clock
 WARMUP_NS = 1_000_000_000
 SPAN_NS = 6_000_000_000          # first op to the last op's start

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from test_compare_fixtures import lognormal_ns, write_run
 
 from stallbench.cli import main
+
+pytestmark = pytest.mark.pure
 
 
 def test_compare_with_one_variant_prints_its_summary(tmp_path, capsys):

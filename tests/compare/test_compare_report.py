@@ -17,6 +17,8 @@ from test_compare_fixtures import lognormal_ns, ops_span_s, write_run
 from stallbench.cli import main
 from stallbench.report.common import JSON_KEYS
 
+pytestmark = pytest.mark.pure
+
 SNAPSHOT = Path(__file__).with_name("test_report_text_snapshot.txt")
 
 

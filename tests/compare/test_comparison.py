@@ -14,6 +14,8 @@ from stallbench.core.errors import UsageError
 from stallbench.core.units import parse_percent
 from stallbench.results.runselect import resolve_runs
 
+pytestmark = pytest.mark.pure
+
 
 @pytest.fixture(scope="module")
 def two_variants(tmp_path_factory):

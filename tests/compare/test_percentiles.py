@@ -14,6 +14,8 @@ import pytest
 
 from conftest import run_stallbench
 
+pytestmark = pytest.mark.oracle_beside_fleet
+
 RUN = ["randread", "--monitors", "none", "--no-progress", "--no-drop-caches", "--warmup", "0",
        "--file-size", "16M"]
 ASKED = "50,99,99.99"

@@ -18,7 +18,7 @@ from test_compare_fixtures import lognormal_ns, ops_span_s, write_run
 from conftest import run_stallbench
 from stallbench.analysis.histogram import QUANTILE_RELATIVE_ERROR
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.machine, pytest.mark.root]
 LIMITS = ("256M", "128M", "96M")
 PLAN = """workload = "randread"
 duration = "1s"

@@ -13,7 +13,7 @@ import pytest
 
 from stallbench.results.runselect import resolve_runs
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.oracle_beside_guest, pytest.mark.root]
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

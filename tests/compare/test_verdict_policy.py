@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from stallbench.analysis import intervals as iv
 from stallbench.analysis.interference import OutsideLoad
 from stallbench.analysis.quantiles import MIN_TAIL_SAMPLES
 from stallbench.compare import verdicts as vp
 from stallbench.compare.model import CompareOptions
+
+pytestmark = pytest.mark.quiet
 
 BUSIER = {"a": OutsideLoad(2, 0.0, 1), "b": OutsideLoad(2, 0.6, 1)}   # b: 0.6 of 2 CPUs more
 

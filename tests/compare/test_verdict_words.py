@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from importlib import resources
 
+import pytest
+
 from stallbench.analysis.intervals import DECIDED, DIRECTED, Verdict
+
+pytestmark = pytest.mark.pure
 
 
 def test_verdict_words_are_the_printed_ones() -> None:

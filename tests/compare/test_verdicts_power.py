@@ -12,6 +12,8 @@ import pytest
 
 from conftest import run_stallbench, skip_when_saturated
 
+pytestmark = pytest.mark.quiet
+
 PLAN = """
 workload = "randread"
 duration = "2s"

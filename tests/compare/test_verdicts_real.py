@@ -9,6 +9,8 @@ import pytest
 
 from conftest import run_stallbench, skip_when_saturated
 
+pytestmark = pytest.mark.quiet
+
 RUN = ["--duration", "3", "--monitors", "none", "--no-progress", "--no-drop-caches",
        "--file-size", "64M"]
 

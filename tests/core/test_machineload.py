@@ -21,6 +21,8 @@ from stallbench.compare import verdicts
 from stallbench.compare.model import CompareOptions
 from stallbench.core import machineload
 
+pytestmark = pytest.mark.quiet
+
 BURN = "import time\nend = time.time() + 60\nwhile time.time() < end: pass\n"
 TICK = os.sysconf("SC_CLK_TCK")
 

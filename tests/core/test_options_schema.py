@@ -17,6 +17,8 @@ from stallbench.plan.plan import load_plan
 from stallbench.plan.schema import plan_json_schema
 from stallbench.workloads import available_workloads, get_workload
 
+pytestmark = pytest.mark.pure
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -9,6 +9,8 @@ import pytest
 
 from stallbench.core.signals import held_while_starting
 
+pytestmark = pytest.mark.pure
+
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_signal_inside_the_block_is_raised_after_it(signum):

@@ -13,7 +13,7 @@ import pytest
 from stallbench.core.journal import Journal
 from stallbench.core.tracefs import TracefsInstance, find_tracefs
 
-pytestmark = [pytest.mark.root, pytest.mark.usefixtures("tracefs_root")]
+pytestmark = [pytest.mark.machine, pytest.mark.root, pytest.mark.usefixtures("tracefs_root")]
 
 CLEANUP = ("import sys; from pathlib import Path; "
            "from stallbench.core.journal import cleanup_stale; "

@@ -18,6 +18,8 @@ from stallbench.env.memcg import find_memory_controller
 from stallbench.plan.plan import load_plan
 from stallbench.settings.shapes import parse_io_max
 
+pytestmark = pytest.mark.quiet
+
 RECORD = 64 << 10
 LIMIT = 4 << 20
 

@@ -16,7 +16,7 @@ from stallbench.env.loopfs import MIN_SIZE, default_size
 from stallbench.env.tools import find_tool
 from stallbench.settings.variant import VariantSettings
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.machine, pytest.mark.root]
 
 
 @pytest.mark.parametrize("needed", [64 * MIB, 6 << 30], ids=["64M", "6G"])

@@ -14,6 +14,8 @@ from stallbench.analysis.environment import environment_diff
 from stallbench.env import inventory
 from stallbench.report.environment import render_lines
 
+pytestmark = pytest.mark.machine
+
 THP_ENABLED = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 GOVERNOR = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
 

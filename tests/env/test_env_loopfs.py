@@ -15,7 +15,7 @@ from stallbench.env.loopfs import default_size
 from stallbench.env.tools import find_tool
 from stallbench.settings.variant import VariantSettings
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.machine, pytest.mark.root]
 
 
 @pytest.fixture

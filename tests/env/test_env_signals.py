@@ -18,7 +18,7 @@ from stallbench.env import environment
 from stallbench.env.sysmem import meminfo
 from stallbench.settings.variant import VariantSettings
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.machine, pytest.mark.root]
 TESTS = Path(__file__).parent
 SRC = TESTS.parents[1] / "src"
 

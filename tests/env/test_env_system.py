@@ -16,6 +16,8 @@ from stallbench.env import check_settings, environment
 from stallbench.env.sysmem import meminfo, tolerance
 from stallbench.settings.variant import VariantSettings
 
+pytestmark = pytest.mark.machine
+
 
 @pytest.fixture
 def journal(tmp_path):

@@ -17,7 +17,7 @@ from stallbench.core.journal import Journal
 from stallbench.env import environment
 from stallbench.settings.variant import VariantSettings
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.machine, pytest.mark.root]
 
 
 def _alive(pid: int) -> bool:

@@ -21,7 +21,7 @@ from test_report_html import browser, needs_chromium
 from stallbench.analysis import histogram as hist
 from stallbench.results.runselect import resolve_runs
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.oracle, pytest.mark.root]
 
 MONITORS = "trace,stacks,psi,counters,diskstats"
 

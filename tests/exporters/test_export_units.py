@@ -20,6 +20,8 @@ from stallbench.analysis import heatmap as hm
 from stallbench.analysis.hdr import HdrLayout
 from stallbench.cli import main
 
+pytestmark = pytest.mark.oracle
+
 
 def test_heatmap_counts_equal_numpy_histogram2d() -> None:
     rng = np.random.default_rng(1)

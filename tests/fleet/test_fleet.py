@@ -23,7 +23,7 @@ from fleet_support import Fleet, needs_fleet, stallbench_processes
 
 from stallbench import __version__
 
-pytestmark = [pytest.mark.root, needs_fleet, pytest.mark.slow]
+pytestmark = [pytest.mark.fleet, pytest.mark.root, needs_fleet, pytest.mark.slow]
 
 RANDREAD = """workload = "randread"
 duration = "{duration}"

@@ -23,7 +23,7 @@ import pytest
 from fleet_support import STALLBENCH, _free_port, _keygen, needs_fleet
 from test_vm_support import guest_kernels, requires_vm
 
-pytestmark = [pytest.mark.root, needs_fleet, requires_vm, pytest.mark.slow,
+pytestmark = [pytest.mark.fleet, pytest.mark.root, needs_fleet, requires_vm, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("kexec") is None, reason="kexec-tools not "
                                  "installed (apt-get install kexec-tools)"),
               pytest.mark.skipif(os.environ.get("STALLBENCH_TEST_KEXEC") != "1",

@@ -16,6 +16,8 @@ import pytest
 from stallbench.fleet.subplan import segments
 from stallbench.plan.plan import load_plan
 
+pytestmark = pytest.mark.fleet
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 HAS_ANSIBLE = (Path(sys.executable).parent / "ansible-inventory").exists()
 

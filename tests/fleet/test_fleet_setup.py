@@ -21,7 +21,7 @@ from fleet_support import STALLBENCH, Fleet, needs_fleet, stallbench_processes
 
 import stallbench
 
-pytestmark = [pytest.mark.root, needs_fleet, pytest.mark.slow]
+pytestmark = [pytest.mark.fleet, pytest.mark.root, needs_fleet, pytest.mark.slow]
 
 SHIM_MESSAGE = "pyenv: python3.13: command not found"
 PLAN = """workload = "randread"

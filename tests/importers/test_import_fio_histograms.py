@@ -22,7 +22,7 @@ from stallbench.importers import import_log, parse_log
 from stallbench.importers.fiohist import BIN_ERROR, column_bounds
 from stallbench.results.store import load_run
 
-pytestmark = needs_fio
+pytestmark = [pytest.mark.oracle, needs_fio]
 SIZE = 16 << 20
 
 

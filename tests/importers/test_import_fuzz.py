@@ -6,11 +6,14 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stallbench.core.errors import UsageError
 from stallbench.importers import IMPORTERS, parse_log
+
+pytestmark = pytest.mark.oracle
 
 VALID = {
     "mmtests-pgioperf": ("pgioperf.log",

@@ -19,6 +19,8 @@ from stallbench.core.errors import UsageError
 from stallbench.importers import import_log, parse_log
 from stallbench.results.store import load_run
 
+pytestmark = pytest.mark.oracle
+
 MMTESTS_LINES = """\
 wal[12155]: avg: 0.0 msec; max: 0.1 msec
 commit[12155]: avg: 0.2 msec; max: 15.4 msec

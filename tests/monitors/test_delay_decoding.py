@@ -25,7 +25,7 @@ from stallbench.monitors.delay import (
     decode_stats,
 )
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.pure, pytest.mark.root]
 
 SPIN = "import time\nend = time.time() + 30\nwhile time.time() < end: pass\n"
 

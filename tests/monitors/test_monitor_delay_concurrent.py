@@ -19,7 +19,7 @@ from stallbench.monitors.delayacct import DELAYACCT_SYSCTL, delayacct_dir
 
 DELAYACCT = Path(DELAYACCT_SYSCTL)
 
-pytestmark = [pytest.mark.root,
+pytestmark = [pytest.mark.quiet, pytest.mark.root,
               pytest.mark.skipif(not DELAYACCT.exists(), reason="needs kernel.task_delayacct")]
 
 MONITORED = textwrap.dedent("""

@@ -25,6 +25,8 @@ from stallbench.monitors.delay import (
     max_unavailable,
 )
 
+pytestmark = pytest.mark.quiet
+
 
 def _kernel_version() -> int | None:
     try:

@@ -22,7 +22,7 @@ from stallbench.monitors.diskstats import device_of_path, parse_diskstats
 from stallbench.monitors.trace import find_tracefs
 from stallbench.run.undo import undo_kinds
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.quiet, pytest.mark.root]
 
 MEMCG_ROOT = Path("/sys/fs/cgroup/memory")
 DELAYACCT = Path("/proc/sys/kernel/task_delayacct")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from stallbench.analysis.where import slowops
 from stallbench.analysis.where.counters import counters_comparison
@@ -14,6 +15,8 @@ from stallbench.logformats.ftrace import parse_block_trace, parse_trace
 from stallbench.monitors.diskstats import parse_diskstats
 from stallbench.monitors.psi import parse_pressure
 from stallbench.monitors.stacks import parse_proc_stack
+
+pytestmark = pytest.mark.pure
 
 TRACE = """\
           python-100    (    100) [001] d..2.   10.000100: sched_switch: prev_comm=python prev_pid=100 prev_prio=120 prev_state=D ==> next_comm=swapper/1 next_pid=0 next_prio=120

@@ -29,6 +29,8 @@ from stallbench.monitors.delayacct import (
 from stallbench.monitors.diskstats import DISKSTATS, FIELDS
 from stallbench.monitors.psi import PSI
 
+pytestmark = pytest.mark.pure
+
 S = 1_000_000_000
 
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from stallbench.monitors._sampling import RowStore
+
+pytestmark = pytest.mark.pure
 
 
 def test_dict_rows_spill_in_chunks_and_come_back_with_late_columns(tmp_path):

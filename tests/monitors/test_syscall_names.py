@@ -19,6 +19,8 @@ from stallbench.core.syscalls import header_for, parse_table, syscall_names
 from stallbench.logformats.ftrace import parse_trace
 from stallbench.monitors import monitor_class
 
+pytestmark = pytest.mark.pure
+
 needs_table = pytest.mark.skipif(header_for() is None,
                                  reason="no kernel headers (linux-libc-dev) for this machine")
 

@@ -16,6 +16,8 @@ from stallbench.core.journal import Journal
 from stallbench.logformats.ftrace import parse_trace
 from stallbench.monitors import monitor_class
 
+pytestmark = pytest.mark.machine
+
 TRACE = """\
      kworker/1:2-50      (     50) [001] d..2.   10.000100: sched_switch: prev_comm=kworker/1:2 prev_pid=50 prev_prio=120 prev_state=D ==> next_comm=python next_pid=100 next_prio=120
      kworker/1:2-50      (     50) [001] d..2.   10.000101: <stack trace>

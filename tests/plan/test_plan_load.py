@@ -13,6 +13,8 @@ from stallbench.core.errors import UsageError
 from stallbench.core.units import parse_duration, parse_size
 from stallbench.plan.plan import Plan, load_plan
 
+pytestmark = pytest.mark.pure
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 

@@ -12,6 +12,8 @@ import pytest
 from stallbench import schemas
 from stallbench.plan.plan import load_plan
 
+pytestmark = pytest.mark.pure
+
 jsonschema = pytest.importorskip("jsonschema")
 tomllib = pytest.importorskip("tomllib")
 

@@ -7,6 +7,8 @@ import pytest
 from stallbench.core.errors import UsageError
 from stallbench.plan.plan import load_plan
 
+pytestmark = pytest.mark.pure
+
 PLAN = """workload = "pgioperf"
 [options]
 readers = 2

@@ -7,6 +7,10 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.pure
+
 SRC = Path(__file__).resolve().parents[2] / "src" / "stallbench"
 PURE_FORBIDDEN_MODULES = {"os", "pathlib", "subprocess", "shutil", "socket", "tempfile",
                           "pyarrow.parquet", "matplotlib", "rich", "sys"}

@@ -28,6 +28,8 @@ from test_compare_fixtures import lognormal_ns, write_run
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.oracle
+
 README = (ROOT / "README.md").read_text()
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
 MARK = re.compile(r"<!-- readme-test: (\S+) -->\n$")

@@ -15,6 +15,8 @@ from test_compare_fixtures import lognormal_ns, write_run
 
 from conftest import ROOT, run_stallbench
 
+pytestmark = pytest.mark.oracle
+
 
 def _blocks(language: str) -> list[str]:
     text = (ROOT / "README.md").read_text()

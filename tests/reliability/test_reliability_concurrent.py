@@ -17,7 +17,7 @@ from test_reliability_support import (
     wait_until,
 )
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.machine, pytest.mark.root]
 
 
 def test_two_runs_at_once_share_results_and_machine_without_harm(tmp_path):

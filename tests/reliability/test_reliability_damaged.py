@@ -14,6 +14,8 @@ from test_reliability_support import assert_one_line_exit_2, sb
 from stallbench.results.opsfile import ops_batch
 from stallbench.results.store import RunWriter
 
+pytestmark = pytest.mark.machine
+
 RNG_SEED = 7
 
 

@@ -28,7 +28,7 @@ from test_reliability_support import (
     wait_until,
 )
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.oracle, pytest.mark.root]
 
 FALLOC_FL_KEEP_SIZE = 0x01
 FALLOC_FL_PUNCH_HOLE = 0x02

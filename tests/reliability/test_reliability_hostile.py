@@ -27,6 +27,8 @@ from stallbench.core.names import check_name
 from stallbench.importers import IMPORTERS, parse_log
 from stallbench.importers.common import write_run
 
+pytestmark = pytest.mark.oracle
+
 V = '[[variants]]\nname = "a"\n'
 BAD_PLANS = [
     ('workload = "randread"\niterations = "three"\n' + V, "plan.toml:2: iterations"),

@@ -21,7 +21,7 @@ from test_reliability_support import (
     wait_until,
 )
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.machine, pytest.mark.root]
 SYSCTL = "vm.dirty_expire_centisecs"
 
 

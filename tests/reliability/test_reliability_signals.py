@@ -22,7 +22,7 @@ from test_reliability_support import leftovers, run_meta, sb_start, wait_until
 
 from stallbench.monitors import default_monitor_names
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.oracle, pytest.mark.root]
 
 RUN = ["run", "randread", "--variant", "sig", "--no-progress", "--threads", "2"]
 PHASES = {

@@ -15,7 +15,7 @@ import pytest
 from conftest import run_stallbench, skip_when_saturated
 from stallbench.plan.demo import demo_plan
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.quiet, pytest.mark.root]
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,8 @@ from stallbench.cli import main
 from stallbench.core.terminal import use_color
 from stallbench.report.where import merged_warnings
 
+pytestmark = pytest.mark.pure
+
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 

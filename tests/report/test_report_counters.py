@@ -3,11 +3,15 @@ duplicates dropped, inside 100 columns (hand-built rows as the where section hol
 
 from __future__ import annotations
 
+import pytest
+
 from stallbench.analysis.where.counters import counters_comparison
 from stallbench.analysis.where.section import WhereSection
 from stallbench.monitors.counters import counter_unit
 from stallbench.report.text import chapter_lines
 from stallbench.report.where import where_chapter
+
+pytestmark = pytest.mark.pure
 
 
 def _section() -> WhereSection:

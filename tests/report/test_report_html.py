@@ -20,7 +20,7 @@ needs_chromium = pytest.mark.skipif(
     not (Path(CHROMEDRIVER).exists() and (shutil.which("chromium") or
                                           shutil.which("chromium-browser"))),
     reason="chromium and chromium-driver (Debian packages) are not installed")
-pytestmark = needs_chromium
+pytestmark = [pytest.mark.pure, needs_chromium]
 
 
 def browser(profile: Path, width: int, height: int):

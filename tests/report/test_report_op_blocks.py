@@ -15,6 +15,8 @@ import pytest
 
 from stallbench.cli import main
 
+pytestmark = pytest.mark.pure
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "snapshot" / "results"
 # band_label's units: 1024 is the step between them
 _UNIT_NS = {"ns": 1, "µs": 1024, "ms": 1024 ** 2, "s": 1024 ** 3}

@@ -25,6 +25,8 @@ import pytest
 
 from stallbench.cli import main
 
+pytestmark = pytest.mark.pure
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "snapshot"
 FORMATS = {"text": "compare.txt", "markdown": "compare.md", "json": "compare.json"}
 

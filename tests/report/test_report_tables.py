@@ -17,6 +17,8 @@ from stallbench.cli import main
 from stallbench.report.tables import LEFT, RIGHT, Cell, Column, Section, Table
 from stallbench.report.text import section_lines
 
+pytestmark = pytest.mark.pure
+
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):

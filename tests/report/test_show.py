@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from test_compare_fixtures import lognormal_ns, ops_span_s, write_run
 
 from stallbench.analysis.histogram import QUANTILE_RELATIVE_ERROR
 from stallbench.cli import main
+
+pytestmark = pytest.mark.pure
 
 
 def test_show_variant_and_run(tmp_path, capsys):

@@ -16,6 +16,8 @@ from test_compare_fixtures import write_run
 from conftest import run_stallbench
 from stallbench.cli import main
 
+pytestmark = pytest.mark.pure
+
 
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory):

@@ -7,9 +7,12 @@ from array import array
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
 from stallbench.results.record import WorkerRecorder, read_spools
 from stallbench.results.store import RunWriter, load_run
+
+pytestmark = pytest.mark.pure
 
 
 def test_spools_round_trip_and_a_torn_record_is_dropped(tmp_path):

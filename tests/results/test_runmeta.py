@@ -29,6 +29,8 @@ from stallbench.results.runmeta import (
 )
 from stallbench.results.store import load_run
 
+pytestmark = pytest.mark.pure
+
 OLD_RUN = Path(__file__).parents[1] / "data" / "run-0.1.0.json"     # a real 0.1.0 randread run
 
 

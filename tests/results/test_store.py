@@ -27,6 +27,8 @@ from stallbench.results.runmeta import Status
 from stallbench.results.runselect import complete_runs, resolve_runs
 from stallbench.results.store import RunWriter, load_run
 
+pytestmark = pytest.mark.pure
+
 
 def test_ops_round_trip_by_op_with_nulls_for_unpaced(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)

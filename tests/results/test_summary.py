@@ -16,6 +16,8 @@ from stallbench.analysis import histogram as hist
 from stallbench.analysis import summary as sm
 from stallbench.results import summaryfile
 
+pytestmark = pytest.mark.pure
+
 PROBABILITIES = [0.5, 0.9, 0.95, 0.99, 0.999]
 
 

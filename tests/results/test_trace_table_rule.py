@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 from test_compare_fixtures import write_run
 
 from stallbench.compare import blocked
@@ -14,6 +15,8 @@ from stallbench.compare.where import _VariantData
 from stallbench.monitors.trace import rows_to_table
 from stallbench.results.rundirs import MONITOR_DIR
 from stallbench.results.store import load_run
+
+pytestmark = pytest.mark.quiet
 
 
 def _dstate(duration_ns: int, stack: str) -> dict:

@@ -35,6 +35,8 @@ from stallbench.analysis import intervals as iv
 from stallbench.analysis import paired
 from stallbench.results.store import load_run
 
+pytestmark = pytest.mark.quiet
+
 PLAN = """
 workload = "randread"
 duration = "2s"

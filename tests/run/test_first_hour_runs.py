@@ -8,6 +8,8 @@ import pytest
 
 from conftest import run_stallbench
 
+pytestmark = pytest.mark.pure
+
 
 def _randread(results, workdir, *extra: str):
     return run_stallbench("run", "randread", "--variant", "a", "--results", str(results),

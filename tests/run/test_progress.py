@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from stallbench.run.progress import Progress
+
+pytestmark = pytest.mark.pure
 
 
 def test_an_op_that_stops_completing_is_flagged_while_others_go_on():

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
 from conftest import run_stallbench
 from stallbench.run.progress import Progress
+
+pytestmark = pytest.mark.pure
 
 
 def test_the_live_title_does_not_wrap():

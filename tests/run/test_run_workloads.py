@@ -15,6 +15,8 @@ import pytest
 import stallbench
 from conftest import run_stallbench, stallbench_cmd
 
+pytestmark = pytest.mark.oracle
+
 
 def _only_run(results: Path, variant: str, workload: str) -> Path:
     runs = sorted((results / variant / workload).iterdir())

@@ -8,9 +8,13 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from conftest import run_stallbench
 from stallbench.run.runner import round_order
 from stallbench.settings.variant import VariantSettings
+
+pytestmark = pytest.mark.pure
 
 
 def _variants(*names: str) -> list[VariantSettings]:

@@ -6,7 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from conftest import run_stallbench
+
+pytestmark = pytest.mark.quiet
 
 PLAN = """workload = "randread"
 duration = "2s"

@@ -22,7 +22,7 @@ from fleet_support import Fleet, needs_fleet, stallbench_processes
 
 import stallbench
 
-pytestmark = [pytest.mark.root, needs_fleet, pytest.mark.slow]
+pytestmark = [pytest.mark.fleet, pytest.mark.root, needs_fleet, pytest.mark.slow]
 
 HOSTILE = Path(__file__).with_name("fleet_hostile.py")
 SOURCE = str(Path(stallbench.__file__).resolve().parents[1])   # the code under test

@@ -15,6 +15,8 @@ import pytest
 
 import stallbench
 
+pytestmark = pytest.mark.machine
+
 SOURCE = str(Path(stallbench.__file__).resolve().parents[1])
 
 

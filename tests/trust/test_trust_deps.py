@@ -8,7 +8,10 @@ import tomllib
 from importlib.metadata import version
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
+
+pytestmark = pytest.mark.pure
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 VULNERABLE = {"pyarrow": ("14.0.0", "13.0.0", "0.14.1")}

@@ -13,8 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import stallbench
 from conftest import needs_strace
+
+pytestmark = pytest.mark.machine
 
 SOURCE = str(Path(stallbench.__file__).resolve().parents[1])
 CALL_RE = re.compile(r"^\d+\s+(?P<call>fsync|rename|renameat2?)\((?P<args>.*)\)\s+=\s+0$")

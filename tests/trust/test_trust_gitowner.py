@@ -18,7 +18,7 @@ import pytest
 from stallbench.bisect.gitkernels import KernelBuilder, first_parent_line
 from stallbench.core.errors import UsageError
 
-pytestmark = [pytest.mark.root,
+pytestmark = [pytest.mark.machine, pytest.mark.root,
               pytest.mark.skipif(shutil.which("useradd") is None, reason="needs useradd")]
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_NOSYSTEM": "1",

@@ -15,10 +15,11 @@ import shutil
 import stat
 from pathlib import Path
 
+import pytest
 from test_reliability_support import run_meta, sb
 from test_vm_support import guest_kernels, requires_vm
 
-pytestmark = requires_vm
+pytestmark = [pytest.mark.guest, requires_vm]
 
 HOSTILE = Path(__file__).with_name("guest_hostile")
 

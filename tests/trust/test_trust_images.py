@@ -15,7 +15,7 @@ from test_env_support import MIB, loop_listing
 
 from conftest import run_stallbench
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.machine, pytest.mark.root]
 
 
 def _attach(image: Path) -> str:

@@ -20,6 +20,8 @@ import pytest
 
 import stallbench
 
+pytestmark = pytest.mark.machine
+
 SOURCE = str(Path(stallbench.__file__).resolve().parents[1])
 needs_unshare = pytest.mark.skipif(shutil.which("unshare") is None,
                                    reason="needs unshare (util-linux)")

@@ -20,7 +20,7 @@ import pytest
 import stallbench.env.loopfs  # noqa: F401 - its undo kind, detach_loop
 from stallbench.core.journal import Journal
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.machine, pytest.mark.root]
 
 VICTIM = 128 << 20           # the test's own device: as large as a btrfs needs
 RUN = ["run", "randread", "--duration", "1", "--file-size", "1M", "--monitors", "none"]

@@ -19,7 +19,7 @@ from stallbench.core.journal import Journal
 from stallbench.monitors import monitor_class
 from stallbench.monitors.trace import TraceMonitor
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.machine, pytest.mark.root]
 CAP = 64 << 10
 SLEEPING = textwrap.dedent("""
     import os, sys, time

@@ -21,7 +21,7 @@ import stallbench
 from stallbench.analysis import intervals as iv
 from stallbench.compare.comparison import LATE_START_S
 
-pytestmark = [requires_vm, pytest.mark.slow]
+pytestmark = [pytest.mark.guest, requires_vm, pytest.mark.slow]
 WARMUP_NS = 1_000_000_000
 
 

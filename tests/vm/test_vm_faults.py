@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from test_reliability_support import run_meta, sb, sb_start, wait_until
 from test_vm_support import alive, guest_kernels, qemu_children, requires_vm
 
-pytestmark = requires_vm
+pytestmark = [pytest.mark.guest, requires_vm]
 
 
 def _guest_args(results: Path, kernel: Path, duration: str, *extra: str) -> list[str]:

@@ -12,6 +12,8 @@ import pytest
 from test_reliability_support import assert_one_line_exit_2, run_meta, sb
 from test_vm_support import deb_release, guest_kernels, requires_vm
 
+pytestmark = pytest.mark.guest
+
 
 @pytest.mark.parametrize("args, needle", [
     (["--vm-cpus", "2"], "--vm-cpus and --vm-memory only make sense with --kernel"),

@@ -16,7 +16,7 @@ from test_vm_support import guest_kernels, qemu_pids, requires_vm
 
 import stallbench
 
-pytestmark = [requires_vm, pytest.mark.slow]
+pytestmark = [pytest.mark.guest, requires_vm, pytest.mark.slow]
 MONITORS = ("counters", "psi", "delay")
 
 

@@ -21,7 +21,7 @@ import pytest
 from conftest import run_stallbench
 from stallbench.env.iocgroup import find_io_controller
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.quiet, pytest.mark.root]
 
 DEVICE_READ_NS = 30_000       # slower than this, a 4 KiB read did not come from the page cache
 FILE = "96M"

@@ -6,6 +6,7 @@ import math
 import warnings
 
 import numpy as np
+import pytest
 
 from stallbench.analysis.montables import task_delays
 from stallbench.analysis.where.delays import (
@@ -17,6 +18,8 @@ from stallbench.analysis.where.delays import (
 from stallbench.analysis.where.growth import NEW_OP, TailChange, growth
 from stallbench.analysis.where.lines import explanations
 from stallbench.analysis.where.section import DelayShare, RoleDelays
+
+pytestmark = pytest.mark.quiet
 
 S = 1_000_000_000
 

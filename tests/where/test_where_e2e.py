@@ -17,7 +17,7 @@ from stallbench.report import htmlout, markdown, text
 from stallbench.report.where import where_chapter
 from stallbench.results.runselect import resolve_runs
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.quiet, pytest.mark.root]
 
 
 def _run(results: Path, *args: str) -> Path:

@@ -21,7 +21,7 @@ import pytest
 
 from conftest import run_stallbench
 
-pytestmark = pytest.mark.root
+pytestmark = [pytest.mark.machine, pytest.mark.root]
 
 DIRTY = ("--sysctl", "vm.dirty_bytes=1048576", "--sysctl", "vm.dirty_background_bytes=524288")
 

@@ -5,12 +5,15 @@ and the stack the candidate's sleep moved to. Every expected value is computed b
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from stallbench.analysis.where import causes
 from stallbench.analysis.where.device import not_served, tightness, verdict_words
 from stallbench.analysis.where.section import DeviceVerdict
 from stallbench.analysis.where.stacks import change_line, grown_sleep, sleeping_frame
 from stallbench.analysis.where.stalls import StallOverlap, merge
+
+pytestmark = pytest.mark.pure
 
 MS = 1_000_000
 

@@ -12,6 +12,8 @@ from conftest import run_stallbench
 from stallbench.core.errors import UsageError
 from stallbench.workloads.files import SYNC_EVERY, ensure_file
 
+pytestmark = pytest.mark.machine
+
 
 @pytest.fixture
 def small_tmpfs(tmp_path):

@@ -14,6 +14,8 @@ import pytest
 from conftest import run_stallbench
 from stallbench.workloads.native import NO_C_LOOP, PYTHON_LOOP_NOTE, read_ops
 
+pytestmark = pytest.mark.machine
+
 
 @pytest.mark.parametrize("python_loop", [False, True], ids=["C", "Python"])
 def test_both_loops_record_every_read_the_kernel_saw(tmp_path: Path, python_loop: bool):

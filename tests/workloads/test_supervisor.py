@@ -22,6 +22,8 @@ from stallbench.core.journal import Journal
 from stallbench.workloads import supervisor
 from stallbench.workloads.supervisor import Ending, StopStep
 
+pytestmark = pytest.mark.machine
+
 
 @pytest.fixture
 def ctx(tmp_path: Path):

@@ -18,6 +18,8 @@ from stallbench.core.journal import Journal
 from stallbench.results.opsfile import write_ops_file
 from stallbench.workloads.command import CommandWorkload, tracefs_unavailable
 
+pytestmark = pytest.mark.machine
+
 TRACEFS_SKIP = pytest.mark.skipif(tracefs_unavailable() is not None,
                                   reason=f"tracefs path unavailable: {tracefs_unavailable()}")
 

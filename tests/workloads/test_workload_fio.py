@@ -18,7 +18,7 @@ from stallbench.core.journal import Journal
 from stallbench.results.opsfile import write_ops_file
 from stallbench.workloads.fio import FioWorkload, forced_job_text
 
-pytestmark = needs_fio
+pytestmark = [pytest.mark.oracle, needs_fio]
 
 JOB = """\
 [global]

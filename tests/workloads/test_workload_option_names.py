@@ -9,6 +9,8 @@ from stallbench.plan.plan import Plan, VariantSettings, load_plan
 from stallbench.run.runner import run_plan
 from stallbench.workloads import available_workloads, get_workload
 
+pytestmark = pytest.mark.pure
+
 
 def _plan(tmp_path, text: str):
     path = tmp_path / "plan.toml"

@@ -29,7 +29,7 @@ from stallbench.logformats.pgbench import parse_pgbench_output
 from stallbench.results.store import load_run
 from stallbench.workloads.pgbench import PgbenchWorkload
 
-pytestmark = needs_postgres
+pytestmark = [pytest.mark.guest, needs_postgres]
 
 
 def _processes_under(path: Path) -> list[int]:

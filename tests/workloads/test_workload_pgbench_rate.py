@@ -13,14 +13,16 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_workload_pgbench import pg_place, pytestmark  # noqa: F401 - fixture
+from test_workload_pgbench import pg_place  # noqa: F401 - fixture
 
-from conftest import run_stallbench
+from conftest import needs_postgres, run_stallbench
 from stallbench.core.errors import UsageError
 from stallbench.importers import import_log
 from stallbench.logformats.pgbench import PgbenchLogStats, parse_pgbench_line
 from stallbench.logformats.samples import Samples
 from stallbench.workloads.pgbench import PgbenchWorkload
+
+pytestmark = [pytest.mark.guest, needs_postgres]
 
 SCRIPT = """\\set aid random(1, 100000 * :scale)
 SELECT abalance FROM pgbench_accounts WHERE aid = :aid;

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import needs_postgres, run_stallbench
 
-pytestmark = [needs_postgres, pytest.mark.root]
+pytestmark = [pytest.mark.guest, needs_postgres, pytest.mark.root]
 
 # prepare() only: initdb, server start, pgbench -i -s 1; then an idle client stays connected
 STARTER = textwrap.dedent("""
