@@ -1,4 +1,4 @@
-"""Duet A/A as tests/test_duet.py runs it: how often its twin is called, and why.
+"""Duet A/A as tests/run/test_duet.py runs it: how often its twin is called, and why.
 
     .venv/bin/python benchmarks/duet_aa.py [--data /var/tmp/stallbench-duet-aa] [--plans 30]
                                            [--noise 10%] [--draws 200000] [--skip-record]
@@ -32,7 +32,8 @@ from scipy import stats
 
 from stallbench.analysis.tdist import CONFIDENCE
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+sys.path[:0] = [str(TESTS), str(TESTS / "run")]   # test_duet.py and the conftest it imports
 from test_duet import PLAN as TEST_PLAN  # noqa: E402 (the test's plan, so the two cannot drift)
 
 PLAN = TEST_PLAN.format(a="a2", b="twin", changed="")

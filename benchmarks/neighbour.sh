@@ -6,7 +6,7 @@
 on=${1:-/tmp/neighbour.on}
 cd "$(dirname "$0")/.."
 while [ -e "$on" ]; do
-    .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_analysis_intervals.py \
-        tests/test_comparison.py tests/test_analysis_bands.py tests/test_report_tables.py \
+    .venv/bin/python -m pytest -q -p no:cacheprovider tests/analysis/test_analysis_intervals.py \
+        tests/compare/test_comparison.py tests/analysis/test_analysis_bands.py tests/report/test_report_tables.py \
         >/dev/null 2>&1
 done

@@ -2,7 +2,7 @@
 # Downloads the two newest ABIs of Debian's generic amd64 kernel (it has virtio-9p; cloud has
 # not) into $STALLBENCH_TEST_KERNELS (default /var/cache/stallbench-test-kernels), kept between
 # runs, and links them as older.deb and newer.deb there: the kernels of the kernel-variant
-# tests (tests/test_vm_*.py) and of examples/kernel-ab.toml. Needs root and apt; otherwise it
+# tests (tests/vm/test_vm_*.py) and of examples/kernel-ab.toml. Needs root and apt; otherwise it
 # says so and does nothing. scripts/install-system-deps.sh runs it.
 set -euo pipefail
 dir=${STALLBENCH_TEST_KERNELS:-/var/cache/stallbench-test-kernels}

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Write the bash and zsh completion and the man page from stallbench's parser (into share/),
 and the plan schema from the settings tables (src/stallbench/schemas/plan.schema.json).
-Run after changing the command line: `make cli-docs`; tests/test_export_cli.py and
-tests/test_options_schema.py check them."""
+Run after changing the command line: `make cli-docs`; tests/cli/test_cli_conventions.py and
+tests/core/test_options_schema.py check them."""
 
 import json
 import sys

@@ -53,7 +53,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 echo "installing: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-# kexec-tools is for tests/test_fleet_kexec.py's guest only: never let it take over reboots here
+# kexec-tools is for tests/fleet/test_fleet_kexec.py's guest only: never let it take over reboots here
 echo "kexec-tools kexec-tools/load_kexec boolean false" | debconf-set-selections
 apt-get update -qq
 apt_updated=1

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# The suite `make test` runs, in three phases:
-#   1. three lanes side by side: the QEMU guest tests (with the PostgreSQL ones), the fleet
-#      tests, and the tests checked against their own oracles (exports, importers, signals);
-#      they wait on guest boots, servers and Ansible over loopback sshd and judge no verdict
-#      or latency of the machine (pgbench's are checked against pgbench's own log);
+# The suite `make test` runs, in three phases. Each test module names its lane with one marker
+# (`pytestmark = pytest.mark.LANE`; pyproject.toml says what each lane means, and collection fails
+# for a module with none or two); each lane here is a `pytest -m` of those markers:
+#   1. three lanes side by side: the QEMU guest tests with the PostgreSQL ones (guest), the fleet
+#      tests (fleet), and the tests checked against their own oracles (oracle: exports,
+#      importers, signals); they wait on guest boots, servers and Ansible over loopback sshd and
+#      judge no verdict or latency of the machine (pgbench's are checked against pgbench's own
+#      log). The guest and fleet lanes each take a few oracle tests too (oracle_beside_guest,
+#      oracle_beside_fleet) so that the three end within about a minute of each other;
 #   2. two lanes side by side of tests that judge no verdict, latency or machine load either
-#      (each alone uses about one of this machine kind's two CPUs): one of the tests that change
-#      the machine (sysctls, THP, mounts, cgroups: one at a time, so that none sees another's
-#      change), one of the rest (numbers against numpy, files, the command line);
-#   3. everything else alone, so the tests that judge verdicts, latencies and the machine's
-#      load see a machine no other test is using (a test file not named in phases 1 and 2 is
-#      here, the safe default).
+#      (each alone uses about one of this machine kind's two CPUs): the tests that change the
+#      machine (machine: sysctls, THP, mounts, cgroups; one at a time, so that none sees
+#      another's change), and the rest (pure: numbers against numpy, files, the command line);
+#   3. the tests that judge verdicts, latencies and the machine's load (quiet), alone, on a
+#      machine no other test is using.
 # Extra arguments go to every pytest (e.g. -x). Exit status: non-zero when any phase failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,46 +21,9 @@ PY=${PY:-.venv/bin/python}
 args=(-q -p no:cacheprovider "$@")
 logs=$(mktemp -d /tmp/stallbench-tests.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
-# The lanes of phase 1 end within about a minute of each other (the QEMU and fleet lanes wait
-# on guests and Ansible; each takes a share of the tests checked against their own oracles).
-side_by_side=(
-    "tests/test_vm_*.py tests/test_workload_pgbench*.py tests/test_bisect_git.py
-     tests/test_trust_guest.py
-     tests/test_stalls_real.py"
-    "tests/test_fleet*.py tests/test_percentiles.py tests/test_analysis_intervals.py"
-    # checked against their own oracles (numpy on the raw ops, fio's output, the files they
-    # wrote, the exit codes and signals), never against a verdict or the machine's load
-    "tests/test_export_*.py tests/test_import*.py tests/test_reliability_hostile.py
-     tests/test_reliability_signals.py tests/test_reliability_enospc.py tests/test_core_run.py
-     tests/test_workload_fio.py tests/test_readme_blocks.py"
-)
-
-side_by_side_then=(
-    # they change the machine: one at a time
-    "tests/test_env_signals.py tests/test_env_system.py tests/test_env_inventory.py
-     tests/test_env_unmount_others.py tests/test_env_fs_sizes.py tests/test_env_loopfs.py
-     tests/test_reliability_kill.py tests/test_reliability_damaged.py tests/test_supervisor.py
-     tests/test_default_data_size.py tests/test_workload_command.py
-     tests/test_trace_workload_only.py tests/test_tracefs_instance.py tests/test_native_loop.py
-     tests/test_reliability_concurrent.py tests/test_trust_mkfs.py tests/test_trust_journal.py
-     tests/test_trust_bounds.py tests/test_trust_durable.py tests/test_series.py
-     tests/test_where_not_device.py tests/test_trust_images.py tests/test_trust_tracecap.py
-     tests/test_trust_gitowner.py"
-    # numbers against numpy on the raw ops, files, the command line
-    "tests/test_summary.py tests/test_compare_report.py tests/test_compare_fixtures.py
-     tests/test_compare_one_variant.py tests/test_comparison.py tests/test_monitor_record.py
-     tests/test_monitor_rowstore.py tests/test_monitor_parsing.py tests/test_report_*.py
-     tests/test_cli_package.py tests/test_cli_help.py tests/test_cli_startup.py
-     tests/test_runmeta.py tests/test_plan_*.py tests/test_show*.py tests/test_progress_display.py
-     tests/test_core_progress.py tests/test_core_record.py tests/test_delay_decoding.py
-     tests/test_benchmarks_run.py tests/test_options_schema.py tests/test_syscall_names.py
-     tests/test_layers.py tests/test_store.py tests/test_analysis_bands.py
-     tests/test_analysis_stalls.py tests/test_signals.py tests/test_verdict_words.py
-     tests/test_workload_option_names.py tests/test_runner_order.py tests/test_first_hour_runs.py
-     tests/test_metric_verdicts.py tests/test_clock_start.py tests/test_trust_deps.py
-     tests/test_changepoints.py tests/test_headline.py tests/test_check_outputs.py
-     tests/test_notebook_api.py tests/test_cli_docs_env.py tests/test_where_split.py"
-)
+side_by_side=("guest or oracle_beside_guest" "fleet or oracle_beside_fleet" "oracle")
+side_by_side_then=("machine" "pure")
+alone="quiet"
 
 # Byte-compile the source once: where PYTHONDONTWRITEBYTECODE is set, every `stallbench`
 # process (hundreds here) and every QEMU guest (which sees this tree read-only) would compile
@@ -83,15 +49,14 @@ side_by_side() {
     for index in "${!lanes[@]}"; do
         # (a short --basetemp: test_show checks that its lines, a path among them, fit 100
         # columns)
-        # shellcheck disable=SC2086  # the glob is expanded here, on purpose
-        "$PY" -m pytest "${args[@]}" --basetemp="$logs/$phase$index" ${lanes[$index]} \
-            > "$logs/log$phase$index" 2>&1 &
+        "$PY" -m pytest "${args[@]}" --basetemp="$logs/$phase$index" -m "${lanes[$index]}" \
+            tests > "$logs/log$phase$index" 2>&1 &
         pids+=($!)
     done
     for index in "${!pids[@]}"; do
         wait "${pids[$index]}"
         rc=$?
-        echo "== ${lanes[$index]} (side by side with the others of phase $phase): exit $rc"
+        echo "== -m '${lanes[$index]}' (side by side with the others of phase $phase): exit $rc"
         cat "$logs/log$phase$index"
         [ "$rc" -eq 0 ] || [ "$rc" -eq 5 ] || status=1
     done
@@ -103,12 +68,8 @@ started=$SECONDS ticks=$(cpu_ticks)
 side_by_side 2 "${side_by_side_then[@]}"
 echo "== phase 2: $((SECONDS - started)) s, $(busy_cpus "$ticks")"
 
-ignore=()
-for globs in "${side_by_side[@]}" "${side_by_side_then[@]}"; do
-    for glob in $globs; do ignore+=(--ignore-glob="$glob"); done
-done
-echo "== the rest, alone"
+echo "== -m '$alone', alone"
 started=$SECONDS ticks=$(cpu_ticks)
-"$PY" -m pytest "${args[@]}" "${ignore[@]}" tests || status=1
+"$PY" -m pytest "${args[@]}" -m "$alone" tests || status=1
 echo "== phase 3: $((SECONDS - started)) s, $(busy_cpus "$ticks")"
 exit $status

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +20,14 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+
+# A test module imports another's helpers by its file name (`from test_compare_fixtures import
+# write_run`) wherever the two files are: every folder of tests/ is on sys.path, from the start
+# (pytest's default import mode puts a folder there only once it collects a file of it). That
+# mode also refuses two test files of one name, so a file name is unique across tests/.
+sys.path[:0] = sorted(str(folder) for folder in TESTS.iterdir()
+                      if folder.is_dir() and folder.name not in ("data", "__pycache__"))
 
 
 def stallbench_cmd(*args: str) -> list[str]:
@@ -59,17 +69,49 @@ def skip_when_saturated(results: Path) -> None:
                         "during the runs: a saturated machine, where verdicts are withheld")
 
 
-requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+# What some tests need of this machine, each said once (scripts/install-system-deps.sh installs
+# them all). Root is a marker, pytest.mark.root, skipped below; every other need is a skipif.
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="strace not installed")
+needs_postgres = pytest.mark.skipif(
+    not glob.glob("/usr/lib/postgresql/*/bin/postgres") or shutil.which("pgbench") is None,
+    reason="PostgreSQL (server binaries and pgbench) not installed")
+
+
+def lane_markers(config: pytest.Config) -> set[str]:
+    """The lanes scripts/run-tests.sh runs: the markers pyproject.toml declares as "NAME: lane
+    (...): what its tests do"."""
+    return {name for name, _, meaning in (line.partition(":") for line in config.getini("markers"))
+            if meaning.strip().startswith("lane")}
+
+
+@pytest.hookimpl(tryfirst=True)   # before `-m` deselects: a module in no lane would run in none
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    lanes = lane_markers(config)
+    wrong: dict[str, str] = {}
+    for item in items:
+        found = sorted({mark.name for mark in item.iter_markers()} & lanes)
+        if len(found) != 1:
+            path = str(item.path.relative_to(config.rootpath))
+            wrong[path] = f"lane markers {', '.join(found)}" if found else "no lane marker"
+    if wrong:
+        raise pytest.UsageError("\n".join(
+            f"{path}: {what}; a test module is in exactly one lane (`pytestmark = "
+            f"pytest.mark.LANE`, LANE one of {', '.join(sorted(lanes))}: pyproject.toml says "
+            "what each means)" for path, what in sorted(wrong.items())))
+    if os.geteuid() != 0:
+        for item in items:
+            if item.get_closest_marker("root"):
+                item.add_marker(pytest.mark.skip(reason="needs root (pytest.mark.root)"))
 
 
 @pytest.fixture
 def tracefs_root():
-    """A mounted tracefs for tests that use it directly: mounted for the test when the kernel
-    has it but nothing mounted it (as on a fresh machine), unmounted afterwards."""
+    """A mounted tracefs for tests that use it directly (marked pytest.mark.root): mounted for
+    the test when the kernel has it but nothing mounted it (as on a fresh machine), unmounted
+    afterwards."""
     from stallbench.core.tracefs import TRACEFS_CANDIDATES, find_tracefs, tracefs_supported
 
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
     root = find_tracefs()
     if root is not None:
         yield root

@@ -35,8 +35,8 @@ its last runs, one at the first run) and this method in 1 (the drift; the outsid
 "unclear (machine busier)", as compare does). Neither library is a dependency: Otava pins its
 own numpy and brings cloud clients. Bonferroni over the places of a segment is conservative
 (neighbouring splits share most runs), which costs little against a step that binds: its t
-statistics are in the tens; on simulated series of 2 runs a point (tests/test_changepoints.py)
-a +30% step is found at its point (+-1) in 100 of 100.
+statistics are in the tens; on simulated series of 2 runs a point
+(tests/analysis/test_changepoints.py) a +30% step is found at its point (+-1) in 100 of 100.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ that they cannot drift from the command line: `scripts/gen-cli-docs.py` (or `mak
 writes them into the package (src/stallbench/share/, package data: `stallbench completion
 bash|zsh|fish` prints them; pyproject.toml's data-files also installs them under the prefix's
 share/, where man and the shells look; `make demo`'s editable install gets them from
-scripts/install-share.py), and tests/test_export_cli.py checks that the files match the
+scripts/install-share.py), and tests/cli/test_cli_conventions.py checks that the files match the
 parser."""
 
 from __future__ import annotations

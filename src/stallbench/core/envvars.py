@@ -1,6 +1,6 @@
 """Every environment variable stallbench reads or sets for the programs it starts, and what it
 does: the man page's ENVIRONMENT (cli/docs.py) is made from this table, and
-tests/test_cli_docs_env.py checks that every name the source reads is here."""
+tests/cli/test_cli_docs_env.py checks that every name the source reads is here."""
 
 from __future__ import annotations
 

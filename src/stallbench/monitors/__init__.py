@@ -12,7 +12,8 @@ from .base import Monitor, MonitorResult
 # the one list of monitors (their names are analysis/monitornames.py's): (name, module, in the
 # default set, in "all"); "all" leaves
 # trace-full out, which records what trace does and more at a higher cost. Each module's
-# MONITORS maps its classes' `name` to them (tests/test_monitor_parsing.py checks they agree).
+# MONITORS maps its classes' `name` to them (tests/monitors/test_monitor_parsing.py checks they
+# agree).
 _REGISTRY = (
     (names.COUNTERS, "counters", True, True),
     (names.PSI, "psi", True, True),

@@ -1,5 +1,5 @@
 """schemas/plan.schema.json, generated from the option tables that plan.py's reader uses
-(`make cli-docs`; tests/test_options_schema.py holds the committed file equal to it)."""
+(`make cli-docs`; tests/core/test_options_schema.py holds the committed file equal to it)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from .plan import OTHER_TOP_KEYS, PLAN_FIELDS
 
 
 def plan_json_schema() -> dict[str, Any]:
-    """schemas/plan.schema.json, from the tables (tests/test_plan_schema.py compares them): what
-    the reader accepts, so a key it refuses fails validation too (each workload's option table
-    names its keys, chosen by the plan's `workload`)."""
+    """schemas/plan.schema.json, from the tables (tests/plan/test_plan_schema.py compares them):
+    what the reader accepts, so a key it refuses fails validation too (each workload's option
+    table names its keys, chosen by the plan's `workload`)."""
     from ..settings.hosts import BOOT_SCHEMA
     from ..settings.shapes import OPTION_KEY_RE
 

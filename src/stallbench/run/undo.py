@@ -4,8 +4,8 @@ out, in one table: `stallbench cleanup` (cli/cleanup.py) and every process that 
 entry a run wrote can be undone after kill -9 whatever module made it.
 
 A new kind of change: write its undo beside the change with `@register_undo("kind")`, and
-name that module here (tests/test_layers.py fails for a kind journaled anywhere in the source
-that this table does not name, or whose module does not register it)."""
+name that module here (tests/project/test_layers.py fails for a kind journaled anywhere in the
+source that this table does not name, or whose module does not register it)."""
 
 from __future__ import annotations
 
