@@ -12,6 +12,23 @@ import pyarrow as pa
 
 from ..core.context import RunContext
 
+# How long a monitor's stop waits for a sample in flight. Its thread's state (the rows, a
+# spill file half written, a trace pipe) is the monitor's until it ends: one sample took over
+# 10 s in a TCG guest on a loaded host, and a last sample taken beside it wrote a spilled chunk
+# twice (a psi table pyarrow could not read back, a run lost).
+STOP_WAIT_S = 120.0
+
+
+def join_sampling(thread: threading.Thread | None) -> None:
+    """Wait for a monitor's sampling thread to end; raise when it has not within STOP_WAIT_S:
+    what it was writing cannot be read (the runner records the monitor as failed)."""
+    if thread is None or thread.ident is None:   # never started
+        return
+    thread.join(timeout=STOP_WAIT_S)
+    if thread.is_alive():
+        raise RuntimeError(f"its sampling thread did not end within {STOP_WAIT_S:g} s of the "
+                           "workload's end (a sample stuck): its rows are left out")
+
 
 class SamplerThread:
     """Calls `sample(t_ns)` at start, every `interval_s`, and once more at stop: when the
@@ -35,22 +52,31 @@ class SamplerThread:
         self._stopped = False
         self._lock = threading.Lock()
         # the last sample with the last op, before slower end hooks (a tracer turning off)
-        ctx.on_end.insert(0, self.stop)
+        ctx.on_end.insert(0, self._stop_at_workload_end)
 
     def start(self) -> None:
         self._call()
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop sampling after one last sample; later calls do nothing."""
+        """Stop sampling after one last sample; later calls do nothing. Raises (every call)
+        while the thread is still in a sample after STOP_WAIT_S: no last sample is taken
+        beside it, and its rows must not be read."""
         with self._lock:
-            if self._stopped:
-                return
-            self._stopped = True
-            self._stop.set()
-            if self._thread.is_alive():
-                self._thread.join(timeout=10)
-            self._call()
+            if not self._stopped:
+                self._stopped = True
+                self._stop.set()
+                if self._thread.is_alive():
+                    join_sampling(self._thread)
+                self._call()
+            elif self._thread.is_alive():
+                join_sampling(self._thread)
+
+    def _stop_at_workload_end(self) -> None:
+        try:
+            self.stop()
+        except RuntimeError:   # the monitor's own stop() raises it again, and fails alone
+            pass
 
     def _call(self) -> None:
         try:

@@ -37,7 +37,7 @@ from ..analysis import monitornames, montables
 from ..analysis.delaykinds import DELAY_KIND_NAMES, DELAY_KINDS
 from ..core.context import RunContext
 from ..core.journal import Journal
-from ._sampling import RowStore, read_text, spill_dir
+from ._sampling import RowStore, join_sampling, read_text, spill_dir
 from .base import COUNTER, GAUGE, KEY, RUN_TIME, Column, Monitor, MonitorResult, TableSchema
 from .delayacct import DELAYACCT_SYSCTL, DelayacctClaim, delayacct_dir, release_delayacct
 
@@ -345,17 +345,18 @@ class DelayMonitor(Monitor):
 
     def stop(self) -> MonitorResult:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._query is not None:
-            self._sample()
-            time.sleep(0.05)  # exit records of the last threads arrive asynchronously
-            if self._ctx is not None:
-                self._collect_exits(self._ctx.since_start_ns())
-        for sock in (self._query, self._exits):
-            if sock is not None:
-                sock.close()
-        self._restore_sysctl()
+        try:
+            join_sampling(self._thread)
+            if self._query is not None:
+                self._sample()
+                time.sleep(0.05)  # exit records of the last threads arrive asynchronously
+                if self._ctx is not None:
+                    self._collect_exits(self._ctx.since_start_ns())
+        finally:
+            for sock in (self._query, self._exits):
+                if sock is not None:
+                    sock.close()
+            self._restore_sysctl()
         table = self._rows.table()
         self._rows.discard()
         status: dict[str, Any] = {"workload_pids": self._ctx.processes.roots() if self._ctx else [],

@@ -55,7 +55,7 @@ from ..logformats.ftrace import (
     parse_block_trace,
     parse_trace,
 )
-from ._sampling import read_text
+from ._sampling import join_sampling, read_text
 from .base import KEY, RUN_TIME, VALUE, Column, Monitor, MonitorResult, TableSchema
 
 # the stalls a task takes in memory reclaim and throttling, each one event or a begin/end pair
@@ -231,8 +231,11 @@ class TraceMonitor(Monitor):
 
     def stop(self) -> MonitorResult:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        try:
+            join_sampling(self._thread)
+        except RuntimeError:
+            self._teardown()
+            raise
         lost = 0
         if self._main is not None:
             self._poll()

@@ -85,7 +85,11 @@ class RunWriter:
         folder.mkdir(exist_ok=True)
         target = folder / f"{name}.parquet"
         tmp = folder / f".{name}.parquet.tmp"
-        pq.write_table(metadata.annotate(table, target, units=units), tmp)
+        try:
+            pq.write_table(metadata.annotate(table, target, units=units), tmp)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         replace_durably(tmp, target)
         return target
 

@@ -46,15 +46,16 @@ def stop_monitors(monitors: list[tuple[str, Monitor]], writer: RunWriter,
     for name, monitor in reversed(monitors):
         try:
             result = monitor.stop()
+            # a table that cannot be written fails its monitor, not the run
+            for table_name, table in result.tables.items():
+                schema = result.schemas.get(table_name)
+                writer.write_monitor(table_name, table,
+                                     schema.units(table.column_names) if schema else None)
         except Exception as exc:  # noqa: BLE001
             writer.meta.monitors[name] = {"status": MonitorStatus.FAILED.value,
                                           "reason": str(exc)}
             log(f"monitor {name} failed: {exc}")
             continue
-        for table_name, table in result.tables.items():
-            schema = result.schemas.get(table_name)
-            writer.write_monitor(table_name, table,
-                                 schema.units(table.column_names) if schema else None)
         if result.folded_stacks:
             (writer.path / STACKS_FILE).write_text(result.folded_stacks)
         writer.meta.monitors[name] = {"status": MonitorStatus.OK.value, **result.summary}
