@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..analysis.display import format_size
+from ..core import machineload
 from ..core.errors import RunDataError, UsageError
 from ..core.hostfacts import kernel_info
 from ..core.journal import Journal
@@ -141,6 +142,7 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
                 what = f"{kernel.release} stopped during boot (QEMU exit {code})"
             raise GuestError(f"{what}; last console lines: {guest.console_tail()}")
         vm["boot_s"] = round(time.monotonic() - booted_at, 2)
+        load_at_up = machineload.snapshot()
         log(f"{variant.name}: {kernel.release} up after {vm['boot_s']:.1f} s; running "
             f"{workload.name} in the guest")
         warmup = plan.warmup_s or 0.0
@@ -157,10 +159,11 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
                 if time.monotonic() > deadline:
                     raise GuestError(f"the guest gave no result within {timeout:.0f} s (hung?); "
                                      f"last console lines: {guest.console_tail()}")
+        host_load = machineload.between(load_at_up, machineload.snapshot())
     finally:
         guest.stop()
     vm["guest_s"] = round(time.monotonic() - booted_at, 2)
-    return _collect(exchange, writer, vm, guest, interrupt)
+    return _collect(exchange, writer, vm, guest, interrupt, host_load)
 
 
 def _installed_under_tmp() -> bool:
@@ -238,8 +241,12 @@ def confined(exchange: Path, guest_path: object) -> Path:
 
 
 def _collect(exchange: Path, writer: RunWriter, vm: dict[str, Any], guest: Guest,
-             interrupt: Any) -> tuple[Status, str | None]:
-    """Move the guest's run directory into the host's and merge its run.json."""
+             interrupt: Any, host_load: dict[str, Any] | None) -> tuple[Status, str | None]:
+    """Move the guest's run directory into the host's and merge its run.json. The run's
+    machine_load is the host's from the guest's boot to its exit (QEMU is the run's own): the
+    guest's vCPUs are host threads, and the host's other processes take them without the
+    guest seeing it (its own view, vm.guest_machine_load, said 0.0 others with three busy
+    loops beside the host's two CPUs)."""
     try:
         outcome = json.loads((exchange / guest_side.OUTCOME_FILE).read_text())
     except (OSError, ValueError):
@@ -267,6 +274,9 @@ def _collect(exchange: Path, writer: RunWriter, vm: dict[str, Any], guest: Guest
     merged.variant, merged.iteration, merged.pid = host.variant, host.iteration, host.pid
     merged.start_utc, merged.host, merged.plan = host.start_utc, host.host, host.plan
     merged.duration_planned_s = host.duration_planned_s
+    if host_load is not None:
+        vm["guest_machine_load"] = merged.machine_load
+        merged.machine_load = host_load
     merged.environment = {**merged.environment, "vm": vm}
     merged.notes = host.notes + merged.notes
     if left_out:
