@@ -73,7 +73,8 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..bisect import lines as bisect_lines
     from ..bisect.search import NOT_BAD
-    from ..bisect.steps import Settings, run_bisect
+    from ..bisect.state import Settings
+    from ..bisect.steps import run_bisect
     from ..plan.plan import load_plan
     from ..report import render
 
