@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from ..bisect.search import NOT_BAD
     from ..bisect.state import Settings
     from ..bisect.steps import run_bisect
-    from ..plan.plan import load_plan
+    from ..plan.planfile import load_plan
     from ..report import render
 
     if args.max_rounds is not None and not 1 <= args.max_rounds <= 10_000:
