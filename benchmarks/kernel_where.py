@@ -103,7 +103,8 @@ record_size = "32K"
 
 def prepare(base: Path) -> dict[str, Path]:
     """The kernels by variant name: good, and each row's (built once)."""
-    from stallbench.bisect.gitkernels import KernelBuilder, named_commits
+    from stallbench.bisect.gitcommits import named_commits
+    from stallbench.bisect.gitkernels import KernelBuilder
 
     repo = kernel_bisect.prepare(base)
     tags = kernel_bisect.git(repo, "tag").split()

@@ -14,6 +14,7 @@ from stallbench.analysis import histogram as hist
 from stallbench.analysis import intervals as iv
 from stallbench.analysis import stationarity
 from stallbench.analysis import summary as sm
+from stallbench.analysis.summarybuilder import summarize_arrays
 from stallbench.compare.changes import compare_summaries
 from stallbench.compare.model import CompareOptions
 
@@ -45,7 +46,7 @@ def bursty_run(rng: np.random.Generator, n: int, scale: float, run_sd: float = 0
         phase = rng.uniform(0, 2 * np.pi)
         latency *= 1 + drift * np.sin(phase + 2 * np.pi * start / (DURATION_S * 1e9))
     latency = (latency * factor).astype(np.int64)
-    return sm.summarize_arrays({"read": (start.astype(np.int64), latency, None)}, BLOCK_NS)
+    return summarize_arrays({"read": (start.astype(np.int64), latency, None)}, BLOCK_NS)
 
 
 def simulate(sims: int, runs: int, n: int, ratio: float, seed: int, run_sd: float = 0.0,
@@ -165,7 +166,7 @@ def cold_then_warm_run(rng: np.random.Generator, switch_s: float) -> sm.RunSumma
                             np.sort(rng.uniform(switch_s * 1e9, DURATION_S * 1e9, warm_n))])
     latency = np.concatenate([rng.lognormal(np.log(70e3), 0.3, cold_n),
                               rng.lognormal(np.log(1.7e3), 0.3, warm_n)])
-    return sm.summarize_arrays({"read": (start.astype(np.int64), latency.astype(np.int64),
+    return summarize_arrays({"read": (start.astype(np.int64), latency.astype(np.int64),
                                          None)}, BLOCK_NS)
 
 
@@ -194,7 +195,7 @@ def test_a_warmup_moves_the_regime_out_of_the_statistics():
                             np.sort(rng.uniform(3e9, 10e9, warm_n))]).astype(np.int64)
     latency = np.concatenate([np.full(cold_n, 70_000), np.full(warm_n, 1_700)])
     block = sm.block_ns_for(10.0, 3.0)
-    summary = sm.summarize_arrays({"read": (start, latency, None)}, block,
+    summary = summarize_arrays({"read": (start, latency, None)}, block,
                                   warmup_ns=3_000_000_000)
     op = summary.ops["read"]
     assert op.warmup_samples == cold_n and int(op.histogram.sum()) == warm_n

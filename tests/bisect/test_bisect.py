@@ -391,8 +391,8 @@ def test_a_last_variant_that_is_not_bad_leaves_nothing_to_bisect(tmp_path):
 
 
 def test_resume_refuses_a_changed_plan_or_other_settings(tmp_path):
-    from stallbench.bisect.steps import Settings, open_state
-    from stallbench.plan.plan import load_plan
+    from stallbench.bisect.state import Settings, open_state
+    from stallbench.plan.planfile import load_plan
 
     results, state_dir = tmp_path / "r", tmp_path / "s"
     path = _plan(tmp_path, 3, 1)

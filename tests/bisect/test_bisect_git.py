@@ -18,7 +18,8 @@ import pytest
 from test_vm_support import guest_kernels, qemu_pids, requires_vm
 
 from conftest import run_stallbench, stallbench_cmd
-from stallbench.bisect.gitkernels import KernelBuilder, first_parent_line
+from stallbench.bisect.gitcommits import first_parent_line
+from stallbench.bisect.gitkernels import KernelBuilder
 from stallbench.cli import main
 from stallbench.vm.kernel import resolve_kernel
 

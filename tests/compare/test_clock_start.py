@@ -13,6 +13,7 @@ from scipy import stats as scipy_stats
 from stallbench.analysis import intervals as iv
 from stallbench.analysis import stationarity
 from stallbench.analysis import summary as sm
+from stallbench.analysis.summarybuilder import SummaryBuilder, summarize_arrays
 from stallbench.compare.changes import compare_summaries
 
 pytestmark = pytest.mark.pure
@@ -44,7 +45,7 @@ def runs(rng: np.random.Generator) -> dict[str, list[tuple[np.ndarray, np.ndarra
 
 
 def summarize(start: np.ndarray, latency: np.ndarray) -> sm.RunSummary:
-    return sm.summarize_arrays({"read": (start, latency, None)}, BLOCK_NS, WARMUP_NS)
+    return summarize_arrays({"read": (start, latency, None)}, BLOCK_NS, WARMUP_NS)
 
 
 def numpy_rate(start: np.ndarray, latency: np.ndarray) -> float:
@@ -116,7 +117,7 @@ def test_ops_in_any_order_give_the_same_summary(made):
     start, latency = raw["bad"][0]
     later = start >= FIRST_OP_NS + 3 * WARMUP_NS
     worker = np.arange(start.size) % 3
-    builder = sm.SummaryBuilder(BLOCK_NS, WARMUP_NS)
+    builder = SummaryBuilder(BLOCK_NS, WARMUP_NS)
     for part in (later, ~later):    # the late ops first: their warm-up would end at 5.8 s
         builder.add(["read"], np.zeros(part.sum(), np.int64), worker[part], start[part],
                     latency[part])

@@ -13,7 +13,7 @@ import pytest
 
 from stallbench.cli import build_parser
 from stallbench.cli.run import plan_from_args
-from stallbench.plan.plan import load_plan
+from stallbench.plan.planfile import load_plan
 from stallbench.plan.schema import plan_json_schema
 from stallbench.workloads import available_workloads, get_workload
 

@@ -15,7 +15,7 @@ from conftest import run_stallbench
 from stallbench.core.errors import UsageError
 from stallbench.env.iocgroup import find_io_controller
 from stallbench.env.memcg import find_memory_controller
-from stallbench.plan.plan import load_plan
+from stallbench.plan.planfile import load_plan
 from stallbench.settings.shapes import parse_io_max
 
 pytestmark = pytest.mark.quiet

@@ -152,7 +152,7 @@ def test_plan_schema_covers_the_loader_and_validates_the_examples() -> None:
 
     from conftest import ROOT
     from stallbench import schemas
-    from stallbench.plan import plan
+    from stallbench.plan import planfile as plan
 
     schema = schemas.load("plan")
     jsonschema.Draft202012Validator.check_schema(schema)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from stallbench.fleet.subplan import segments
-from stallbench.plan.plan import load_plan
+from stallbench.plan.planfile import load_plan
 
 pytestmark = pytest.mark.fleet
 

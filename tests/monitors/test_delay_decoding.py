@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from stallbench.analysis.delaykinds import DELAY_KINDS
-from stallbench.monitors.delay import (
+from stallbench.monitors.delay import DelayMonitor
+from stallbench.monitors.taskstats import (
     _AC_PID,
     _AC_TGID,
     _MAX_AT,
     IO_FIELDS,
     MAX_SINCE_VERSION,
-    DelayMonitor,
     TaskstatsSocket,
     decode_stats,
 )

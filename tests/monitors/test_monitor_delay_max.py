@@ -18,12 +18,8 @@ from stallbench.analysis.delaykinds import DELAY_KIND_NAMES
 from stallbench.analysis.display import format_ns
 from stallbench.analysis.where.longest import explanation, longest_delays, outlasts
 from stallbench.env.iocgroup import find_io_controller
-from stallbench.monitors.delay import (
-    DelayMonitor,
-    TaskstatsSocket,
-    decode_stats,
-    max_unavailable,
-)
+from stallbench.monitors.delay import DelayMonitor
+from stallbench.monitors.taskstats import TaskstatsSocket, decode_stats, max_unavailable
 
 pytestmark = pytest.mark.quiet
 

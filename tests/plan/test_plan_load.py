@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from stallbench.core.errors import UsageError
 from stallbench.core.units import parse_duration, parse_size
-from stallbench.plan.plan import Plan, load_plan
+from stallbench.plan.plan import Plan
+from stallbench.plan.planfile import load_plan
 
 pytestmark = pytest.mark.pure
 

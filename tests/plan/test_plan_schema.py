@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from stallbench import schemas
-from stallbench.plan.plan import load_plan
+from stallbench.plan.planfile import load_plan
 
 pytestmark = pytest.mark.pure
 

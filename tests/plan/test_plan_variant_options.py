@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stallbench.core.errors import UsageError
-from stallbench.plan.plan import load_plan
+from stallbench.plan.planfile import load_plan
 
 pytestmark = pytest.mark.pure
 

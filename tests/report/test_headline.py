@@ -179,7 +179,7 @@ def test_the_first_time_path_offers_what_decides():
     (check_plan), else more iterations, saying why not; and calibrate. Nothing for a plan that
     repeats already."""
     from conftest import ROOT
-    from stallbench.plan.plan import load_plan
+    from stallbench.plan.planfile import load_plan
     from stallbench.run.duet import decide_hint
 
     duet = load_plan(ROOT / "examples" / "ext3-vs-ext4.toml")

@@ -11,7 +11,7 @@ import pytest
 from test_compare_fixtures import write_run
 
 from stallbench.compare import blocked
-from stallbench.compare.where import _VariantData
+from stallbench.compare.where.variantdata import VariantData as _VariantData
 from stallbench.monitors.trace import rows_to_table
 from stallbench.results.rundirs import MONITOR_DIR
 from stallbench.results.store import load_run

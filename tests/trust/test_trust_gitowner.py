@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from stallbench.bisect.gitkernels import KernelBuilder, first_parent_line
+from stallbench.bisect.gitcommits import first_parent_line
+from stallbench.bisect.gitkernels import KernelBuilder
 from stallbench.core.errors import UsageError
 
 pytestmark = [pytest.mark.machine, pytest.mark.root,

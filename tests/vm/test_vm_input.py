@@ -156,7 +156,7 @@ def test_a_kernel_without_9p_fails_its_run_before_booting(tmp_path):
 
 
 def test_the_kernel_example_plan_loads():
-    from stallbench.plan.plan import load_plan
+    from stallbench.plan.planfile import load_plan
 
     plan = load_plan(Path(__file__).resolve().parents[2] / "examples" / "kernel-ab.toml")
     # the links scripts/fetch-test-kernels.sh makes to the two kernels the tests download

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from stallbench.core.errors import UsageError
-from stallbench.plan.plan import Plan, VariantSettings, load_plan
+from stallbench.plan.plan import Plan, VariantSettings
+from stallbench.plan.planfile import load_plan
 from stallbench.run.runner import run_plan
 from stallbench.workloads import available_workloads, get_workload
 

@@ -1,6 +1,7 @@
-"""The growing per-block arrays a run's summary is accumulated in (summary.py's SummaryBuilder):
-arrays that double along the blocks, a coarse histogram per block over the buckets seen, and
-the sparse per-block counts of the ops that may yet turn out to be in the warm-up."""
+"""The growing per-block arrays a run's summary is accumulated in (summarybuilder.py's
+SummaryBuilder): arrays that double along the blocks, a coarse histogram per block over the
+buckets seen, and the sparse per-block counts of the ops that may yet turn out to be in the
+warm-up."""
 
 from __future__ import annotations
 

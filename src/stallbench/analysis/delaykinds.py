@@ -1,8 +1,9 @@
 """The kinds of Linux delay accounting (taskstats), declared once: where the kernel keeps each
 kind's count and total in struct taskstats, the first version that has it, and the words the
-reports use for it. monitors/delay.py decodes and names the `delay` table's columns from this
-table; analysis/where/ takes their words from it (delays.py, longest.py) and their groups
-(delays.py, causes.py, mechanism.py, lines.py), montables.py the groups of its totals."""
+reports use for it. monitors/taskstats.py decodes and monitors/delay.py names the `delay`
+table's columns from this table; analysis/where/ takes their words from it (delays.py,
+longest.py) and their groups (delays.py, causes.py, mechanism.py, lines.py), montables.py the
+groups of its totals."""
 
 from __future__ import annotations
 

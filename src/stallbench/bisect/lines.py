@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from ..report.common import format_percent
 from .search import FOUND, NOT_BAD, RANGE, Answer
-from .steps import Result, Step
+from .state import Step
+from .steps import Result
 
 
 def step_line(step: Step) -> str:

@@ -3,10 +3,10 @@ measured steps, each step deciding as `stallbench check` decides (compare/gate.p
 until decided; or, with `knee`, the first variant whose change against the FIRST crosses the
 bound (the memory limit below which read p99 doubles).
 
-Two parts: `Search` (bisectsearch.py), the pure decision logic (which pair to compare next,
-what the outcomes so far say; no I/O), and `run_bisect` here, which measures the steps with the
-runner and journals every run and every verdict in RESULTS/bisect.json (atomic JSON), so that
-an interrupted bisect (Ctrl-C, kill -9) goes on from there with `resume`.
+Three parts: `Search` (search.py), the pure decision logic (which pair to compare next,
+what the outcomes so far say; no I/O); `run_bisect` here, which measures the steps with the
+runner and judges each; and the journal of every run and every verdict in RESULTS/bisect.json
+(state.py), so that an interrupted bisect (Ctrl-C, kill -9) goes on from there with `resume`.
 
 A step that cannot decide (check's 125) is a skip, as in `git bisect`: that variant is never
 judged again, and when only skipped variants remain between the last good and the first bad
@@ -16,8 +16,6 @@ one the answer is that range, never a guess.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import random
 import time
 from collections.abc import Callable
@@ -37,20 +35,18 @@ from ..compare.gate import (
 )
 from ..compare.model import CompareOptions, Comparison
 from ..core.errors import ExitCode, UsageError
-from ..core.jsonfile import write_json_atomic
 from ..core.units import parse_percent
-from ..plan.plan import DEFAULT_MAX_ITERATIONS, Plan, VariantSettings
+from ..plan.plan import Plan, VariantSettings
 from ..results.runmeta import Status
 from ..results.runselect import Resolved, complete_runs
 from ..workloads import get_workload
 from . import DEFAULT_BOUND
 from .search import BAD, FOUND, GOOD, NOT_BAD, SKIP, Answer, Search
+from .state import MetricVerdict, Settings, State, Step, open_state, search_of, step_from
 
-STATE_FILE = "bisect.json"
-STATE_KIND = "stallbench-bisect"
-STATE_VERSION = 1
 OUTCOME_OF_EXIT = {ExitCode.OK: GOOD, ExitCode.FAILURE: BAD,    # check's exit codes, as git
                    ExitCode.UNDECIDED: SKIP}                     # bisect reads them
+
 
 def differences(plan: Plan, before: str, after: str) -> list[tuple[str, Any, Any]]:
     """(setting, before, after) for each variant setting and workload option in which two of
@@ -70,69 +66,14 @@ def differences(plan: Plan, before: str, after: str) -> list[tuple[str, Any, Any
 
 # -- the measured steps ---------------------------------------------------------------------
 
-@dataclass
-class MetricVerdict:
-    metric: str          # op:stat
-    outcome: str         # gate's: ok | regression | undecided
-    reason: str
-    bound: float
-    change: float | None = None
-    low: float | None = None
-    high: float | None = None
-
-
-@dataclass
-class Step:
-    number: int
-    baseline: str
-    candidate: str
-    outcome: str | None = None          # GOOD | BAD | SKIP; None while it is measured
-    exit_code: int | None = None        # as `check` would exit
-    rounds: int = 0                     # rounds this step added
-    runs: dict[str, int] = field(default_factory=dict)   # runs per side behind the verdict
-    seconds: float = 0.0                # time this step took (over resumes)
-    build_s: float = 0.0                # of which building its kernels (bisect --git)
-    metrics: list[MetricVerdict] = field(default_factory=list)
-
-
 class VariantSource(Protocol):
-    """Variants made on demand (bisectgit.KernelBuilder: a commit's kernel, built when a step
+    """Variants made on demand (gitkernels.KernelBuilder: a commit's kernel, built when a step
     first needs it): prepare(name) -> None, or why it cannot be made (the step is a skip);
     identity(): what they are made from (a resume with another is refused)."""
 
     def prepare(self, name: str) -> str | None: ...
 
     def identity(self) -> dict[str, Any]: ...
-
-
-@dataclass
-class Settings:
-    """What decides the steps; fields left None take the plan's (metrics, max_iterations) or
-    the defaults, and on resume the stored ones."""
-
-    metrics: list[str] | None = None
-    bound_text: str | None = None     # --max-regression, e.g. "10%"
-    knee: bool | None = None
-    max_rounds: int | None = None
-
-    def filled(self, plan: Plan) -> Settings:
-        metrics = self.metrics or plan.until_decided
-        if not metrics:
-            raise UsageError("bisect needs --metric OP:STAT (or metrics = [...] in the plan)")
-        rounds = self.max_rounds or (plan.iterations if plan.until_decided
-                                     else DEFAULT_MAX_ITERATIONS)
-        return Settings(list(metrics), self.bound_text or DEFAULT_BOUND, bool(self.knee),
-                        rounds)
-
-    def describe(self, key: str) -> str:
-        """The flag that gives this setting, e.g. '--max-regression 10%'."""
-        value = getattr(self, key)
-        if key == "metrics":
-            return " ".join(f"--metric {m}" for m in value or [])
-        if key == "knee":
-            return "--knee" if value else "no --knee"
-        flag = {"bound_text": "--max-regression", "max_rounds": "--max-rounds"}[key]
-        return f"{flag} {value}"
 
 
 @dataclass
@@ -144,106 +85,6 @@ class Result:
     settings: Settings
     comparison: Comparison | None = None
     changed: list[tuple[str, Any, Any]] = field(default_factory=list)   # at the first bad one
-
-
-class State:
-    """RESULTS/bisect.json: the plan's fingerprint, the settings, every run this bisect measured
-    (complete ones only) and every step with its verdicts. Written atomically after each run
-    round and each verdict."""
-
-    def __init__(self, path: Path, data: dict[str, Any]):
-        self.path = path
-        self.data = data
-
-    @property
-    def steps(self) -> list[Step]:
-        return [_step_from(s) for s in self.data["steps"]]
-
-    def runs_of(self, name: str) -> list[str]:
-        return self.data["runs"].setdefault(name, [])
-
-    def save(self) -> None:
-        write_json_atomic(self.path, self.data)
-
-
-def state_path(plan: Plan) -> Path:
-    return Path(plan.results) / STATE_FILE
-
-
-def plan_fingerprint(plan: Plan) -> str:
-    """What the runs of a bisect depend on: a resumed bisect refuses a changed plan."""
-    text = json.dumps({"workload": plan.workload, "options": plan.workload_options,
-                       "duration_s": plan.duration_s, "warmup_s": plan.warmup_s,
-                       "monitors": plan.monitors,
-                       "variants": [dataclasses.asdict(v) for v in plan.variants]},
-                      sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def open_state(plan: Plan, given: Settings, resume: bool,
-               source: dict[str, Any] | None = None) -> tuple[State, Settings]:
-    """The journal of this bisect: a new one, or (resume) the one in RESULTS, whose settings
-    stand (a setting given again must be the same); `source`: VariantSource.identity()."""
-    path = state_path(plan)
-    names = [v.name for v in plan.variants]
-    if not resume:
-        if path.exists():
-            raise UsageError(f"{path} holds a bisect already: go on with --resume, or remove "
-                             "the file to start again")
-        settings = given.filled(plan)
-        for metric in settings.metrics or []:
-            parse_metric(metric)                      # bad input before any state is kept
-        parse_percent(settings.bound_text or DEFAULT_BOUND, "--max-regression")
-        Path(plan.results).mkdir(parents=True, exist_ok=True)
-        state = State(path, {
-            "kind": STATE_KIND, "version": STATE_VERSION, "plan": str(plan.source or ""),
-            "fingerprint": plan_fingerprint(plan), "variants": names,
-            "mode": "knee" if settings.knee else "bisect", "metrics": settings.metrics,
-            "max_regression": settings.bound_text, "max_rounds": settings.max_rounds,
-            "rounds": 0, "runs": {}, "steps": [], "answer": None, "source": source})
-        state.save()
-        return state, settings
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"--resume: no bisect state in {path} (start one without "
-                         "--resume)") from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--resume: cannot read {path} ({exc})") from None
-    if not isinstance(data, dict) or data.get("kind") != STATE_KIND \
-            or data.get("version") != STATE_VERSION:
-        raise UsageError(f"--resume: {path} is not a stallbench bisect state of version "
-                         f"{STATE_VERSION}")
-    if data.get("variants") != names or data.get("fingerprint") != plan_fingerprint(plan):
-        raise UsageError(f"--resume: the plan changed since the bisect in {path} began "
-                         "(variants, options or durations): remove the file to start again")
-    if data.get("source") != source:
-        raise UsageError(f"--resume: this bisect was begun with {data.get('source')}: give the "
-                         f"same (--git, --good, --bad, --build), or remove {path}")
-    stored = Settings(list(data["metrics"]), data["max_regression"], data["mode"] == "knee",
-                      int(data["max_rounds"]))
-    for key in ("metrics", "bound_text", "knee", "max_rounds"):
-        value = getattr(given, key)
-        if value not in (None, []) and value != getattr(stored, key):
-            raise UsageError(f"--resume: this bisect was begun with {stored.describe(key)}: "
-                             "give the same or leave it out")
-    return State(path, data), stored
-
-
-def _step_from(data: dict[str, Any]) -> Step:
-    step = Step(**{k: v for k, v in data.items() if k != "metrics"})
-    step.metrics = [MetricVerdict(**m) for m in data.get("metrics", [])]
-    return step
-
-
-def search_of(state: State, knee: bool) -> Search:
-    """The search replayed from the decided steps (the state keeps only the steps)."""
-    names = state.data["variants"]
-    search = Search(len(names), knee)
-    for step in state.steps:
-        if step.outcome is not None:
-            search.record(names.index(step.candidate), step.outcome)
-    return search
 
 
 def judge(state: State, baseline: str, candidate: str, metrics: list[Metric], bound: float
@@ -302,7 +143,7 @@ def run_bisect(plan: Plan, given: Settings, resume: bool,
         baseline, candidate = names[pair[0]], names[pair[1]]
         steps = state.data["steps"]
         if steps and steps[-1]["outcome"] is None:
-            step = _step_from(steps[-1])                  # resumed in the middle of a step
+            step = step_from(steps[-1])                  # resumed in the middle of a step
             if (step.baseline, step.candidate) != (baseline, candidate):
                 raise UsageError(f"{state.path}: the unfinished step does not follow from the "
                                  "decided ones; remove the file to start again")

@@ -73,8 +73,9 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..bisect import lines as bisect_lines
     from ..bisect.search import NOT_BAD
-    from ..bisect.steps import Settings, run_bisect
-    from ..plan.plan import load_plan
+    from ..bisect.state import Settings
+    from ..bisect.steps import run_bisect
+    from ..plan.planfile import load_plan
     from ..report import render
 
     if args.max_rounds is not None and not 1 <= args.max_rounds <= 10_000:
@@ -94,14 +95,14 @@ def run(args: argparse.Namespace) -> int:
                      max_rounds=args.max_rounds)
     builder = None
     if args.git is not None:
-        from ..bisect import gitkernels as bisectgit
+        from ..bisect import gitcommits, gitkernels
         from ..bisect.buildtools import check_build_tools
 
-        commits = bisectgit.first_parent_line(args.git, args.good, args.bad)
-        plan = bisectgit.git_plan(plan, commits, Path(plan.results))
+        commits = gitcommits.first_parent_line(args.git, args.good, args.bad)
+        plan = gitcommits.git_plan(plan, commits, Path(plan.results))
         check_build_tools(args.build)
-        bisectgit.check_before_build(plan)
-        builder = bisectgit.KernelBuilder(args.git, Path(plan.results), commits, args.build,
+        gitkernels.check_before_build(plan)
+        builder = gitkernels.KernelBuilder(args.git, Path(plan.results), commits, args.build,
                                           verbosity.info)
         verbosity.info(f"bisect over {len(commits)} commits ({commits[0].name}, the good one, "
                        f"to {commits[-1].name}) on the first-parent line")
@@ -126,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     if builder is not None:
         builder.finish()
         if result.answer.first_bad is not None:
-            described = bisectgit.describe_answer(args.git, builder.commits,
+            described = gitcommits.describe_answer(args.git, builder.commits,
                                                   result.answer.last_good,
                                                   result.answer.first_bad)
     if result.comparison is not None:

@@ -39,7 +39,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..analysis.noise import MIN_CALIBRATION_RUNS
     from ..core import verbosity
-    from ..plan.plan import load_plan
+    from ..plan.planfile import load_plan
 
     if not MIN_CALIBRATION_RUNS <= args.runs <= 1000:
         raise UsageError(f"calibrate --runs {args.runs}: give between {MIN_CALIBRATION_RUNS} "

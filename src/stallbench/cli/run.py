@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plan:
         if args.workload:
             raise UsageError("give either --plan FILE or a WORKLOAD, not both")
-        from ..plan.plan import load_plan
+        from ..plan.planfile import load_plan
 
         plan = load_plan(args.plan)
         if args.results:

@@ -63,7 +63,7 @@ def _changes(base: OpSide, cand: OpSide, probabilities: list[float],
              op: str = "", pairs: list[tuple[int, int]] | None = None
              ) -> tuple[dict[str, iv.Change], ShiftCurve]:
     """Every statistic's change with its two-level interval (analysis/intervals.py), or its
-    paired one where `pairs` (2+ duet rounds, comparison.py: Pairing) pair the runs
+    paired one where `pairs` (2+ duet rounds, conditions.py: Pairing) pair the runs
     (analysis/paired.py); `saturated_sd` floors the run-to-run sd (a saturated machine,
     analysis/interference.py)."""
     changes: dict[str, iv.Change] = {}

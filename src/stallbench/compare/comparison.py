@@ -5,10 +5,11 @@ Every number comes from the runs' summaries (summary.parquet, analysis/summary.p
 does not grow with the number of operations. Several iterations of a variant are pooled for
 the estimates; intervals come from analysis/intervals.py (runs and time blocks). The steps of
 build_comparison, each a function here or a module beside it: load the variants (loading.py),
-the outside load of each side and the duet pairing, per op each side's statistics and each
-candidate's changes as measured (changes.py), the CPU rows, every row's verdict from the one
-policy (verdicts.py) given the facts of these runs, then the notes, counters (counters.py),
-where (where/) and views; the Comparison is built once from them, frozen.
+the conditions of each side (conditions.py: outside load, duet pairing, noise profile), per op
+each side's statistics and each candidate's changes as measured (changes.py), the CPU rows,
+every row's verdict from the one policy (verdicts.py) given the facts of these runs, then the
+notes, counters (counters.py), where (where/) and views; the Comparison is built once from
+them, frozen.
 """
 
 from __future__ import annotations
@@ -21,19 +22,19 @@ import numpy as np
 
 from ..analysis import bands as bands_mod
 from ..analysis import histogram as hist
-from ..analysis import interference, paired, stationarity
+from ..analysis import interference, stationarity
 from ..analysis import intervals as iv
 from ..analysis.change import Verdict
 from ..analysis.distrust import regime_ratios
 from ..analysis.environment import environment_diff  # fidelity
-from ..analysis.noise import NoiseProfile
 from ..analysis.quantiles import DECIDING_STATS, MAX, MEAN, MIN, RATE, percentiles
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..analysis.where.section import WhereSection
 from ..core.errors import UsageError
 from ..results.runselect import Resolved
-from . import verdicts
+from . import conditions, verdicts
 from .changes import compare_op, cpu_rows
+from .conditions import Pairing, SideLoads
 from .counters import counter_timelines
 from .loading import OpSide, VariantRuns, load_variant, op_names, op_side
 from .model import CompareOptions, Comparison, CpuRow, OpComparison, VariantInfo
@@ -59,26 +60,6 @@ class Loaded:
 
 
 @dataclass
-class SideLoads:
-    """The outside load (other processes and steal) of each variant's runs, and per candidate
-    what it means for its pair with the baseline (analysis/interference.py)."""
-
-    loads: dict[str, interference.OutsideLoad | None]   # variant -> its runs' outside load
-    saturated: dict[str, int]       # candidate -> saturated runs in the pair
-    saturated_sd: dict[str, float]  # candidate -> the run-to-run sd floor (0: none)
-    busier: dict[str, int]          # candidate -> +1 candidate busier, -1 baseline, 0 neither
-
-
-@dataclass
-class Pairing:
-    """Per candidate, how its runs pair with the baseline's as duets (run.json `duet`)."""
-
-    duets: dict[str, dict[str, Any]]   # the comparison JSON's `duet` ({} when not duets)
-    pairs: dict[str, list[tuple[int, int]] | None]   # behind the paired intervals, or None
-    method: dict[str, str]             # the interval method in words
-
-
-@dataclass
 class OpRows:
     """Every op's comparison as measured (no verdicts yet), each side's OpSide behind it, and
     the changes again with the saturated machine's prior for the pairs MACHINE BUSIER may
@@ -95,12 +76,13 @@ def build_comparison(baseline: Resolved, candidates: list[Resolved],
     options = options or CompareOptions()
     loaded = _load(baseline, candidates)
     variants, labels = loaded.variants, loaded.labels
-    loads = _side_loads(variants)
-    profile, profile_problem = _noise_profile(options, variants, loads.loads)
-    duet_profile, duet_problem = _noise_profile(options, variants, loads.loads, duet=True) \
+    loads = conditions.side_loads(variants)
+    profile, profile_problem = conditions.noise_profile(options, variants, loads.loads)
+    duet_profile, duet_problem = conditions.noise_profile(options, variants, loads.loads,
+                                                          duet=True) \
         if any(v.runs and v.runs[0].meta.duet for v in variants) else (None, None)
-    pairing = _pairing(variants, loads.saturated,
-                       duet_profile.runs - 1 if duet_profile is not None else None)
+    pairing = conditions.pairing(variants, loads.saturated,
+                                 duet_profile.runs - 1 if duet_profile is not None else None)
     for label in labels[1:]:   # a duet's sides shared the machine's other work, by design
         if pairing.pairs[label]:
             loads.busier[label] = 0
@@ -151,53 +133,6 @@ def _load(baseline: Resolved, candidates: list[Resolved]) -> Loaded:
         raise UsageError(f"the variants hold different workloads ({', '.join(workloads)}): "
                          "pick one with --workload")
     return Loaded(variants, [i for _, i in loaded], workloads[0])
-
-
-def _side_loads(variants: list[VariantRuns]) -> SideLoads:
-    base, cand_labels = variants[0].label, [v.label for v in variants[1:]]
-    loads = {v.label: interference.outside_load([r.meta.machine_load for r in v.runs])
-             for v in variants}
-    return SideLoads(
-        loads=loads,
-        saturated={label: sum(load.saturated for load in (loads[base], loads[label])
-                              if load is not None) for label in cand_labels},
-        saturated_sd={label: interference.saturated_sd([loads[base], loads[label]])
-                      for label in cand_labels},
-        busier={label: interference.busier_side(loads[base], loads[label])
-                for label in cand_labels})
-
-
-def _pairing(variants: list[VariantRuns], saturated: dict[str, int],
-             profile_dof: int | None = None) -> Pairing:
-    duets = {v.label: _duet_pairs(variants[0], v, saturated[v.label], profile_dof)
-             for v in variants[1:]}
-    pairs = {label: d.pop("pairs_used", None) for label, d in duets.items()}
-    method = {label: d["method"] if d else iv.METHOD for label, d in duets.items()}
-    return Pairing(duets, pairs, method)
-
-
-def _duet_pairs(base: VariantRuns, cand: VariantRuns, saturated: int,
-                profile_dof: int | None = None) -> dict[str, Any]:
-    """How the candidate's runs pair with the baseline's (run.json `duet`, analysis/paired.py):
-    {} when they are not duets of each other; else the rounds, the method, and `pairs_used`
-    (the index pairs behind the paired intervals: None with one pair and no duet profile
-    (`profile_dof`: its degrees of freedom), or on a saturated machine, where the sequential
-    model and its floor apply)."""
-    pairs = paired.pair_runs([r.meta.duet for r in base.runs], [r.meta.duet for r in cand.runs])
-    if pairs is None:
-        return {}
-    rounds = [base.runs[i].meta.duet.get("round") for i, _ in pairs]
-    if len(pairs) < 2 and not profile_dof:
-        return {"pairs": 1, "rounds": rounds, "interval": "two-level (1 duet)",
-                "method": paired.ONE_DUET_METHOD, "pairs_used": None}
-    if saturated:
-        return {"pairs": len(pairs), "rounds": rounds,
-                "interval": "two-level (machine saturated)",
-                "method": iv.METHOD + "; duets, but the machine was saturated",
-                "pairs_used": None}
-    return {"pairs": len(pairs), "rounds": rounds, "interval": "paired",
-            "method": paired.PROFILED_METHOD if profile_dof else paired.METHOD,
-            "profile_dof": profile_dof, "pairs_used": pairs}
 
 
 def _op_rows(variants: list[VariantRuns], options: CompareOptions, loads: SideLoads,
@@ -312,36 +247,6 @@ def _verdicts(measured: OpRows, cpu: list[CpuRow], level_shifts: list[dict[str, 
         judged.notes
 
 
-def _noise_profile(options: CompareOptions, variants: list[VariantRuns],
-                   loads: dict[str, interference.OutsideLoad | None], duet: bool = False
-                   ) -> tuple[NoiseProfile | None, str | None]:
-    """The noise profile behind the priors (`duet`: the duet profile behind the paired
-    intervals): the one given, else the one calibrated for the baseline's shape on its host
-    (RESULTS/noise-profiles), while every run compared is on that host and no busier than
-    the calibration was."""
-    given = options.duet_profile if duet else options.noise_profile
-    if given is not None or not options.use_profiles:
-        return given, None
-    from ..results.noiseprofiles import find_profile
-
-    first = variants[0].runs[0]
-    profile, problem = find_profile(first.path.parents[2], first.meta, duet)
-    if profile is None:
-        return None, problem
-    hosts = {r.meta.host or "" for v in variants for r in v.runs}
-    if hosts != {profile.host}:
-        return None, (f"noise profile {profile.source} not used: it is of {profile.host}, the "
-                      f"runs are of {', '.join(sorted(hosts))}")
-    for label, load in loads.items():
-        if load is None or profile.outside_cpus is None:
-            continue
-        if load.mean_cpus > profile.outside_cpus + interference.BUSIER_SHARE * load.cpus:
-            return None, (f"noise profile {profile.source} not used: other processes took "
-                          f"{load.mean_cpus:.2f} CPUs during {label}'s runs, "
-                          f"{profile.outside_cpus:.2f} during the calibration")
-    return profile, None
-
-
 def _one_run_reach(prior_table: dict[str, float]) -> dict[str, list[float]]:
     """Per statistic of the A/A table, the interval [low, high] of a change of 0 with one run
     a side and that prior (intervals.one_run_reach): what a change must exceed to be called."""
@@ -416,3 +321,4 @@ def _where(ops: list[OpComparison], labels: list[str], variants: list[VariantRun
     except Exception as exc:  # a monitor analysis bug must not hide the latency comparison
         return None, (f"where did the time go: analysis failed "
                       f"({type(exc).__name__}: {exc})")
+

@@ -1,5 +1,5 @@
 """Where each key of a TOML text is written (tomllib keeps no positions): a small line scanner
-for the file:line:key errors of plan files (plan.py)."""
+for the file:line:key errors of plan files (plan/planfile.py)."""
 
 from __future__ import annotations
 

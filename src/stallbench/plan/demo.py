@@ -12,7 +12,8 @@ import os
 import time
 from pathlib import Path
 
-from .plan import Plan, load_plan
+from .plan import Plan
+from .planfile import load_plan
 
 DEMO_DURATION_S = 20.0
 DEMO_DATA_SIZE = "384M"

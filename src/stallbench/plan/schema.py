@@ -1,4 +1,4 @@
-"""schemas/plan.schema.json, generated from the option tables that plan.py's reader uses
+"""schemas/plan.schema.json, generated from the option tables that planfile.py's reader uses
 (`make cli-docs`; tests/core/test_options_schema.py holds the committed file equal to it)."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from typing import Any
 from ..core.options import json_schema
 from ..settings.variant import VARIANT_FIELDS
 from ..workloads import available_workloads, get_workload
-from .plan import OTHER_TOP_KEYS, PLAN_FIELDS
+from .plan import PLAN_FIELDS
+from .planfile import OTHER_TOP_KEYS
 
 
 def plan_json_schema() -> dict[str, Any]:

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from ..analysis import histogram as hist
 from ..analysis import summary as sm
+from ..analysis.summarybuilder import SummaryBuilder
 from ..core.errors import RunDataError
 from ..core.jsonfile import replace_durably
 from .rundirs import OPS_FILE, RUN_FILE, SUMMARY_FILE
@@ -66,12 +67,12 @@ def fingerprint(ops_path: Path) -> str:
     return f"{size}:{digest}"
 
 
-def builder_for(meta: RunMeta) -> sm.SummaryBuilder:
+def builder_for(meta: RunMeta) -> SummaryBuilder:
     """A builder with the block length and warm-up of the run that `meta` (run.json) describes
     (its length only chooses the blocks: the summary spans the run's ops)."""
     warmup_s = float(meta.warmup_s or 0.0)
     duration = meta.duration_s or meta.duration_planned_s
-    builder = sm.SummaryBuilder(sm.block_ns_for(duration, warmup_s), int(round(warmup_s * 1e9)))
+    builder = SummaryBuilder(sm.block_ns_for(duration, warmup_s), int(round(warmup_s * 1e9)))
     builder.declare(list(meta.ops_declared))
     return builder
 
@@ -94,7 +95,7 @@ def _filled_int64(column: pa.ChunkedArray, fill: int) -> np.ndarray:
     return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
 
-def add_batch(builder: sm.SummaryBuilder, batch: pa.RecordBatch | pa.Table) -> None:
+def add_batch(builder: SummaryBuilder, batch: pa.RecordBatch | pa.Table) -> None:
     """Feed one ops batch (opsfile.OPS_SCHEMA) to the builder."""
     table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
     if table.num_rows == 0:

@@ -1,8 +1,8 @@
 """A variant: one configuration of the machine, and the one table of its settings.
 
 `VariantSettings` declares every variant setting once (`option(...)` per field: plan key, flag,
-parser, help, root, schema); cli/run.py makes its flags from it, plan.py reads plan tables with
-it, env/checks.py checks its shape with it, and schemas/plan.schema.json lists its keys.
+parser, help, root, schema); cli/run.py makes its flags from it, plan/planfile.py reads plan tables
+with it, env/checks.py checks its shape with it, and schemas/plan.schema.json lists its keys.
 The parsers here check shape only; what the machine offers is checked in env/.
 """
 

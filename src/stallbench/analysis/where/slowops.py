@@ -167,8 +167,9 @@ def lookup(keys: np.ndarray, mapping: Mapping[int, int], default: int = -1) -> n
 
 @dataclass(frozen=True)
 class Coded:
-    """A text column as codes into its distinct values (-1 for null): compare/where/ makes it from
-    the Arrow column's dictionary encoding, so labels are worked out once per distinct value."""
+    """A text column as codes into its distinct values (-1 for null): compare/where/slowops.py
+    makes it from the Arrow column's dictionary encoding, so labels are worked out once per
+    distinct value."""
 
     codes: np.ndarray
     names: list[str]
