@@ -39,6 +39,7 @@ TICK_NS = 100_000_000          # worker flush/progress period
 PROGRESS_PERIOD_S = 0.5        # parent's display period
 END_POLL_S = 0.005             # parent's look at the workers once the deadline has passed
 STOP_GRACE_S = 30.0            # how long a worker may take to notice the end (a stuck syscall)
+READY_TIMEOUT_S = 60.0         # how long the workers may take to be ready before they are let go
 PR_SET_PDEATHSIG = 1
 
 _stop_requested = False
@@ -87,6 +88,7 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
     start_gate = mp.Event()
     deadline = mp.RawValue("q", 0)      # set when the workers are released
     ops_done = mp.RawArray("b", len(specs))     # a worker's last op has ended
+    ready = mp.RawArray("b", len(specs))        # a worker is set up and waits at the gate
     processes = []
     # made here, outside the workload's cgroups: see record.py SpoolChannel
     channels = [SpoolChannel(spool_dir, index, spec.layout) for index, spec in enumerate(specs)]
@@ -95,7 +97,7 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
         process = mp.Process(
             target=_worker_main,
             args=(index, spec, spool_dir, board, all_ops, ctx, deadline, start_gate,
-                  ops_done, channels[index]),
+                  ops_done, ready, channels[index]),
             name=f"stallbench-{spec.role}-{index}",
             daemon=True,
         )
@@ -104,6 +106,7 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
         processes.append(process)
     for channel in channels:
         channel.start()
+    _wait_until_ready(ctx, processes, ready)
     ctx.workload_starting()
     t_begin = time.monotonic_ns()
     deadline_ns = t_begin + int(ctx.duration_s * 1e9)
@@ -155,6 +158,18 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
     return result
 
 
+def _wait_until_ready(ctx: RunContext, processes: list, ready) -> None:
+    """Let the run's time start when every worker is set up (its cgroup joined, its recorder
+    made), not when it was forked: under QEMU TCG on a loaded host that took 1.6-2.4 s of a
+    6 s run, and a guest run's reads once fell all inside the warm-up. A worker that died or
+    a stop request ends the wait (the run loop below sees them)."""
+    give_up = time.monotonic() + READY_TIMEOUT_S
+    while not all(ready) and time.monotonic() < give_up and not ctx.stop.is_set():
+        if not all(p.is_alive() for p in processes):
+            return
+        multiprocessing.connection.wait([p.sentinel for p in processes], timeout=0.02)
+
+
 def _signal(pid: int | None, signum: int) -> None:
     if pid:
         try:
@@ -164,7 +179,7 @@ def _signal(pid: int | None, signum: int) -> None:
 
 
 def _worker_main(index: int, spec: WorkerSpec, spool_dir: Path, board: ProgressBoard,
-                 all_ops: list[str], ctx: RunContext, deadline, start_gate, ops_done,
+                 all_ops: list[str], ctx: RunContext, deadline, start_gate, ops_done, ready,
                  channel: SpoolChannel | None = None) -> None:
     global _stop_requested
     _stop_requested = False
@@ -178,6 +193,7 @@ def _worker_main(index: int, spec: WorkerSpec, spool_dir: Path, board: ProgressB
         recorder = WorkerRecorder(spool_dir, index, spec.ops, spec.layout, board=None,
                                   channel=channel)
         recorder.board = _BoardView(board, all_ops, spec.ops)
+        ready[index] = 1
         while not start_gate.wait(0.2) and not _stop_requested:
             pass
         worker_ctx = WorkerContext(index, spec, recorder, deadline.value, ctx.t0_ns)
