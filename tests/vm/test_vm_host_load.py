@@ -43,9 +43,10 @@ def test_a_guest_runs_machine_load_counts_the_hosts_other_processes(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     meta = json.loads(next((tmp_path / "r").glob("guest/randread/*/run.json")).read_text())
     load, guest = meta["machine_load"], meta["environment"]["vm"]["guest_machine_load"]
-    # the host's view: the spinner (about one CPU, steady) is among the others, QEMU is the
-    # run's own; the guest's view has the guest's one vCPU and none of it
+    # the host's view: the spinner is among the others, QEMU is the run's own; the guest's view
+    # has the guest's one vCPU and none of it. (Beside the suite's other lanes the spinner and
+    # QEMU get a share of the two CPUs, 0.4 each measured, not one each.)
     assert load["cpus"] == os.cpu_count() and guest["cpus"] == 1
-    assert load["others_cpus"] >= 0.7 * spin_cpus > 0.3, (load, spin_cpus)
-    assert load["own_cpus"] > 0.3, load        # QEMU's TCG thread, emulating the guest
+    assert load["others_cpus"] >= 0.7 * spin_cpus > 0.1, (load, spin_cpus)
+    assert load["own_cpus"] > 0.1, load        # QEMU's TCG thread, emulating the guest
     assert guest["others_cpus"] < 0.7 * spin_cpus, (guest, spin_cpus)
