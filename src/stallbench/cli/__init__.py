@@ -14,6 +14,7 @@ import traceback
 
 from ..core import verbosity
 from ..core.errors import ExitCode, UndecidedError, UsageError
+from ..core.unusedimports import keep_unused_modules_out
 from ..core.version import __version__
 
 # command name -> (module, one-line help for the listing)
@@ -137,4 +138,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_main() -> None:
+    """The `stallbench` command's process (main() alone leaves the caller's imports be)."""
+    keep_unused_modules_out()
     sys.exit(main())

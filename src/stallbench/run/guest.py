@@ -19,6 +19,7 @@ import traceback
 from pathlib import Path
 
 from ..core.errors import ExitCode
+from ..core.unusedimports import keep_unused_modules_out
 from ..vm.exchange import DISK, DISK_MOUNT, EXCHANGE, JOB_FILE, OUTCOME_FILE
 
 
@@ -44,6 +45,7 @@ def _format_disk(fs: str, mkfs_opts: str, mount_opts: str) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    keep_unused_modules_out()
     job_path = Path(argv[0]) if argv else EXCHANGE / JOB_FILE
     try:
         job = pickle.loads(job_path.read_bytes())

@@ -23,6 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# The targets (randread's and pgioperf's loops) draw their offsets from numpy.random: imported
+# here, in the parent before the fork, not by each worker after the start gate, inside the
+# run's time (0.56 s a worker under QEMU TCG, -X importtime).
+import numpy.random  # noqa: F401
+
 from ..core.context import RunContext
 from ..results.record import (
     ProgressBoard,
