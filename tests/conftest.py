@@ -22,7 +22,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
 
-# A test module imports another's helpers by its file name (`from test_compare_fixtures import
+# A test module imports another's helpers by its file name (`from compare_fixtures import
 # write_run`) wherever the two files are: every folder of tests/ is on sys.path, from the start
 # (pytest's default import mode puts a folder there only once it collects a file of it). That
 # mode also refuses two test files of one name, so a file name is unique across tests/.

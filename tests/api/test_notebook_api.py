@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_compare_fixtures import lognormal_ns, write_run
+from compare_fixtures import lognormal_ns, write_run
 
 import stallbench
 from stallbench.cli import main

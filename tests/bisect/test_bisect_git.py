@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_vm_support import guest_kernels, qemu_pids, requires_vm
+from vm_support import guest_kernels, qemu_pids, requires_vm
 
 from conftest import run_stallbench, stallbench_cmd
 from stallbench.bisect.gitcommits import first_parent_line

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_compare_fixtures import lognormal_ns, write_run
+from compare_fixtures import lognormal_ns, write_run
 
 from stallbench.cli import main
 

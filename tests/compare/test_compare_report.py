@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_compare_fixtures import lognormal_ns, ops_span_s, write_run
+from compare_fixtures import lognormal_ns, ops_span_s, write_run
 
 from stallbench.cli import main
 from stallbench.report.common import JSON_KEYS

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_compare_fixtures import lognormal_ns, ops_span_s, write_run
+from compare_fixtures import lognormal_ns, ops_span_s, write_run
 
 from stallbench.cli.common import parse_percentiles
 from stallbench.compare.comparison import build_comparison

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_compare_fixtures import lognormal_ns, ops_span_s, write_run
+from compare_fixtures import lognormal_ns, ops_span_s, write_run
 
 from conftest import run_stallbench
 from stallbench.analysis.histogram import QUANTILE_RELATIVE_ERROR

@@ -146,7 +146,7 @@ def test_plan_keys_and_bad_values(tmp_path: Path) -> None:
 def test_kill_9_then_cleanup_removes_the_io_cgroup(tmp_path: Path) -> None:
     import signal
 
-    from test_reliability_support import leftovers, sb, sb_start, wait_until
+    from reliability_support import leftovers, sb, sb_start, wait_until
 
     controller = find_io_controller()
     if controller is None:

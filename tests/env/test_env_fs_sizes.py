@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from test_env_support import MIB, TinyWorkload, nothing_left
+from env_support import MIB, TinyWorkload, nothing_left
 
 from conftest import run_stallbench
 from stallbench.core.journal import Journal

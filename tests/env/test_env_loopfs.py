@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_env_support import MIB, TinyWorkload, loop_listing, mount_line, nothing_left
+from env_support import MIB, TinyWorkload, loop_listing, mount_line, nothing_left
 
 from stallbench.core.errors import UsageError
 from stallbench.core.journal import Journal

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_env_support import MIB, TinyWorkload, loop_listing, nothing_left, sysctl
+from env_support import MIB, TinyWorkload, loop_listing, nothing_left, sysctl
 
 from stallbench.core.errors import UsageError
 from stallbench.core.journal import Journal
@@ -28,7 +28,7 @@ SCRIPT = """
 import json, subprocess, sys, time
 from pathlib import Path
 sys.path[:0] = [{tests!r}, {src!r}]
-from test_env_support import TinyWorkload
+from env_support import TinyWorkload
 from stallbench.env import environment
 from stallbench.core.journal import Journal
 from stallbench.settings.variant import VariantSettings

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_env_support import MIB, TinyWorkload, nothing_left, sysctl
+from env_support import MIB, TinyWorkload, nothing_left, sysctl
 
 from stallbench.core.errors import UsageError
 from stallbench.core.journal import Journal

@@ -10,7 +10,7 @@ import subprocess
 import time
 
 import pytest
-from test_env_support import TinyWorkload, loop_listing, mount_line
+from env_support import TinyWorkload, loop_listing, mount_line
 
 from conftest import run_stallbench, stallbench_cmd
 from stallbench.core.journal import Journal

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pyarrow.csv as pacsv
 import pytest
-from test_compare_fixtures import lognormal_ns, write_run
+from compare_fixtures import lognormal_ns, write_run
 
 from stallbench.analysis import folded
 from stallbench.analysis import heatmap as hm

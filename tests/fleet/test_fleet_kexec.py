@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from fleet_support import STALLBENCH, _free_port, _keygen, needs_fleet
-from test_vm_support import guest_kernels, requires_vm
+from vm_support import guest_kernels, requires_vm
 
 pytestmark = [pytest.mark.fleet, pytest.mark.root, needs_fleet, requires_vm, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("kexec") is None, reason="kexec-tools not "

@@ -11,7 +11,7 @@ import shlex
 
 import numpy as np
 import pytest
-from test_compare_fixtures import lognormal_ns, write_run
+from compare_fixtures import lognormal_ns, write_run
 
 from conftest import ROOT, run_stallbench
 

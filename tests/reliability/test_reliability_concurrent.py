@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_reliability_support import (
+from reliability_support import (
     assert_one_line_exit_2,
     leftovers,
     run_meta,

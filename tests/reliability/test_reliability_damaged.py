@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_reliability_support import assert_one_line_exit_2, sb
+from reliability_support import assert_one_line_exit_2, sb
 
 from stallbench.results.opsfile import ops_batch
 from stallbench.results.store import RunWriter

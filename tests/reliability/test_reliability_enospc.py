@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_reliability_support import (
+from reliability_support import (
     leftovers,
     only_run,
     run_meta,

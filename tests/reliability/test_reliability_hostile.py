@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_reliability_support import assert_one_line_exit_2, sb, tree_listing
+from reliability_support import assert_one_line_exit_2, sb, tree_listing
 
 from stallbench.cli import main
 from stallbench.core.errors import UsageError

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_reliability_support import (
+from reliability_support import (
     children,
     leftovers,
     run_meta,

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_reliability_support import leftovers, run_meta, sb_start, wait_until
+from reliability_support import leftovers, run_meta, sb_start, wait_until
 
 from stallbench.monitors import default_monitor_names
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_compare_fixtures import lognormal_ns, write_run
+from compare_fixtures import lognormal_ns, write_run
 
 from stallbench.cli import main
 from stallbench.core.terminal import use_color

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from test_compare_fixtures import lognormal_ns, ops_span_s, write_run
+from compare_fixtures import lognormal_ns, ops_span_s, write_run
 
 from stallbench.analysis.histogram import QUANTILE_RELATIVE_ERROR
 from stallbench.cli import main

@@ -11,7 +11,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from test_compare_fixtures import write_run
+from compare_fixtures import write_run
 
 from conftest import run_stallbench
 from stallbench.cli import main

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_compare_fixtures import write_run
+from compare_fixtures import write_run
 
 from stallbench.compare import blocked
 from stallbench.compare.where.variantdata import VariantData as _VariantData

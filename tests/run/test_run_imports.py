@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from test_reliability_support import sb
+from reliability_support import sb
 
 pytestmark = [pytest.mark.pure, pytest.mark.root]
 

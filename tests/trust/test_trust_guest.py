@@ -16,8 +16,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from test_reliability_support import run_meta, sb
-from test_vm_support import guest_kernels, requires_vm
+from reliability_support import run_meta, sb
+from vm_support import guest_kernels, requires_vm
 
 pytestmark = [pytest.mark.guest, requires_vm]
 

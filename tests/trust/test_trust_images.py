@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_env_support import MIB, loop_listing
+from env_support import MIB, loop_listing
 
 from conftest import run_stallbench
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from reliability_support import sb
 from scipy import stats as scipy_stats
-from test_reliability_support import sb
-from test_vm_support import guest_kernels, qemu_pids, requires_vm
+from vm_support import guest_kernels, qemu_pids, requires_vm
 
 import stallbench
 from stallbench.analysis import intervals as iv

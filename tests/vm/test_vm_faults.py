@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from test_reliability_support import run_meta, sb, sb_start, wait_until
-from test_vm_support import alive, guest_kernels, qemu_children, requires_vm
+from reliability_support import run_meta, sb, sb_start, wait_until
+from vm_support import alive, guest_kernels, qemu_children, requires_vm
 
 pytestmark = [pytest.mark.guest, requires_vm]
 

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from test_reliability_support import sb
-from test_vm_support import guest_kernels, requires_vm
+from reliability_support import sb
+from vm_support import guest_kernels, requires_vm
 
 pytestmark = [pytest.mark.guest, requires_vm]
 

@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_reliability_support import assert_one_line_exit_2, run_meta, sb
-from test_vm_support import deb_release, guest_kernels, requires_vm
+from reliability_support import assert_one_line_exit_2, run_meta, sb
+from vm_support import deb_release, guest_kernels, requires_vm
 
 pytestmark = pytest.mark.guest
 

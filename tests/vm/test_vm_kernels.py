@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_reliability_support import sb
-from test_vm_support import guest_kernels, qemu_pids, requires_vm
+from reliability_support import sb
+from vm_support import guest_kernels, qemu_pids, requires_vm
 
 import stallbench
 
