@@ -40,7 +40,7 @@ from ..vm.checks import DEFAULT_CPUS, DEFAULT_MEMORY
 from ..vm.initramfs import build_initramfs
 from ..vm.kernel import KernelError, cache_dir, pvh_vmlinux, resolve_kernel
 from ..vm.qemu import Guest, GuestError, choose_accel, qemu_argv, qemu_binary, qemu_version
-from ..workloads import Workload
+from ..workloads import Workload, native
 from .undo import undo_kinds
 
 BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 120.0}
@@ -210,9 +210,12 @@ def _write_job(exchange: Path, plan: Plan, variant: VariantSettings, monitor_nam
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
            "HOME": "/tmp", "TERM": "dumb", "PYTHONDONTWRITEBYTECODE": "1",
            "STALLBENCH_STATE_DIR": "/run/stallbench"}
-    for key in ("PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+    for key in ("PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", native.NO_C_LOOP):
         if os.environ.get(key):
             env[key] = os.environ[key]
+    cache_home = native.cache_home_for_guest()
+    if cache_home:
+        env["XDG_CACHE_HOME"] = cache_home
     if _installed_under_tmp():
         env["TMPDIR"] = "/run/tmp"
     lines = ["set -e", *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),

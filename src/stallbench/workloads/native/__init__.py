@@ -6,7 +6,9 @@ machine's C compiler (`cc`) at install time (`make`, or `python -m stallbench.wo
 next to this file, or else on first use into root's own cache directory; a shared object is
 only loaded from a directory owned by this user and writable by nobody else, named by the
 source's hash so a changed source is rebuilt. Without a compiler the workloads keep their
-Python loops and the run says so; STALLBENCH_NO_C_LOOP=1 asks for the Python loops.
+Python loops and the run says so; STALLBENCH_NO_C_LOOP=1 asks for the Python loops. A guest
+(run/vmhost.py) uses the loop its host found or built, through XDG_CACHE_HOME when it is not
+next to the source, and the host's STALLBENCH_NO_C_LOOP.
 """
 
 from __future__ import annotations
@@ -65,8 +67,9 @@ def build(directory: Path) -> Path:
 
 
 @cache
-def read_ops() -> tuple[ctypes._CFuncPtr | None, str | None]:
-    """(the C function sb_read_ops, None) or (None, why not)."""
+def _library() -> tuple[Path | None, str | None]:
+    """(the C loop's shared object, None) or (None, why there is none): found next to the
+    source or in the cache directory, or built into the cache directory now."""
     if os.environ.get(NO_C_LOOP) == "1":
         return None, f"{NO_C_LOOP}=1"
     name = _library_name()
@@ -81,6 +84,23 @@ def read_ops() -> tuple[ctypes._CFuncPtr | None, str | None]:
             why = f"the C loop could not be built: {detail.strip().splitlines()[-1]}"
     if path is not None and not _trusted(path.parent):
         path, why = None, f"{path.parent} is writable by others"
+    return path, why
+
+
+def cache_home_for_guest() -> str | None:
+    """The XDG_CACHE_HOME under which a guest finds the C loop this host built, when it is not
+    next to the source (a guest sees the host's files read-only: it could not build one where
+    HOME is the host's /tmp, and elsewhere its cc under QEMU TCG would take seconds a run)."""
+    path, _ = _library()
+    if path is None or path.parent == SOURCE.parent:
+        return None
+    return str(path.parent.parent)
+
+
+@cache
+def read_ops() -> tuple[ctypes._CFuncPtr | None, str | None]:
+    """(the C function sb_read_ops, None) or (None, why not)."""
+    path, why = _library()
     if path is None:
         return None, why
     function = ctypes.CDLL(str(path)).sb_read_ops
