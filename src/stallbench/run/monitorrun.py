@@ -4,6 +4,7 @@ tables and status written into the run (runner.run_one)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from ..core.context import RunContext
 from ..monitors import Monitor, monitor_class
@@ -44,14 +45,18 @@ def stop_monitors(monitors: list[tuple[str, Monitor]], writer: RunWriter,
                    log: Callable[[str], None]) -> None:
     """Stop the monitors in reverse order and write what each left into the run."""
     for name, monitor in reversed(monitors):
+        written: list[Path] = []
         try:
             result = monitor.stop()
-            # a table that cannot be written fails its monitor, not the run
+            # a table that cannot be written fails its monitor, not the run, and takes the
+            # monitor's other tables with it: a failed monitor leaves no rows to be read
             for table_name, table in result.tables.items():
                 schema = result.schemas.get(table_name)
-                writer.write_monitor(table_name, table,
-                                     schema.units(table.column_names) if schema else None)
+                written.append(writer.write_monitor(
+                    table_name, table, schema.units(table.column_names) if schema else None))
         except Exception as exc:  # noqa: BLE001
+            for path in written:
+                path.unlink(missing_ok=True)
             writer.meta.monitors[name] = {"status": MonitorStatus.FAILED.value,
                                           "reason": str(exc)}
             log(f"monitor {name} failed: {exc}")

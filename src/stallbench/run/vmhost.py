@@ -246,7 +246,7 @@ def confined(exchange: Path, guest_path: object) -> Path:
 def _collect(exchange: Path, writer: RunWriter, vm: dict[str, Any], guest: Guest,
              interrupt: Any, host_load: dict[str, Any] | None) -> tuple[Status, str | None]:
     """Move the guest's run directory into the host's and merge its run.json. The run's
-    machine_load is the host's from the guest's boot to its exit (QEMU is the run's own): the
+    machine_load is the host's from the guest being up to its exit (QEMU is the run's own): the
     guest's vCPUs are host threads, and the host's other processes take them without the
     guest seeing it (its own view, vm.guest_machine_load, said 0.0 others with three busy
     loops beside the host's two CPUs)."""
