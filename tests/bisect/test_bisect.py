@@ -289,17 +289,32 @@ def test_ctrl_c_keeps_the_complete_runs_and_says_how_to_go_on(tmp_path):
         if proc.poll() is None:
             proc.kill()
     # (once in the suite the bisect ran to its end: say whether the signal met a running run)
-    assert proc.returncode == 130, (f"SIGINT sent during the run of {sent_during}"
-                                    if sent_during else "no running run seen", out, err)
+    # A SIGINT that lands while the step is judged can strike inside scipy's lazy import, in
+    # a string it exec()s; CPython then marks the KeyboardInterrupt unhandled, though the
+    # bisect caught it, and `python -m` (not the `stallbench` script) ends by SIGINT: the
+    # shell's 130 either way.
+    assert proc.returncode in (130, -signal.SIGINT), (
+        f"SIGINT sent during the run of {sent_during}" if sent_during else "no running run seen",
+        out, err)
     assert err.strip().splitlines()[-1] == (f"stallbench: bisect interrupted; go on with: "
                                             f"stallbench bisect --plan {plan} --resume "
                                             f"--results {results}")
     state = _state(results)
-    interrupted = [p for p in results.glob("r*/randread/*")
-                   if json.loads((p / "run.json").read_text())["status"] == "interrupted"]
-    assert len(interrupted) == 1, list(results.glob("r*/randread/*"))
+    status = {str(p): json.loads((p / "run.json").read_text())["status"]
+              for p in results.glob("r*/randread/*")}
     kept = [p for paths in state["runs"].values() for p in paths]
-    assert str(interrupted[0]) not in kept and len(kept) == 1, state["runs"]
+    interrupted = [p for p, s in status.items() if s == "interrupted"]
+    assert all(status[p] == "complete" for p in kept), (state["runs"], status)
+    if sent_during and status[str(sent_during[0])] == "complete":
+        # The signal came after the run seen running had ended (it was in its last
+        # milliseconds, or this test was held off the CPU that long: once in CI): Ctrl-C
+        # between runs or in a later one; what holds then is that nothing interrupted is kept.
+        assert len(interrupted) <= 1 and not set(interrupted) & set(kept), (state, status)
+        warnings.warn("SIGINT came after the run seen running had ended: checked only that "
+                      "the state keeps complete runs", stacklevel=1)
+        return
+    assert len(interrupted) == 1, status
+    assert interrupted[0] not in kept and len(kept) == 1, (state["runs"], status)
     assert state["rounds"] == 0 and state["steps"][0]["outcome"] is None
 
 
