@@ -183,3 +183,49 @@ def test_a_new_run_refuses_while_a_killed_runs_changes_are_not_undone(tmp_path):
     assert "a stallbench run that was killed left changes not undone yet" in run.stderr
     assert "(journal-999999-1.json: sysctl); run `stallbench cleanup` first" in run.stderr
     assert not results.exists()
+
+
+def _named_cgroup(owner: int) -> Path:
+    """A memory cgroup named as a run of pid `owner` names its own (made by this test)."""
+    from stallbench.env.memcg import cgroup_roots
+
+    roots = [c.root for c in cgroup_roots()]
+    if not roots:
+        pytest.skip("no memory cgroup controller on this machine")
+    path = roots[0] / f"stallbench-{owner}-{990000 + len(list(roots[0].iterdir()))}"
+    path.mkdir()
+    return path
+
+
+@pytest.mark.root
+@needs_unshare
+def test_a_cleanup_in_a_pid_namespace_leaves_the_hosts_run_cgroups_alone(tmp_path):
+    # A live run's cgroup on the host (this test's pid, alive). From inside a PID namespace
+    # with its own /proc, that pid is not there: a cleanup that trusted /proc took the cgroup
+    # from under the run (once in the suite: another lane's worker could not join it).
+    path = _named_cgroup(os.getpid())
+    try:
+        out = in_pid_namespace(tmp_path, f"STALLBENCH_STATE_DIR={tmp_path / 'state'} "
+                                         f"{sys.executable} -m stallbench cleanup; echo rc=$?")
+        assert path.is_dir(), out
+        assert "rc=0" in out and "PID namespace of its own" in out, out
+        assert f"removed leftover cgroup {path}" not in out
+    finally:
+        if path.is_dir():
+            path.rmdir()
+
+
+@pytest.mark.root
+def test_a_cleanup_on_the_host_removes_a_dead_runs_cgroup_and_leaves_a_live_ones(tmp_path):
+    dead = subprocess.Popen(["true"])
+    dead.wait()                         # (a pid reused since would be left alone: no harm)
+    gone, kept = _named_cgroup(dead.pid), _named_cgroup(os.getpid())
+    try:
+        out = sb("cleanup", state=tmp_path / "state").stdout
+        assert not gone.exists() and f"removed leftover cgroup {gone}" in out, out
+        assert kept.is_dir() and f"{kept}: its stallbench run (pid {os.getpid()}) is still " \
+            "running; left alone" in out, out
+    finally:
+        for path in (gone, kept):
+            if path.is_dir():
+                path.rmdir()
