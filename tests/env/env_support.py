@@ -85,3 +85,40 @@ def nothing_left(results: Path, pid: int | None = None) -> list[str]:
     if work.exists():
         left += [f"file: {f}" for f in work.iterdir()]
     return left
+
+
+def where_stuck(pid: int) -> str:
+    """What a process that did not end is doing, for a failure message: each of its threads'
+    and its children's state, wait channel and kernel stack (a write stuck in the kernel shows
+    there), and the kernel's own hung-task reports."""
+    lines = []
+    for proc in [pid, *_descendants(pid)]:
+        for task in sorted(Path(f"/proc/{proc}/task").glob("*")):
+            try:
+                stat = (task / "stat").read_text()
+                wchan = (task / "wchan").read_text()
+                stack = (task / "stack").read_text().strip().replace("\n", " | ")
+            except OSError:
+                continue
+            name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
+            lines.append(f"pid {proc} task {task.name} ({name}) state {state} wchan {wchan}: "
+                         f"{stack}")
+    dmesg = subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
+    hung = [i for i, line in enumerate(dmesg) if "blocked for more than" in line]
+    if hung:
+        lines += ["dmesg:", *dmesg[hung[-1]:hung[-1] + 40]]
+    return "\n".join(lines)
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += children
+            todo += children
+    return found

@@ -7,10 +7,11 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from env_support import MIB, TinyWorkload, loop_listing, nothing_left, sysctl
+from env_support import MIB, TinyWorkload, loop_listing, nothing_left, sysctl, where_stuck
 
 from stallbench.core.errors import UsageError
 from stallbench.core.journal import Journal
@@ -25,8 +26,9 @@ SRC = TESTS.parents[1] / "src"
 # A run that sets up everything env/ can change, starts a workload child in the cgroup holding a
 # file open on the loop filesystem, prints what it made and sleeps until killed.
 SCRIPT = """
-import json, subprocess, sys, time
+import faulthandler, json, signal, subprocess, sys, time
 from pathlib import Path
+faulthandler.register(signal.SIGUSR1, all_threads=True)
 sys.path[:0] = [{tests!r}, {src!r}]
 from env_support import TinyWorkload
 from stallbench.env import environment
@@ -65,6 +67,29 @@ def _start(tmp_path: Path, settings: dict) -> tuple[subprocess.Popen, dict]:
         proc.wait(timeout=30)
         pytest.fail(f"the run did not come up: {proc.stderr.read()}")
     return proc, json.loads(line)
+
+
+def _ended(proc: subprocess.Popen, state: Path, timeout: float = 150) -> int:
+    """The run's exit status once it ended. One that does not end in `timeout` (longer than
+    the kernel's 120 s hung-task report) fails the test with where it is stuck, after it is
+    killed and `stallbench cleanup` has undone its journal, so that the tests after it do not
+    meet its sysctls, cgroup and mount."""
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stuck = where_stuck(proc.pid)
+        proc.send_signal(signal.SIGUSR1)          # faulthandler: the Python stacks, on stderr
+        time.sleep(1)
+        proc.kill()
+        cleanup = subprocess.run([sys.executable, "-m", "stallbench", "cleanup"],
+                                 capture_output=True, text=True, timeout=300,
+                                 env={**os.environ, "STALLBENCH_STATE_DIR": str(state)})
+        try:
+            _, stderr = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            stderr = "(still running after kill -9)"
+        pytest.fail(f"the run did not end in {timeout:.0f} s after SIGTERM:\n{stuck}\n"
+                    f"its stderr:\n{stderr}\ncleanup:\n{cleanup.stdout}{cleanup.stderr}")
 
 
 def _assert_machine_restored(tmp_path: Path, made: dict, before: dict) -> None:
@@ -116,8 +141,7 @@ def test_sigterm_inside_the_environment_leaves_nothing(tmp_path):
     before = _before()
     proc, made = _start(tmp_path, _settings(None))
     proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=60)
-    assert proc.returncode != 0
+    assert _ended(proc, tmp_path / "state") != 0
     assert list((tmp_path / "state").glob("journal-*.json")) == []
     _assert_machine_restored(tmp_path, made, before)
 
@@ -162,7 +186,7 @@ def test_a_second_run_works_beside_or_refuses(tmp_path):
         assert made["image"] in loop_listing()
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
+        _ended(proc, tmp_path / "a" / "state")
     assert nothing_left(tmp_path / "a" / "results") == []
 
 
