@@ -34,6 +34,14 @@ def stallbench_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "stallbench", *args]
 
 
+def alive(pid: int) -> bool:
+    """The process exists and has not exited (a zombie, not yet reaped, has)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def run_stallbench(*args: str, timeout: float = 120, env: dict | None = None,
                    check: bool = False) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}

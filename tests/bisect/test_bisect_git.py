@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from vm_support import guest_kernels, qemu_pids, requires_vm
 
-from conftest import run_stallbench, stallbench_cmd
+from conftest import alive, run_stallbench, stallbench_cmd
 from stallbench.bisect.gitcommits import first_parent_line
 from stallbench.bisect.gitkernels import KernelBuilder
 from stallbench.cli import main
@@ -291,13 +291,6 @@ def _wait_for(path: Path, timeout: float = 60) -> int:
     raise AssertionError(f"no {path} within {timeout} s")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @requires_vm
 def test_sigterm_and_kill_9_during_a_build_leave_no_build_running(tmp_path, test_kernel):
     repo, shas = _repo(tmp_path, [("good", {"f": "1"}), ("slow to build", {"SLOW": "x"})])
@@ -316,7 +309,7 @@ def test_sigterm_and_kill_9_during_a_build_leave_no_build_running(tmp_path, test
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, (out, err)
     assert "--resume" in err.splitlines()[-1]
-    assert not _alive(build)
+    assert not alive(build)
     assert all(not json.loads(p.read_text())["entries"]
                for p in (tmp_path / "state").glob("journal-*.json"))
     # kill -9: the build goes on in its own session until `stallbench cleanup` stops it
@@ -326,12 +319,12 @@ def test_sigterm_and_kill_9_during_a_build_leave_no_build_running(tmp_path, test
     build = _wait_for(pid_file)
     proc.kill()
     proc.wait()
-    assert _alive(build)
+    assert alive(build)
     cleanup = subprocess.run(stallbench_cmd("cleanup"), env=env, capture_output=True,
                              text=True, timeout=60)
     assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
     assert "kernel build" in cleanup.stdout + cleanup.stderr
     deadline = time.monotonic() + 10
-    while _alive(build) and time.monotonic() < deadline:
+    while alive(build) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(build)
+    assert not alive(build)

@@ -12,20 +12,12 @@ import time
 import pytest
 from env_support import TinyWorkload, loop_listing, mount_line
 
-from conftest import run_stallbench, stallbench_cmd
+from conftest import alive, run_stallbench, stallbench_cmd
 from stallbench.core.journal import Journal
 from stallbench.env import environment
 from stallbench.settings.variant import VariantSettings
 
 pytestmark = [pytest.mark.machine, pytest.mark.root]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return not open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def _foreign_process_in(directory) -> int:
@@ -51,7 +43,7 @@ def test_someone_elses_process_is_left_running_and_named(results):
         mount_point = next(results.glob(".work/stallbench-*.mnt"))
         pid = _foreign_process_in(mount_point)
         stdout, stderr = run.communicate(timeout=60)
-        assert _alive(pid), "a process stallbench did not start was killed"
+        assert alive(pid), "a process stallbench did not start was killed"
         assert mount_line(mount_point) is not None, stderr                 # left mounted
         assert f"pid {pid} (sleep)" in stderr and "stallbench cleanup" in stderr, stderr
         meta = json.loads(next(results.glob("busy/randread/*/run.json")).read_text())
@@ -63,7 +55,7 @@ def test_someone_elses_process_is_left_running_and_named(results):
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
             for _ in range(100):
-                if not _alive(pid):
+                if not alive(pid):
                     break
                 time.sleep(0.05)
     out = run_stallbench("cleanup", check=True)

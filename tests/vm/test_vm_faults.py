@@ -12,7 +12,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from reliability_support import run_meta, sb, sb_start, wait_until
-from vm_support import alive, guest_kernels, qemu_children, requires_vm
+from vm_support import guest_kernels, qemu_children, requires_vm
+
+from conftest import alive
 
 pytestmark = [pytest.mark.guest, requires_vm]
 

@@ -76,10 +76,3 @@ def qemu_children(pid: int) -> list[int]:
     out = subprocess.run(["pgrep", "-P", str(pid), "-x", "qemu-system-x86"],
                          capture_output=True, text=True).stdout
     return [int(p) for p in out.split()]
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False

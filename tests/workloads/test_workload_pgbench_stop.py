@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_postgres, run_stallbench
+from conftest import alive, needs_postgres, run_stallbench
 
 pytestmark = [pytest.mark.guest, needs_postgres, pytest.mark.root]
 
@@ -44,14 +44,6 @@ STARTER = textwrap.dedent("""
 """)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def test_cleanup_shuts_the_server_down_immediately(tmp_path: Path) -> None:
     base = Path(tempfile.mkdtemp(prefix="sb-pgstop-", dir="/tmp"))
     os.chmod(base, 0o755)
@@ -66,18 +58,18 @@ def test_cleanup_shuts_the_server_down_immediately(tmp_path: Path) -> None:
         line = proc.stdout.readline().split()
         assert len(line) == 3, "the server did not start"
         server, client, socket_dir = int(line[0]), int(line[1]), Path(line[2])
-        assert _alive(server) and socket_dir.exists()
+        assert alive(server) and socket_dir.exists()
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        assert _alive(server), "the server should outlive a kill -9"
+        assert alive(server), "the server should outlive a kill -9"
         cleanup = run_stallbench("cleanup", env={"STALLBENCH_STATE_DIR": str(base / "state")},
                                  timeout=120)
         assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
         assert "undone: pg_stop" in cleanup.stdout
         deadline = time.monotonic() + 10
-        while _alive(server) and time.monotonic() < deadline:
+        while alive(server) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _alive(server)
+        assert not alive(server)
         log = (base / "run/postgres.log").read_text(errors="replace")
         assert "received immediate shutdown request" in log
         assert "received smart shutdown request" not in log
@@ -89,7 +81,7 @@ def test_cleanup_shuts_the_server_down_immediately(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
         for pid in (server, client):
-            if pid is not None and _alive(pid):
+            if pid is not None and alive(pid):
                 try:
                     os.killpg(pid, signal.SIGKILL)
                 except ProcessLookupError:

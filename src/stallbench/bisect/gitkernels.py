@@ -32,6 +32,7 @@ from ..core.errors import UsageError
 from ..core.journal import Journal, process_start_time
 from ..core.jsonfile import write_json_atomic
 from ..core.signals import held_while_starting
+from ..core.startgate import StartGate
 from ..plan.plan import Plan
 from ..run.undo import undo_kinds
 from .buildtools import build_error, default_steps, missing_options
@@ -222,18 +223,21 @@ class KernelBuilder:
         log_file.write(f"stallbench: {' '.join(argv)}\n".encode())
         log_file.flush()
         entry = proc = None
+        gate = StartGate()                   # the build runs once journaled (a kill -9 between)
         try:
             with held_while_starting():      # journaled once it exists, before a Ctrl-C acts
                 try:
-                    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                            stdout=log_file, stderr=subprocess.STDOUT,
-                                            start_new_session=True, preexec_fn=_preexec,
-                                            **self.owner.popen())
-                except OSError as exc:       # no such program: as the shell says it
+                    proc = subprocess.Popen(gate.command(argv), cwd=cwd, env=env,
+                                            stdin=gate.stdin, stdout=log_file,
+                                            stderr=subprocess.STDOUT, start_new_session=True,
+                                            preexec_fn=_preexec, **self.owner.popen())
+                except OSError as exc:       # (a program not found: the shell's exit 127)
                     log_file.write(f"stallbench: cannot run {argv[0]}: {exc}\n".encode())
                     return 127
+                gate.started()
                 entry = journal.push("kill", pid=proc.pid, group=True, what="kernel build",
                                      start_time=process_start_time(proc.pid))
+                gate.open()
             next_line = time.monotonic() + HEARTBEAT_S
             while True:
                 try:
@@ -243,6 +247,7 @@ class KernelBuilder:
                              f", {_tail_line(log_path)[:100]}")
                     next_line += HEARTBEAT_S
         finally:
+            gate.close()
             if entry is not None:           # the group's stragglers (or all of it, unwinding)
                 journal.undo(entry)
             if proc is not None:
