@@ -8,7 +8,8 @@ As in tables.py, every cell's words are decided here; nothing is computed beyond
 from __future__ import annotations
 
 from ..analysis.display import format_ns
-from ..analysis.where.section import CounterRow, WhereSection
+from ..analysis.where.oncpu import CPU_STATS
+from ..analysis.where.section import CounterRow, RoleCpu, WhereSection
 from ..analysis.where.stalls import stall_words
 from .tables import LEFT, Chapter, Column, Section, Table, cells
 
@@ -120,6 +121,7 @@ def _table_sections(section: WhereSection) -> list[Section]:
                          "share of the op's time",
                          ["variant", "op", "stall", "stalls", "mean", "per op", "of op time"],
                          stall_rows))
+    out += _cpu_sections(section)
     delay_rows = [[label, role.role, kind, format_ns(d.total_ns), format_ns(d.in_ops_ns),
                    _share(d.share)]
                   for label, roles in section.delay.items() for role in roles
@@ -153,6 +155,42 @@ def _table_sections(section: WhereSection) -> list[Section]:
                              ["op", "slow ops", "threshold", "time went to", "share", "total"],
                              rows))
     return out
+
+
+def _per(value: int | None, count: int | float | None) -> str:
+    return "-" if value is None or not count else format_ns(value / count)
+
+
+def _cpu_sections(section: WhereSection) -> list[Section]:
+    """Each role's CPU side per variant, then each candidate's changes with their intervals."""
+    out = []
+    rows = [[label, r.role, f"{r.ops:,}", _share(r.in_ops_ns / r.op_time_ns if r.op_time_ns
+                                                 else None),
+             _per(r.oncpu_ns, r.ops), _per(r.system_ns, r.ops), _per(r.user_ns, r.ops),
+             _per(r.oncpu_ns, _kib(r))]
+            for label, roles in section.cpu.items() for r in roles]
+    if rows:
+        out.append(_part("time on a CPU per op (each worker role's main threads after the "
+                         "warm-up): the share of their op time surely on a CPU, and per op in "
+                         "all, in the kernel and in user space (split by the scheduler's "
+                         "ticks), and per KiB its read and write calls moved",
+                         ["variant", "role", "ops", "op time on a CPU ≥", "on a CPU/op",
+                          "system/op", "user/op", "per KiB"], rows))
+    changes = [[label, role, CPU_STATS[c.stat][2], format_ns(c.baseline), format_ns(c.candidate),
+                _pct(c.change), "-" if c.low is None or c.high is None
+                else f"[{_pct(c.low)}, {_pct(c.high)}]"]
+               for label, roles in section.cpu_changes.items()
+               for role, stats in roles.items() for c in stats]
+    if changes:
+        out.append(_part(f"the CPU side against {section.baseline}: each statistic's change and "
+                         "its 95% interval (none from one short run a side)",
+                         ["variant", "role", "statistic", section.baseline, "candidate", "change",
+                          "95% interval"], changes))
+    return out
+
+
+def _kib(role: RoleCpu) -> float | None:
+    return role.bytes_moved / 1024 if role.bytes_moved else None
 
 
 def _short_stack(stack: str, frames: int = 5) -> str:

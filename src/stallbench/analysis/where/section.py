@@ -131,6 +131,32 @@ class RoleDelays:
 
 
 @dataclass
+class RoleCpu:
+    """A worker role's CPU side over a variant's runs, from its workers' steps after the
+    warm-up (analysis/where/oncpu.py)."""
+    role: str
+    ops: int                    # ops completed in the steps counted
+    op_time_ns: int             # their op time in those steps
+    oncpu_ns: int               # the workers' time on a CPU in those steps
+    in_ops_ns: int              # of it, at least this much inside the ops
+    user_ns: int | None         # in user space and in the kernel (split by the ticks; None: not
+    system_ns: int | None       # recorded)
+    bytes_moved: int | None     # by the workers' read and write calls
+    runs: int = 0
+
+
+@dataclass
+class CpuChange:
+    """One statistic of a role's CPU side (oncpu.CPU_STATS), candidate against baseline."""
+    stat: str
+    baseline: float | None
+    candidate: float | None
+    change: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass
 class OpStall:
     """One kind of stall the tracepoints timed (reclaim, dirty throttling) inside one op's ops
     after the warm-up, over the runs (analysis/where/stalls.py): exact, not a lower bound."""
@@ -201,6 +227,8 @@ class WhereSection:
     diskstats: dict[str, dict[str, DiskSummary]] = field(default_factory=dict)
     device: dict[str, dict[str, DeviceVerdict]] = field(default_factory=dict)
     delay: dict[str, list[RoleDelays]] = field(default_factory=dict)
+    cpu: dict[str, list[RoleCpu]] = field(default_factory=dict)
+    cpu_changes: dict[str, dict[str, list[CpuChange]]] = field(default_factory=dict)
     stalls: dict[str, dict[str, dict[str, OpStall]]] = field(default_factory=dict)
     delay_max: dict[str, dict[str, LongestDelay]] = field(default_factory=dict)
     facts: dict[str, Facts] = field(default_factory=dict)

@@ -1,17 +1,18 @@
 """What a variant's runs recorded about their own conditions, loaded for the where section:
 the mechanism facts (run.json: memory limit and whether it was hit, I/O throttle, sysctls,
-system memory, machine load; the counters) and each delay row's op time so far (ops.parquet).
+system memory, machine load; the counters) and each delay row's op time and ops so far
+(ops.parquet).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ...analysis import monitornames
-from ...analysis.where.delays import op_time_before, sleep_time_before
+from ...analysis.where.delays import op_time_before, ops_before, sleep_time_before
 from ...analysis.where.mechanism import IO_LIMIT_NAMES
 from ...analysis.where.section import Facts
 from ...core.errors import RunDataError
@@ -73,20 +74,30 @@ def io_limits(files: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+class OpsSoFar(NamedTuple):
+    """Per delay row, its task's ops before the row's time (NaN on rows of tasks that record no
+    ops: threads other than a worker's)."""
+    busy: np.ndarray                # op time so far
+    asleep: np.ndarray | None       # pacing sleep so far (None: no op of the run has a plan)
+    done: np.ndarray                # ops completed so far
+
+
 def busy_at_rows(run: Run, columns: Mapping[str, np.ndarray], worker_of_pid: Mapping[int, int]
-                 ) -> tuple[np.ndarray, np.ndarray | None]:
+                 ) -> OpsSoFar:
     """Each delay row's op time so far of its task (a worker's main thread, which does the
-    ops), and its pacing sleep so far (None when no op of the run has a planned start),
-    streamed from ops.parquet; NaN on other tasks' rows (analysis/where/delays.py)."""
+    ops), its pacing sleep so far and its ops completed so far, streamed from ops.parquet
+    (analysis/where/delays.py, oncpu.py)."""
     tid, pid = np.asarray(columns["tid"]), np.asarray(columns["pid"])
     t_ns = np.asarray(columns["t_ns"], dtype=np.int64)
     busy = np.full(tid.size, np.nan)
+    done = np.full(tid.size, np.nan)
     rows_of = {w: np.flatnonzero((tid == p) & (pid == p)) for p, w in worker_of_pid.items()}
     rows_of = {w: rows for w, rows in rows_of.items() if rows.size}
     if not rows_of:
-        return busy, None
+        return OpsSoFar(busy, None, done)
     sums = {w: np.zeros(rows.size) for w, rows in rows_of.items()}
     sleeps = {w: np.zeros(rows.size) for w, rows in rows_of.items()}
+    counts = {w: np.zeros(rows.size) for w, rows in rows_of.items()}
     last_end: dict[int, int] = {}
     paced = False
     try:
@@ -101,6 +112,7 @@ def busy_at_rows(run: Run, columns: Mapping[str, np.ndarray], worker_of_pid: Map
                 if not mine.any():
                     continue
                 sums[w] += op_time_before(start[mine], latency[mine], t_ns[rows])
+                counts[w] += ops_before(start[mine] + latency[mine], t_ns[rows])
                 if intended is not None and (intended[mine] >= 0).any():
                     paced = True
                     sleeps[w] += sleep_time_before(start[mine], latency[mine],
@@ -108,13 +120,14 @@ def busy_at_rows(run: Run, columns: Mapping[str, np.ndarray], worker_of_pid: Map
                                                          last_end.get(w))
                 last_end[w] = int((start[mine] + latency[mine]).max())
     except RunDataError:
-        return busy, None
+        return OpsSoFar(busy, None, done)
     asleep = np.full(tid.size, np.nan) if paced else None
     for w, rows in rows_of.items():
         busy[rows] = sums[w]
+        done[rows] = counts[w]
         if asleep is not None:
             asleep[rows] = sleeps[w]
-    return busy, asleep
+    return OpsSoFar(busy, asleep, done)
 
 
 def longest_op(run: Run) -> int | None:

@@ -105,9 +105,14 @@ class VariantData:
             worker_of_pid = {p: w for w, p in worker_pids(run, monitornames.DELAY).items()}
             pid_role = {p: roles.get(w, f"worker {w}") for p, w in worker_of_pid.items()}
             started = (run.meta.workload_summary or {}).get("workers_started_ns")
-            busy, asleep = busy_at_rows(run, columns, worker_of_pid)
-            out.append(RunDelays(columns, pid_role, busy,
-                                    int(started) if started is not None else None, asleep))
+            so_far = busy_at_rows(run, columns, worker_of_pid)
+            try:
+                data_start: int | None = run.summary().data_start_ns
+            except RunDataError:
+                data_start = None
+            out.append(RunDelays(columns, pid_role, so_far.busy,
+                                 int(started) if started is not None else None, so_far.asleep,
+                                 so_far.done, data_start))
         return out
 
     def delay_max(self) -> tuple[list[dict[str, dict[str, Any]]], str | None]:

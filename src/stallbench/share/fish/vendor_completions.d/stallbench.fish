@@ -134,6 +134,7 @@ complete -c stallbench -n 'test (__stallbench_path) = "run randread"' -l 'thread
 complete -c stallbench -n 'test (__stallbench_path) = "run randread"' -l 'file-size' -x -d 'size of the file read (default: 2x memory available to the workload)'
 complete -c stallbench -n 'test (__stallbench_path) = "run randread"' -l 'record-size' -x -d 'bytes per read (4K)'
 complete -c stallbench -n 'test (__stallbench_path) = "run randread"' -l 'direct' -d 'O_DIRECT reads'
+complete -c stallbench -n 'test (__stallbench_path) = "run randread"' -l 'mmap' -d 'read by copying from a shared mapping of the file (the copy is user-space CPU, a'
 complete -c stallbench -n 'test (__stallbench_path) = "run randread"' -l 'seed' -x -d 'random seed (1)'
 complete -c stallbench -n 'test (__stallbench_path) = "run randread"' -s 'q' -l 'quiet' -d 'only warnings and errors on stderr (no progress display)'
 complete -c stallbench -n 'test (__stallbench_path) = "run randread"' -s 'v' -l 'verbose' -d 'say more on stderr, with a traceback on an unexpected error'
