@@ -84,7 +84,7 @@ ROWS = [
         r"was in block I/O waits beyond the device's time",
         "filemap_get_pages"),
     Row("read-cycles", "more work on every cached read: a noinline folio_read_check() that reads "
-        "the copied bytes four times before copy_folio_to_iter (mm/filemap.c filemap_read; no "
+        "the copied bytes eight times before copy_folio_to_iter (mm/filemap.c filemap_read; no "
         "sleep, no I/O)",
         "mm/filemap: check the data of each folio a read copies out", "mm/filemap.c",
         (("static inline bool pos_same_folio(",
@@ -93,7 +93,7 @@ ROWS = [
           "static unsigned long folio_read_last_sum;\n\n"
           "static noinline void folio_read_check(struct folio *folio, size_t offset,\n"
           "\t\t\t\t      size_t bytes)\n{\n\tunsigned long sum = 0;\n\tint pass;\n\n"
-          "\tfor (pass = 0; pass < 4; pass++) {\n\t\tsize_t done = 0;\n\n"
+          "\tfor (pass = 0; pass < 8; pass++) {\n\t\tsize_t done = 0;\n\n"
           "\t\twhile (done + sizeof(sum) <= bytes) {\n"
           "\t\t\tsize_t chunk = min_t(size_t, bytes - done,\n"
           "\t\t\t\tPAGE_SIZE - offset_in_page(offset + done));\n"
@@ -110,31 +110,37 @@ ROWS = [
         rf"^read \S+ {CHANGE} \d+% of the added op time was on a CPU, in the kernel",
         "folio_read_check", workload="cached"),
 ]
-# what the guest runs, by Row.workload: the options of randread and the variant's memory limit
-# ("" for none), and the monitor sets each row group is run with
+@dataclass(frozen=True)
+class Workload:
+    """What the guest runs for a group of rows: randread's options, the variants' own settings
+    and the monitor sets each plan is run with."""
+    options: str
+    variant: str
+    monitor_sets: tuple[str, ...]
+
+
 WORKLOADS = {
     # 32 KiB reads of a 256 MiB file in a 48 MiB memory cgroup, which 32 KiB reads fill within
     # the warm-up even on a slow guest
-    "reclaim": ('file_size = "256M"\nrecord_size = "32K"\n', "48M",
-                ("default", "default,stacks")),
-    # cached random 4 KiB reads: the file well inside the guest's memory, read once in the
-    # warm-up
-    "cached": ('file_size = "64M"\nrecord_size = "4K"\n', "",
-               ("default", "default,profile")),
+    "reclaim": Workload('file_size = "256M"\nrecord_size = "32K"\n', 'memory = "48M"\n',
+                        ("default", "default,stacks")),
+    # cached random 4 KiB reads: the file, written before the run, well inside the guest's
+    # memory and kept in its page cache
+    "cached": Workload('file_size = "64M"\nrecord_size = "4K"\n', "drop_caches = false\n",
+                       ("default", "default,profile")),
 }
 
 
 def plan_text(kernels: dict[str, Path], iterations: int, monitors: str,
               workload: str = "reclaim") -> str:
-    options, memory, _ = WORKLOADS[workload]
-    limit = f'memory = "{memory}"\n' if memory else ""
+    chosen = WORKLOADS[workload]
     variants = "".join(f'''
 [[variants]]
 name = "{name}"
 kernel = "{path}"
 vm_cpus = 2
 vm_memory = "512M"
-{limit}''' for name, path in kernels.items())
+{chosen.variant}''' for name, path in kernels.items())
     return f'''# the guest workload of benchmarks/kernel_where.py ({workload})
 workload = "randread"
 duration = "8s"
@@ -142,7 +148,7 @@ warmup = "2s"
 iterations = {iterations}
 monitors = {json.dumps(monitors.split(","))}
 [workload_options]
-{options}{variants}'''
+{chosen.options}{variants}'''
 
 
 def prepare(base: Path) -> dict[str, Path]:
@@ -195,9 +201,9 @@ def judge(row: Row, where: dict, monitors: str) -> tuple[str, str, bool]:
 def groups(rows: list[Row]) -> list[tuple[str, str, list[Row]]]:
     """(workload, monitors, its rows) in the order they run: each workload's rows share a plan
     with the good kernel, once per monitor set."""
-    return [(workload, monitors, [r for r in rows if r.workload == workload])
-            for workload, (_options, _memory, sets) in WORKLOADS.items()
-            if any(r.workload == workload for r in rows) for monitors in sets]
+    return [(name, monitors, [r for r in rows if r.workload == name])
+            for name, workload in WORKLOADS.items()
+            if any(r.workload == name for r in rows) for monitors in workload.monitor_sets]
 
 
 def results_dir(results: Path, workload: str, monitors: str) -> Path:
