@@ -156,8 +156,8 @@ def test_monitor_registry_names_match_the_classes() -> None:
     )
 
     assert monitor_names() == ["counters", "psi", "diskstats", "delay", "reclaim", "stacks",
-                               "trace", "trace-full"]
+                               "trace", "trace-full", "profile", "perfstat"]
     assert all(monitor_class(name).name == name for name in monitor_names())
     assert default_monitor_names() == ["counters", "psi", "diskstats", "delay", "reclaim"]
     assert parse_monitor_list("all") == ["counters", "psi", "diskstats", "delay", "reclaim",
-                                         "stacks", "trace"]
+                                         "stacks", "trace", "profile", "perfstat"]
