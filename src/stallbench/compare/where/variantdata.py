@@ -23,11 +23,17 @@ from ...core.errors import RunDataError
 from ...monitors.base import table_columns
 from ...monitors.counters import COUNTERS
 from ...results.store import Run
-from .facts import busy_at_rows, longest_op, variant_facts, worker_pids, worker_roles
+from .facts import (
+    busy_at_rows,
+    longest_op,
+    task_roles,
+    variant_facts,
+    worker_pids,
+    worker_roles,
+)
 
 SKIPPED_STATUSES = ("skipped", "failed")
 TRACE = "(trace table)"    # _tables: each run's own trace table (no table has this name)
-OTHER_PROCESSES = "other processes"   # the workload's processes that are no worker's
 
 
 class VariantData:
@@ -173,39 +179,17 @@ class VariantData:
         return [(c["category"], c["duration_ns"]) for _run, c in self._tables(TRACE)]
 
     # -- on a CPU: the profile and perfstat monitors ------------------------------------------
-    def task_roles(self, run: Run, monitor: str, pids: np.ndarray, tids: np.ndarray
-                   ) -> list[str]:
-        """The worker role of each (pid, tid) of a perf monitor's table: by the worker's
-        process, or, where the workload records each thread's id as its worker (the command
-        workload, which names no worker pids), by the thread; OTHER_PROCESSES for the rest."""
-        roles = worker_roles(run)
-        by_pid = {pid: roles.get(w, f"worker {w}") for w, pid in worker_pids(run, monitor).items()}
-        by_tid: dict[int, str] = {}
-        if not (run.meta.workload_summary or {}).get("worker_pids"):
-            try:
-                workers = {int(w) for op in run.summary().ops.values()
-                           for w in op.workers.tolist()}
-            except RunDataError:
-                workers = set()
-            if workers & set(np.asarray(tids).tolist()):
-                by_tid = {w: roles.get(w, f"worker {w}") for w in workers}
-        return [by_tid.get(tid) or by_pid.get(pid) or OTHER_PROCESSES
-                for pid, tid in zip(np.asarray(pids).tolist(), np.asarray(tids).tolist(),
-                                    strict=True)]
-
     def profile_stacks(self) -> tuple[dict[str, dict[str, int]], list[str]]:
         """The profile monitor's samples of every run: role -> folded stack -> samples (a
-        process that is no worker's: OTHER_PROCESSES), and the events perf sampled."""
+        process that is no worker's: facts.OTHER_PROCESSES), and the events perf sampled."""
         out: dict[str, dict[str, int]] = {}
         events: list[str] = []
         for run, columns in self._tables(monitornames.PROFILE):
             event = ((run.meta.monitors or {}).get(monitornames.PROFILE) or {}).get("event")
             if event and event not in events:
                 events.append(event)
-            task_roles = self.task_roles(run, monitornames.PROFILE, columns["pid"],
-                                         columns["tid"])
-            for role, stack in zip(task_roles, np.asarray(columns["stack"]).tolist(),
-                                   strict=True):
+            roles = task_roles(run, monitornames.PROFILE, columns["pid"], columns["tid"])
+            for role, stack in zip(roles, np.asarray(columns["stack"]).tolist(), strict=True):
                 stacks = out.setdefault(role, {})
                 stacks[stack] = stacks.get(stack, 0) + 1
         return out, events
@@ -214,7 +198,7 @@ class VariantData:
         """Each run's perfstat counts: role -> event -> count."""
         return [role_counts(np.asarray(c["event"]).tolist(),
                             np.asarray(c["count"], dtype=np.float64).tolist(),
-                            self.task_roles(run, monitornames.PERFSTAT, c["pid"], c["tid"]))
+                            task_roles(run, monitornames.PERFSTAT, c["pid"], c["tid"]))
                 for run, c in self._tables(monitornames.PERFSTAT)]
 
     def monitor_statuses(self, monitor: str) -> list[dict[str, Any]]:
