@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 CONFIGS = ["none", "default", "counters", "psi", "diskstats", "delay", "stacks", "trace",
-           "trace-full"]
+           "trace-full", "profile", "perfstat"]
 WORKLOADS = {
     "randread": ["--file-size", "64M", "--no-drop-caches"],
     "pgioperf": ["--memory", "128M", "--data-size", "128M", "--readers", "4"],
