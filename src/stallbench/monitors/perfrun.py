@@ -222,7 +222,6 @@ class AttachedPerf:
             self._done = True
             if self._proc is None:
                 return
-            self.stopped_ns = time.monotonic_ns() - self._ctx.t0_ns
             if self._proc.poll() is None:
                 self._proc.send_signal(signal.SIGINT)
             try:
@@ -231,6 +230,7 @@ class AttachedPerf:
                 self.errors.append(f"perf did not exit within {STOP_TIMEOUT_S:g} s of SIGINT: "
                                    "killed, its data may be incomplete")
                 self._kill_locked()
+            self.stopped_ns = time.monotonic_ns() - self._ctx.t0_ns
             self._forget()
 
     def _kill_locked(self) -> None:
