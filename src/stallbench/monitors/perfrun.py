@@ -172,20 +172,29 @@ class AttachedPerf:
         with self._lock:
             if self._done or self._proc is not None:
                 return
-            try:
-                self._attach_locked()
-            except Exception as exc:  # noqa: BLE001 - a monitor never stops the run
-                self.errors.append(f"{self.what} did not start: {exc}")
-                self._kill_locked()
-                self._done = True
+            for attempt in (1, 2):
+                try:
+                    self._attach_locked(attempt)
+                    return
+                except Exception as exc:  # noqa: BLE001 - a monitor never stops the run
+                    self._kill_locked()
+                    self._proc = None
+                    # a process that exited between the listing and perf's attaching makes
+                    # perf refuse the whole list: once more, with the processes there now
+                    if attempt == 1 and self._ctx.processes.pids() != self.pids:
+                        continue
+                    self.errors.append(f"{self.what} did not start: {exc}")
+                    self._done = True
+                    return
 
-    def _attach_locked(self) -> None:
+    def _attach_locked(self, attempt: int) -> None:
         self.tids = self._ctx.processes.tids()
         self.pids = sorted({pid for pid, _tid in self.tids})
         if not self.pids:
             raise RuntimeError("the workload's processes were gone before perf started")
         binary = perf_binary() or PERF
-        ctl, ack = self._scratch.path / f"{self.what}.ctl", self._scratch.path / f"{self.what}.ack"
+        ctl = self._scratch.path / f"{self.what}-{attempt}.ctl"
+        ack = self._scratch.path / f"{self.what}-{attempt}.ack"
         for fifo in (ctl, ack):
             os.mkfifo(fifo, 0o600)
         # both ends held by us (O_RDWR): neither open blocks, whenever perf opens its own
