@@ -24,7 +24,7 @@ from pathlib import Path
 
 from stallbench.analysis.where.perfstat import SOFTWARE_EVENTS
 from stallbench.monitors.perfstat import stat_args
-from stallbench.monitors.profile import FREQUENCY_HZ, SOFTWARE_EVENT, record_args
+from stallbench.monitors.profile import DATA_FILE, FREQUENCY_HZ, SOFTWARE_EVENT, record_args
 
 
 def _perf_argv(config: str, scratch: Path) -> list[str] | None:
@@ -33,7 +33,7 @@ def _perf_argv(config: str, scratch: Path) -> list[str] | None:
         return None
     if config == "stat":
         return ["perf", *stat_args(list(SOFTWARE_EVENTS), str(scratch / "stat.csv"))]
-    args = record_args(SOFTWARE_EVENT, scratch / "perf.data")
+    args = record_args(SOFTWARE_EVENT, scratch / DATA_FILE)
     args[args.index("-F") + 1] = config
     return ["perf", *args]
 

@@ -26,13 +26,17 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
 
 from ..core.context import RunContext
 from ..core.journal import Entry, process_start_time
 from ..core.signals import held_while_starting
 from ..core.startgate import StartGate
+from .base import Monitor
 
 PERF = "perf"
 ACK_TIMEOUT_S = 60.0          # perf reads /proc and the symbol tables first (slow under TCG)
@@ -288,3 +292,38 @@ def run_lines(ctx: RunContext, scratch: Scratch, argv: list[str], what: str,
 
 def log_tail(scratch: Scratch, what: str) -> str:
     return _log_tail(scratch.path / f"{what}.log")
+
+
+class PerfMonitor(Monitor):
+    """What the profile and perfstat monitors share: perf's availability, the scratch folder
+    and one perf attached at the start gate (start() calls attach_perf with its arguments)."""
+
+    def __init__(self) -> None:
+        self._ctx: RunContext | None = None
+        self._scratch: Scratch | None = None
+        self._perf: AttachedPerf | None = None
+
+    @classmethod
+    def unavailable(cls, ctx: RunContext) -> str | None:
+        return unavailable()
+
+    def attach_perf(self, ctx: RunContext, args: Callable[[Path], list[str]], what: str) -> None:
+        """Attach `perf ARGS -p PIDS` at the start gate; args(scratch folder) -> ARGS."""
+        self._ctx = ctx
+        self._scratch = Scratch(ctx, self.name)
+        arguments = args(self._scratch.path)
+        self._perf = AttachedPerf(ctx, self._scratch,
+                                  lambda pids: [*arguments, "-p", ",".join(map(str, pids))],
+                                  what)
+        self._perf.watch()
+
+    def base_status(self) -> dict[str, Any]:
+        assert self._ctx is not None
+        return {"workload_pids": self._ctx.processes.roots()}
+
+
+def rows_table(rows: Sequence[tuple], schema: pa.Schema) -> pa.Table:
+    """Rows of tuples, in the schema's column order, as a table of that schema."""
+    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in schema]
+    return pa.table({field.name: pa.array(values, field.type)
+                     for field, values in zip(schema, columns, strict=True)}, schema=schema)

@@ -29,7 +29,7 @@ from ..analysis import monitornames
 from ..analysis.where.perfstat import HARDWARE_EVENTS, SOFTWARE_EVENTS, TASK_CLOCK, perf_totals
 from ..core.context import RunContext
 from . import perfrun
-from .base import KEY, VALUE, Column, Monitor, MonitorResult, TableSchema
+from .base import KEY, VALUE, Column, MonitorResult, TableSchema
 
 PERFSTAT = TableSchema(
     "perfstat",
@@ -39,6 +39,7 @@ PERFSTAT = TableSchema(
     totals=perf_totals)
 _SCHEMA = PERFSTAT.arrow()
 NOT_COUNTED = ("<not counted>", "<not supported>")
+STAT_FILE = "stat.csv"          # perf stat's output, in the scratch folder
 
 
 def stat_args(events: list[str], output: str) -> list[str]:
@@ -77,36 +78,25 @@ def parse_stat(lines: Iterable[str], pid_of: dict[int, int]
     return rows
 
 
-class PerfStatMonitor(Monitor):
+class PerfStatMonitor(perfrun.PerfMonitor):
     name = monitornames.PERFSTAT
 
     def __init__(self) -> None:
-        self._ctx: RunContext | None = None
-        self._scratch: perfrun.Scratch | None = None
-        self._perf: perfrun.AttachedPerf | None = None
+        super().__init__()
         self._events: list[str] = list(SOFTWARE_EVENTS)
         self._pmu = False
 
-    @classmethod
-    def unavailable(cls, ctx: RunContext) -> str | None:
-        return perfrun.unavailable()
-
     def start(self, ctx: RunContext) -> None:
-        self._ctx = ctx
         self._pmu = perfrun.has_pmu()
         self._events = list(SOFTWARE_EVENTS) + (list(HARDWARE_EVENTS) if self._pmu else [])
-        self._scratch = perfrun.Scratch(ctx, self.name)
-        output = str(self._scratch.path / "stat.csv")
-        self._perf = perfrun.AttachedPerf(
-            ctx, self._scratch, lambda pids: [*stat_args(self._events, output),
-                                              "-p", ",".join(map(str, pids))], "stat")
-        self._perf.watch()
+        self.attach_perf(ctx, lambda scratch: stat_args(self._events, str(scratch / STAT_FILE)),
+                         "stat")
 
     def stop(self) -> MonitorResult:
         assert self._ctx is not None and self._scratch is not None and self._perf is not None
         perf, scratch = self._perf, self._scratch
         status: dict[str, Any] = {"events": self._events, "pmu": self._pmu,
-                                  "workload_pids": self._ctx.processes.roots()}
+                                  **self.base_status()}
         if not self._pmu:
             status["no_pmu"] = (f"no PMU here (perf stat -e {HARDWARE_EVENTS[0]}: not "
                                 "supported): only the software events are counted")
@@ -115,7 +105,7 @@ class PerfStatMonitor(Monitor):
             perf.stop()
             if perf.counted:
                 try:
-                    lines = (scratch.path / "stat.csv").read_text(errors="replace").splitlines()
+                    lines = (scratch.path / STAT_FILE).read_text(errors="replace").splitlines()
                 except OSError as exc:
                     perf.errors.append(f"perf stat wrote nothing: {exc.strerror}; "
                                        f"{perfrun.log_tail(scratch, 'stat')}")
@@ -134,9 +124,7 @@ class PerfStatMonitor(Monitor):
 
 
 def rows_to_table(rows: list[tuple[int, int, str, str, int | None, float | None]]) -> pa.Table:
-    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in _SCHEMA]
-    return pa.table({field.name: pa.array(values, field.type)
-                     for field, values in zip(_SCHEMA, columns, strict=True)}, schema=_SCHEMA)
+    return perfrun.rows_table(rows, _SCHEMA)
 
 
 MONITORS = {PerfStatMonitor.name: PerfStatMonitor}

@@ -28,13 +28,14 @@ import pyarrow as pa
 from ..analysis import monitornames
 from ..core.context import RunContext
 from . import perfrun
-from .base import KEY, RUN_TIME, Column, Monitor, MonitorResult, TableSchema
+from .base import KEY, RUN_TIME, Column, MonitorResult, TableSchema
 
 FREQUENCY_HZ = 499            # per CPU; odd, so that it does not beat with a 100 Hz or 1 kHz tick
 HARDWARE_EVENT = "cycles"
 SOFTWARE_EVENT = "cpu-clock"
 UNKNOWN = "[unknown]"
 KALLSYMS = "/proc/kallsyms"
+DATA_FILE = "perf.data"       # perf record's output, in the scratch folder
 
 PROFILE = TableSchema(
     "profile",
@@ -115,42 +116,30 @@ def kernel_symbols() -> str | None:
     return None
 
 
-class ProfileMonitor(Monitor):
+class ProfileMonitor(perfrun.PerfMonitor):
     name = monitornames.PROFILE
 
     def __init__(self) -> None:
-        self._ctx: RunContext | None = None
-        self._scratch: perfrun.Scratch | None = None
-        self._perf: perfrun.AttachedPerf | None = None
+        super().__init__()
         self._event = SOFTWARE_EVENT
 
-    @classmethod
-    def unavailable(cls, ctx: RunContext) -> str | None:
-        return perfrun.unavailable()
-
     def start(self, ctx: RunContext) -> None:
-        self._ctx = ctx
         self._event = HARDWARE_EVENT if perfrun.has_pmu() else SOFTWARE_EVENT
-        self._scratch = perfrun.Scratch(ctx, self.name)
-        data = self._scratch.path / "perf.data"
-        self._perf = perfrun.AttachedPerf(
-            ctx, self._scratch, lambda pids: [*record_args(self._event, data),
-                                              "-p", ",".join(map(str, pids))], "record")
-        self._perf.watch()
+        self.attach_perf(ctx, lambda scratch: record_args(self._event, scratch / DATA_FILE),
+                         "record")
 
     def stop(self) -> MonitorResult:
         assert self._ctx is not None and self._scratch is not None and self._perf is not None
         perf, scratch = self._perf, self._scratch
         status: dict[str, Any] = {"event": self._event, "frequency_hz": FREQUENCY_HZ,
-                                  "pmu": self._event == HARDWARE_EVENT,
-                                  "workload_pids": self._ctx.processes.roots()}
+                                  "pmu": self._event == HARDWARE_EVENT, **self.base_status()}
         rows: list[tuple[int, int, int, str, str]] = []
         try:
             perf.stop()
             if perf.counted:
                 status["from_s"] = round((perf.attached_ns or 0) / 1e9, 3)
                 status["to_s"] = round((perf.stopped_ns or 0) / 1e9, 3)
-                rows = self._read(scratch.path / "perf.data", status)
+                rows = self._read(scratch.path / DATA_FILE, status)
             elif not perf.errors:
                 perf.errors.append("the workload never reached its start: nothing sampled")
         finally:
@@ -165,9 +154,10 @@ class ProfileMonitor(Monitor):
                              schemas={"profile": PROFILE})
 
     def _read(self, data: Path, status: dict[str, Any]) -> list[tuple[int, int, int, str, str]]:
-        assert self._ctx is not None and self._scratch is not None
+        assert self._ctx is not None and self._scratch is not None and self._perf is not None
         if not data.exists():
-            status["errors"] = [f"perf wrote no data: {perfrun.log_tail(self._scratch, 'record')}"]
+            self._perf.errors.append(
+                f"perf wrote no data: {perfrun.log_tail(self._scratch, 'record')}")
             return []
         stacks: dict[str, str] = {}
         rows = []
@@ -182,9 +172,7 @@ class ProfileMonitor(Monitor):
 
 
 def rows_to_table(rows: list[tuple[int, int, int, str, str]]) -> pa.Table:
-    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in _SCHEMA]
-    return pa.table({field.name: pa.array(values, field.type)
-                     for field, values in zip(_SCHEMA, columns, strict=True)}, schema=_SCHEMA)
+    return perfrun.rows_table(rows, _SCHEMA)
 
 
 MONITORS = {ProfileMonitor.name: ProfileMonitor}
