@@ -14,6 +14,7 @@ from ..display import format_ns
 from . import causes, longest, slowops
 from .delays import DELAY_WORDS
 from .growth import MIN_GROWTH, MIN_SHARE, NEW_OP, TailChange, headline, mark_undecided
+from .hotspots import naming_hint
 from .mechanism import mechanism, op_direction, throttle_words
 from .oncpu import ON_CPU_LEADS, CpuAnswer, cpu_answer
 from .section import (
@@ -185,7 +186,8 @@ def _cause_line(op: str, stat: str, change: float | None, role: RoleDelays | Non
         return None
     if on_cpu is not None and on_cpu.leads:
         rest = [c for c in grown if c.blocks] if 1.0 - on_cpu.share >= REST_WORTH else []
-        text = f"{headline(op, stat, change)}: {on_cpu.text}"
+        hint = naming_hint(facts.monitors, base_facts.monitors if base_facts else [])
+        text = f"{headline(op, stat, change)}: {on_cpu.text}" + (f"; {hint}" if hint else "")
         if rest:
             text += "; the rest: " + _joined(_cause_parts(
                 op, role, rest, direction, facts, base_facts, device, stalls, base_stalls,

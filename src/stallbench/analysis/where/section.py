@@ -209,6 +209,51 @@ class SlowOps:
 
 
 @dataclass
+class FunctionShare:
+    """One function at the leaf of a role's on-CPU samples (the profile monitor)."""
+    function: str
+    samples: int
+    share: float                  # of the role's samples
+    caller: str | None = None     # the frame it was most often called from
+
+
+@dataclass
+class Hotspot:
+    """The function whose share of a role's on-CPU samples grew most against the baseline
+    (analysis/where/hotspots.py)."""
+    function: str
+    share: float
+    base_share: float
+    caller: str | None
+    samples: int                  # the role's samples in it, here and in the baseline
+    base_samples: int
+    role_samples: int             # the role's samples, here and in the baseline
+    base_role_samples: int
+
+
+@dataclass
+class RoleProfile:
+    """A worker role's on-CPU samples over a variant's runs: how many, by which event, the
+    functions most of them were in, and (a candidate) the one that grew most."""
+    role: str
+    samples: int
+    event: str
+    top: list[FunctionShare] = field(default_factory=list)
+    hotspot: Hotspot | None = None
+
+
+@dataclass
+class RoleCounters:
+    """A worker role's perf stat counts over a variant's runs, in all and per op of the role
+    (analysis/where/perfstat.py)."""
+    role: str
+    ops: int
+    counts: dict[str, int] = field(default_factory=dict)
+    per_op: dict[str, float] = field(default_factory=dict)
+    ipc: float | None = None      # instructions per cycle, where the PMU counted both
+
+
+@dataclass
 class Explanation:
     variant: str
     op: str | None
@@ -235,6 +280,8 @@ class WhereSection:
     stacks: dict[str, Stacks] = field(default_factory=dict)
     histograms: dict[str, dict[str, list[Bin]]] = field(default_factory=dict)
     slow_ops: dict[str, dict[str, SlowOps]] = field(default_factory=dict)
+    profiles: dict[str, dict[str, RoleProfile]] = field(default_factory=dict)
+    perf_counters: dict[str, list[RoleCounters]] = field(default_factory=dict)
     explanations: list[Explanation] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:

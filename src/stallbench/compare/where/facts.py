@@ -6,7 +6,7 @@ system memory, machine load; the counters) and each delay row's op time and ops 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -19,6 +19,7 @@ from ...core.errors import RunDataError
 from ...results.store import Run
 
 DATA_SIZE_PARAMS = ("file_size", "data_size")
+OTHER_PROCESSES = "other processes"   # the workload's processes that are no worker's
 
 
 def variant_facts(runs: list[Run], counter_deltas: list[dict[str, int]]) -> Facts:
@@ -158,3 +159,22 @@ def worker_pids(run: Run, monitor: str) -> dict[int, int]:
 def worker_roles(run: Run) -> dict[int, str]:
     roles = (run.meta.workload_summary or {}).get("worker_roles") or {}
     return {int(k): str(v) for k, v in roles.items()}
+
+
+def task_roles(run: Run, monitor: str, pids: Iterable[int], tids: Iterable[int]) -> list[str]:
+    """The worker role of each (pid, tid) of a monitor's table: by the worker's process, or,
+    where the workload records each thread's id as its worker (the command workload, which
+    names no worker pids), by the thread; OTHER_PROCESSES for the rest."""
+    pids, tids = np.asarray(pids).tolist(), np.asarray(tids).tolist()
+    roles = worker_roles(run)
+    by_pid = {pid: roles.get(w, f"worker {w}") for w, pid in worker_pids(run, monitor).items()}
+    by_tid: dict[int, str] = {}
+    if not (run.meta.workload_summary or {}).get("worker_pids"):
+        try:
+            workers = {int(w) for op in run.summary().ops.values() for w in op.workers.tolist()}
+        except RunDataError:
+            workers = set()
+        if workers & set(tids):
+            by_tid = {w: roles.get(w, f"worker {w}") for w in workers}
+    return [by_tid.get(tid) or by_pid.get(pid) or OTHER_PROCESSES
+            for pid, tid in zip(pids, tids, strict=True)]

@@ -31,6 +31,7 @@ from ...analysis.where.stalls import merge as merge_stalls
 from ...analysis.where.stalls import op_stalls
 from ...monitors.counters import COUNTERS
 from ...results.store import Run
+from .profiles import add_profiles
 from .slowops import SLOW_FACTOR, slow_ops
 from .stalls import stalls_in_ops
 from .variantdata import VariantData
@@ -130,4 +131,5 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
         section.explanations += variant_lines(
             label, section.psi.get(label, {}), section.psi.get(baseline_label, {}),
             section.stacks[label], section.stacks.get(baseline_label))
+    add_profiles(section, data, baseline_label, tail_changes)
     return section
