@@ -4,6 +4,8 @@ tests/cli/test_cli_docs_env.py checks that every name the source reads is here."
 
 from __future__ import annotations
 
+GUEST_ACCEL = "STALLBENCH_GUEST_ACCEL"     # the host tells a kernel variant's guest its accelerator
+
 READ = {
     "STALLBENCH_RESULTS": "the results directory when --results is not given (default "
                           "./results)",
@@ -23,6 +25,9 @@ READ = {
                               "/var/cache/stallbench/wheels as root, ~/.cache/stallbench/wheels "
                               "otherwise)",
     "STALLBENCH_NO_C_LOOP": "1: the workers' Python loops instead of the compiled C loop",
+    GUEST_ACCEL: "set by the host in a kernel variant's guest: the accelerator it "
+                              "runs under (tcg: the perf monitors keep off the scheduler's "
+                              "code patching)",
     "XDG_CACHE_HOME": "the compiled C loop and other caches go under it (default ~/.cache)",
     "XDG_RUNTIME_DIR": "the cleanup journals go under it where /run and /var/lib are not "
                        "writable",

@@ -13,6 +13,15 @@ workload's cgroup or ProcessSet, and is stopped with SIGINT (perf then writes wh
 when the workload ends (RunContext.on_end) or the run unwinds (the monitor's stop()).
 Its files (data, output, FIFOs, log) are in a scratch folder of the run directory, journaled
 (`rmtree`) before it is made and removed when the monitor stops.
+
+In a kernel variant's guest under QEMU's TCG (the host says so: core/envvars.py GUEST_ACCEL)
+perf attaches to no task: an event on a task switches on the scheduler's perf hooks, static keys
+the kernel flips by patching its own code while the other vCPUs run it (text_poke_bp's int3),
+which multi-threaded TCG does not keep coherent: a 6.1 guest died of it ("int3: 0000 [#1] SMP"
+in __schedule, "Fatal exception in interrupt") in 1 of 6 profiled runs of
+benchmarks/kernel_where.py. There `perf record` samples every CPU (`-a`, a CPU-wide timer event
+flips no static key) and `perf script` keeps the workload's processes (`--pid`), and `perf stat`,
+whose software events are static keys of their own, is not run (TCG has no PMU to count either).
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..core.context import RunContext
+from ..core.envvars import GUEST_ACCEL
 from ..core.journal import Entry, process_start_time
 from ..core.signals import held_while_starting
 from ..core.startgate import StartGate
@@ -47,6 +57,11 @@ PR_SET_PDEATHSIG = 1
 
 def perf_binary() -> str | None:
     return shutil.which(PERF)
+
+
+def in_tcg_guest() -> bool:
+    """Inside a kernel variant's guest under QEMU's TCG (module docstring)."""
+    return os.environ.get(GUEST_ACCEL) == "tcg"
 
 
 def unavailable() -> str | None:
@@ -307,14 +322,16 @@ class PerfMonitor(Monitor):
     def unavailable(cls, ctx: RunContext) -> str | None:
         return unavailable()
 
-    def attach_perf(self, ctx: RunContext, args: Callable[[Path], list[str]], what: str) -> None:
-        """Attach `perf ARGS -p PIDS` at the start gate; args(scratch folder) -> ARGS."""
+    def attach_perf(self, ctx: RunContext, args: Callable[[Path], list[str]], what: str,
+                    every_cpu: bool = False) -> None:
+        """Attach `perf ARGS -p PIDS` at the start gate (`every_cpu`: `perf ARGS -a`, the pids
+        only listed); args(scratch folder) -> ARGS."""
         self._ctx = ctx
         self._scratch = Scratch(ctx, self.name)
         arguments = args(self._scratch.path)
         self._perf = AttachedPerf(ctx, self._scratch,
-                                  lambda pids: [*arguments, "-p", ",".join(map(str, pids))],
-                                  what)
+                                  lambda pids: [*arguments, "-a"] if every_cpu else
+                                  [*arguments, "-p", ",".join(map(str, pids))], what)
         self._perf.watch()
 
     def base_status(self) -> dict[str, Any]:

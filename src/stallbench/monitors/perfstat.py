@@ -81,6 +81,14 @@ def parse_stat(lines: Iterable[str], pid_of: dict[int, int]
 class PerfStatMonitor(perfrun.PerfMonitor):
     name = monitornames.PERFSTAT
 
+    @classmethod
+    def unavailable(cls, ctx: RunContext) -> str | None:
+        if perfrun.in_tcg_guest():
+            return ("perf stat counts per task, which patches the guest kernel's scheduler "
+                    "while it runs: under QEMU's TCG that can crash the guest "
+                    "(monitors/perfrun.py), and TCG has no PMU to count")
+        return super().unavailable(ctx)
+
     def __init__(self) -> None:
         super().__init__()
         self._events: list[str] = list(SOFTWARE_EVENTS)

@@ -57,9 +57,10 @@ def record_args(event: str, data: Path) -> list[str]:
             "-k", "CLOCK_MONOTONIC", "--no-buildid", "--no-buildid-cache", "-o", str(data)]
 
 
-def script_args(data: Path) -> list[str]:
+def script_args(data: Path, pids: list[int] | None = None) -> list[str]:
+    """perf script's arguments; `pids`: only their samples (a recording of every CPU)."""
     return ["script", "-i", str(data), "-F", "comm,pid,tid,time,ip,sym", "--ns",
-            "--kallsyms", KALLSYMS]
+            "--kallsyms", KALLSYMS, *(["--pid", ",".join(map(str, pids))] if pids else [])]
 
 
 def parse_script(lines: Iterable[str], t0_ns: int
@@ -122,17 +123,22 @@ class ProfileMonitor(perfrun.PerfMonitor):
     def __init__(self) -> None:
         super().__init__()
         self._event = SOFTWARE_EVENT
+        self._every_cpu = False
 
     def start(self, ctx: RunContext) -> None:
         self._event = HARDWARE_EVENT if perfrun.has_pmu() else SOFTWARE_EVENT
+        self._every_cpu = perfrun.in_tcg_guest()
         self.attach_perf(ctx, lambda scratch: record_args(self._event, scratch / DATA_FILE),
-                         "record")
+                         "record", every_cpu=self._every_cpu)
 
     def stop(self) -> MonitorResult:
         assert self._ctx is not None and self._scratch is not None and self._perf is not None
         perf, scratch = self._perf, self._scratch
         status: dict[str, Any] = {"event": self._event, "frequency_hz": FREQUENCY_HZ,
                                   "pmu": self._event == HARDWARE_EVENT, **self.base_status()}
+        if self._every_cpu:
+            status["every_cpu"] = ("every CPU sampled, the workload's processes kept (a TCG "
+                                   "guest: no perf event on a task, monitors/perfrun.py)")
         rows: list[tuple[int, int, int, str, str]] = []
         try:
             perf.stop()
@@ -161,7 +167,9 @@ class ProfileMonitor(perfrun.PerfMonitor):
             return []
         stacks: dict[str, str] = {}
         rows = []
-        lines = perfrun.run_lines(self._ctx, self._scratch, script_args(data), "script")
+        lines = perfrun.run_lines(self._ctx, self._scratch,
+                                  script_args(data, self._perf.pids if self._every_cpu else None),
+                                  "script")
         for t_ns, pid, tid, comm, stack in parse_script(lines, self._ctx.t0_ns):
             rows.append((t_ns, pid, tid, comm, stacks.setdefault(stack, stack)))
         lost = [line for line in perfrun.log_tail(self._scratch, "record").split("; ")

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..analysis.display import format_size
 from ..core import machineload
+from ..core.envvars import GUEST_ACCEL
 from ..core.errors import RunDataError, UsageError
 from ..core.hostfacts import kernel_info
 from ..core.journal import Journal
@@ -117,7 +118,7 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
     exchange.mkdir()
     disk = _make_disk(variant, plan, journal, memory)
     vm["disk"] = {"image": str(disk), "size": disk.stat().st_size, "fs": fs}
-    _write_job(exchange, plan, variant, monitor_names, fs)
+    _write_job(exchange, plan, variant, monitor_names, fs, accel)
 
     argv = qemu_argv(binary, kernel, initramfs, accel, cpus, memory, exchange, disk,
                      "STALLBENCH_HOST_TMP=1" if _installed_under_tmp() else "",
@@ -197,7 +198,7 @@ def _make_disk(variant: VariantSettings, plan: Plan, journal: Journal, memory: i
 
 
 def _write_job(exchange: Path, plan: Plan, variant: VariantSettings, monitor_names: list[str],
-               fs: str) -> None:
+               fs: str, accel: str) -> None:
     inner = dataclasses.replace(variant, kernel=None, vm_cpus=None, vm_memory=None, fs=None,
                                 fs_size=None, mkfs_opts="", mount_opts="", keep_image=False,
                                 work_dir=None, dir=None)
@@ -209,7 +210,7 @@ def _write_job(exchange: Path, plan: Plan, variant: VariantSettings, monitor_nam
     (exchange / guest_side.JOB_FILE).write_bytes(pickle.dumps(job))
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
            "HOME": "/tmp", "TERM": "dumb", "PYTHONDONTWRITEBYTECODE": "1",
-           "STALLBENCH_STATE_DIR": "/run/stallbench"}
+           "STALLBENCH_STATE_DIR": "/run/stallbench", GUEST_ACCEL: accel}
     for key in ("PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", native.NO_C_LOOP):
         if os.environ.get(key):
             env[key] = os.environ[key]
