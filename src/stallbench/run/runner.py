@@ -265,6 +265,7 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                 warmup = warmup_for(plan, workload)
                 writer.meta.ops_declared = list(workload.ops)
                 writer.meta.warmup_s = warmup
+                writer.meta.warmup_found = plan.warmup_s is None
                 writer.meta.duration_planned_s = plan.duration_s + warmup
                 ctx = RunContext(run_dir=writer.path, env=state,
                                  duration_s=plan.duration_s + warmup, journal=journal)

@@ -1,0 +1,122 @@
+"""A run's start-up transient, found from its own time blocks where no warm-up was stated.
+
+Why: a run that starts with a cold page cache reads from the device until the cache holds the
+file, then from memory (randread of a 64 MiB file: p50 62 µs for the first 0.6 s, then 1 µs).
+Pooled, the two regimes describe neither, and the comparison can only say "not stationary".
+pyperf and JMH warm up by default and fio has steady-state detection; stallbench cuts the
+transient each run shows, in that run, so the user need not guess a `--warmup`.
+
+Method: MSER, the marginal standard error rule (White 1997; Hoad, Robinson and Davies 2010
+found MSER-5 the best automatic warm-up rule of 42), on the levels of each deciding statistic
+(quantiles.DECIDING_STATS) of each op, on the log scale: the p50 and the p99 of every time
+block that holds enough ops for them (stationarity.quantile_levels: TAIL_OPS beyond the
+quantile, 500 for the p99), and the rate of windows of whole blocks (stationarity.rate_levels). A block holds
+hundreds to millions of ops, so the blocks play the part of MSER-5's batches of five. For a
+series y_0..y_{m-1} MSER chooses the truncation d that minimises
+
+    MSER(d) = Σ_{i>=d} (y_i - ȳ_d)² / (m - d)²,
+
+an estimate of the squared standard error of the mean of what is kept: cutting more removes
+bias but keeps fewer levels, and the minimum balances the two. d is searched while at least
+a quarter of the levels (and MIN_KEPT) remain; then three rules make it a warm-up:
+
+- it must matter: MSER(d) at most MATERIAL times MSER(0), so that the levels left out move
+  the mean by at least about the noise of the levels kept (a stationary run's minimum by
+  chance is near MSER(0); a cold cache's is a hundredth of it); else the series is steady;
+- it must end within the run's first MAX_SHARE (half, MSER's classic rule) of the span from
+  the first op to the last completion; a minimum beyond is a level that stepped later in the
+  run, not a warm-up: nothing is left out for it, and analysis/stationarity.py reports the
+  run NOT STATIONARY as before;
+- the run's warm-up ends where the last of its series settled (the largest d over the ops
+  and statistics), counted in whole blocks on the run's clock, never before the stated
+  minimum (a workload's own default warm-up, summarybuilder.py's `warmup_ns`).
+
+The outcomes (summary.py, which holds the record): SETTLED (a transient left out), STEADY
+(none that matters), UNSETTLED (a level that moved only beyond MAX_SHARE: nothing left out),
+TOO_SHORT.
+
+A series with fewer than stationarity.MIN_BLOCKS levels is not looked at (a run too short, or
+an op too rare); a run without any such series is TOO_SHORT. Pure: a run summary in, a
+Transient out (summarybuilder.py applies it; the report says what was found, per variant).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import summary as sm
+from .summary import SETTLED, STEADY, TOO_SHORT, UNSETTLED, Transient
+from .quantiles import DECIDING_STATS, RATE, stat_named
+from .stationarity import MIN_BLOCK_OPS, Levels, quantile_levels, rate_levels
+
+MAX_SHARE = 0.5           # a warm-up ends within the first half of the run's span
+MATERIAL = 0.5            # MSER(d) / MSER(0) at most this: the cut matters
+KEPT_SHARE = 0.25         # d is searched while a quarter of the levels remain
+MIN_KEPT = 4
+TAIL_OPS = 5              # a block's quantile from at least 5 ops beyond it (p99: 500 ops)
+
+
+def mser(levels: np.ndarray) -> np.ndarray:
+    """MSER(d) for each d from 0 while KEPT_SHARE of the levels (and MIN_KEPT) remain."""
+    m = levels.size
+    kept = max(MIN_KEPT, int(np.ceil(KEPT_SHARE * m)))
+    if m < kept + 1:
+        return np.empty(0)
+    tail_sum = np.cumsum(levels[::-1])[::-1]
+    tail_squares = np.cumsum((levels ** 2)[::-1])[::-1]
+    d = np.arange(m - kept + 1)
+    n = (m - d).astype(np.float64)
+    squares = np.maximum(tail_squares[d] - tail_sum[d] ** 2 / n, 0.0)
+    return squares / n ** 2
+
+
+def truncation(levels: np.ndarray) -> int:
+    """The MSER truncation of one series when it matters (MATERIAL), else 0."""
+    curve = mser(levels)
+    if curve.size == 0:
+        return 0
+    d = int(np.argmin(curve))
+    if d == 0 or curve[d] > MATERIAL * curve[0]:
+        return 0
+    return d
+
+
+def deciding_levels(op: sm.OpSummary, run: sm.RunSummary, first: int) -> list[Levels]:
+    """The series of an op's deciding statistics from block `first` on (see the docstring)."""
+    series: list[Levels | None] = []
+    for key in DECIDING_STATS:
+        stat = stat_named(key)
+        if stat.probability is None:
+            series.append(rate_levels(op, run, first) if stat == RATE else None)
+            continue
+        beyond = min(stat.probability, 1.0 - stat.probability)
+        min_ops = max(MIN_BLOCK_OPS, int(np.ceil(TAIL_OPS / beyond)))
+        series.append(quantile_levels(op, first, stat.probability, min_ops, stat.key))
+    return [s for s in series if s is not None]
+
+
+def find_transient(run: sm.RunSummary, first: int) -> Transient:
+    """The run's warm-up in blocks, from its ops' deciding statistics (see the docstring):
+    `first` is the first block after the stated minimum; the warm-up found ends within
+    MAX_SHARE of the run's span, else nothing beyond `first` is left out."""
+    bound_ns = run.start_ns + MAX_SHARE * (run.end_ns - run.start_ns)
+    settled: list[tuple[int, str, str]] = []
+    late: tuple[str, str] | None = None
+    looked = False
+    for name, op in run.ops.items():
+        for levels in deciding_levels(op, run, first):
+            looked = True
+            d = truncation(levels.log_level)
+            if d == 0:
+                continue
+            block = int(levels.first_block[d])
+            if block * run.block_ns > bound_ns:
+                late = late or (name, levels.stat)
+            else:
+                settled.append((block, name, levels.stat))
+    if settled:
+        block, name, stat = max(settled, key=lambda found: found[0])
+        return Transient(block, SETTLED, name, stat)
+    if late is not None:
+        return Transient(first, UNSETTLED, *late)
+    return Transient(first, STEADY if looked else TOO_SHORT)
