@@ -10,9 +10,9 @@ Method: MSER, the marginal standard error rule (White 1997; Hoad, Robinson and D
 found MSER-5 the best automatic warm-up rule of 42), on the levels of each deciding statistic
 (quantiles.DECIDING_STATS) of each op, on the log scale: the p50 and the p99 of every time
 block that holds enough ops for them (stationarity.quantile_levels: TAIL_OPS beyond the
-quantile, 500 for the p99), and the rate of windows of whole blocks (stationarity.rate_levels). A block holds
-hundreds to millions of ops, so the blocks play the part of MSER-5's batches of five. For a
-series y_0..y_{m-1} MSER chooses the truncation d that minimises
+quantile, 500 for the p99), and the rate of windows of whole blocks (stationarity.rate_levels).
+A block holds hundreds to millions of ops, so the blocks play the part of MSER-5's batches of
+five. For a series y_0..y_{m-1} MSER chooses the truncation d that minimises
 
     MSER(d) = Σ_{i>=d} (y_i - ȳ_d)² / (m - d)²,
 
@@ -45,9 +45,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import summary as sm
-from .summary import SETTLED, STEADY, TOO_SHORT, UNSETTLED, Transient
 from .quantiles import DECIDING_STATS, RATE, stat_named
 from .stationarity import MIN_BLOCK_OPS, Levels, quantile_levels, rate_levels
+from .summary import SETTLED, STEADY, TOO_SHORT, UNSETTLED, Transient
 
 MAX_SHARE = 0.5           # a warm-up ends within the first half of the run's span
 MATERIAL = 0.5            # MSER(d) / MSER(0) at most this: the cut matters

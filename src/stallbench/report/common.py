@@ -9,8 +9,8 @@ from ..analysis.bands import Shift
 from ..analysis.display import TimeUnit, choose_time_unit, format_ns
 from ..analysis.intervals import Change, Verdict
 from ..analysis.quantiles import RATE, Stat, latency_stats, row_stats
-from ..compare.changes import NO_SAMPLES, NOT_RESOLVED
 from ..analysis.summary import SETTLED, STEADY, TOO_SHORT, UNSETTLED
+from ..compare.changes import NO_SAMPLES, NOT_RESOLVED
 from ..compare.model import Comparison, OpComparison, OpStats, RunInfo
 from ..compare.verdicts import INTERVAL_HOLDS_ZERO, more_runs_decide, why
 
