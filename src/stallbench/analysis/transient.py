@@ -18,11 +18,21 @@ five. For a series y_0..y_{m-1} MSER chooses the truncation d that minimises
 
 an estimate of the squared standard error of the mean of what is kept: cutting more removes
 bias but keeps fewer levels, and the minimum balances the two. d is searched while at least
-a quarter of the levels (and MIN_KEPT) remain; then three rules make it a warm-up:
+a quarter of the levels (and MIN_KEPT) remain. MSER's minimum, once past the transient,
+is flat, and noise alone can put it a few levels later; so the cut moves back over the
+levels just before it that already lie within SETTLED_SD standard deviations of the levels
+it keeps from their median: the series settled at the first level from which on every level
+is within the noise of what follows (the noise: the larger of the kept levels' sd and the
+series' block-to-block sd, 1.4826 MAD of its differences / √2, which a step does not move).
+Then three rules make it a warm-up:
 
 - it must matter: MSER(d) at most MATERIAL times MSER(0), so that the levels left out move
-  the mean by at least about the noise of the levels kept (a stationary run's minimum by
-  chance is near MSER(0); a cold cache's is a hundredth of it); else the series is steady;
+  the mean by at least about the noise of the levels kept (a cold cache's is a hundredth of
+  MSER(0)), and what is left out must be a level of its own: its mean at least MIN_T
+  standard errors (the noise sd, √(1/d + 1/(m - d))) from the mean kept. MSER alone cuts
+  steady series by chance, most often late, where few levels remain and their variance is
+  small by luck (a steady rate's last 9 levels of 25 with a third of its sd); else the series
+  is steady;
 - it must end within the run's first MAX_SHARE (half, MSER's classic rule) of the span from
   the first op to the last completion; a minimum beyond is a level that stepped later in the
   run, not a warm-up: nothing is left out for it, and analysis/stationarity.py reports the
@@ -54,6 +64,9 @@ MATERIAL = 0.5            # MSER(d) / MSER(0) at most this: the cut matters
 KEPT_SHARE = 0.25         # d is searched while a quarter of the levels remain
 MIN_KEPT = 4
 TAIL_OPS = 5              # a block's quantile from at least 5 ops beyond it (p99: 500 ops)
+SETTLED_SD = 3.0          # a level within 3 sd of the levels kept has settled
+MIN_SD = 1e-3             # the levels' noise sd at least 0.1% (as stationarity.py's)
+MIN_T = 4.0               # what is left out differs from what is kept by 4 noise sd / √n
 
 
 def mser(levels: np.ndarray) -> np.ndarray:
@@ -70,15 +83,34 @@ def mser(levels: np.ndarray) -> np.ndarray:
     return squares / n ** 2
 
 
+def noise_sd(levels: np.ndarray, kept: np.ndarray) -> float:
+    """The levels' noise: the larger of the kept levels' sd and the block-to-block one of the
+    whole series (1.4826 MAD of the differences / √2, blind to a step), at least MIN_SD."""
+    steps = np.diff(levels)
+    local = 1.4826 * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2.0)
+    spread = float(np.std(kept, ddof=1)) if kept.size > 1 else 0.0
+    return max(spread, local, MIN_SD)
+
+
 def truncation(levels: np.ndarray) -> int:
-    """The MSER truncation of one series when it matters (MATERIAL), else 0."""
+    """Where one series settled: MSER's truncation, moved back over the levels just before it
+    that are already within SETTLED_SD noise sd of the levels it keeps; 0 when that cut does
+    not matter (MATERIAL) or what it leaves out is not a level of its own (MIN_T)."""
     curve = mser(levels)
     if curve.size == 0:
         return 0
     d = int(np.argmin(curve))
+    if d == 0:
+        return 0
+    centre = float(np.median(levels[d:]))
+    sd = noise_sd(levels, levels[d:])
+    while d > 0 and abs(levels[d - 1] - centre) <= SETTLED_SD * sd:
+        d -= 1
     if d == 0 or curve[d] > MATERIAL * curve[0]:
         return 0
-    return d
+    m = levels.size
+    t = abs(float(levels[:d].mean() - levels[d:].mean())) / (sd * np.sqrt(1 / d + 1 / (m - d)))
+    return d if t >= MIN_T else 0
 
 
 def deciding_levels(op: sm.OpSummary, run: sm.RunSummary, first: int) -> list[Levels]:
