@@ -36,7 +36,9 @@ from .rundirs import OPS_FILE, RUN_FILE, SUMMARY_FILE
 from .runmeta import RunMeta, read_meta
 
 # 2: the warm-up counts from the run's first op, and the run spans its ops (start_ns, end_ns)
-SUMMARY_SCHEMA_VERSION = 2
+# 3: where no warm-up was stated (run.json warmup_found), the start-up transient found is the
+#    warm-up and its outcome is in the metadata; a reader of 2 must not take such a summary
+SUMMARY_SCHEMA_VERSION = 3
 _KIND_HISTOGRAM, _KIND_BLOCK, _KIND_BLOCK_BUCKET, _KIND_WORKER, _KIND_OP = range(5)
 _BATCH_ROWS = 1 << 18
 
