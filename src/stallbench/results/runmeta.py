@@ -83,6 +83,7 @@ class RunMeta:
     fleet: dict[str, Any] | None = None
     duet: dict[str, Any] | None = None                        # runner.py duet rounds: pairing
     plan: dict[str, Any] | None = None        # plan/record.py: hash, file, settings, commit
+    round_order: dict[str, Any] | None = None  # runner.py: seed, round, position, of
     extra: dict[str, Any] = field(default_factory=dict)       # keys this version does not know
 
     def __post_init__(self) -> None:
@@ -188,7 +189,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "duration_s": (*_NUMBER, _NONE), "counted": (dict,), "workload_summary": (dict,),
     "interval_sampled": (bool,), "imported": (bool,), "histogram_derived": (dict, _NONE),
     "boot_id": (str, _NONE), "fleet": (dict, _NONE), "duet": (dict, _NONE),
-    "plan": (dict, _NONE),
+    "plan": (dict, _NONE), "round_order": (dict, _NONE),
 }
 assert set(_TYPES) == set(_FIELDS), "every RunMeta field needs its JSON types"
 
