@@ -1,7 +1,7 @@
 """Run a plan: for each iteration, for each variant (interleaved rounds, each in a random order
-from a seed each run records, so that drift on a noisy machine spreads evenly): journal -> environment ->
-prepare -> drop caches -> clock -> monitors -> workload -> monitors stop -> store -> environment
-down -> finalize."""
+from a seed each run records, so that drift on a noisy machine spreads evenly): journal ->
+environment -> prepare -> drop caches -> clock -> monitors -> workload -> monitors stop -> store
+-> environment down -> finalize."""
 
 from __future__ import annotations
 
