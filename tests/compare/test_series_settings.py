@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from compare_fixtures import lognormal_ns, write_run
+
 from conftest import run_stallbench
 from stallbench.analysis.changepoints import series_spread
 
