@@ -6,11 +6,12 @@ Pooled, the two regimes describe neither, and the comparison can only say "not s
 pyperf and JMH warm up by default and fio has steady-state detection; stallbench cuts the
 transient each run shows, in that run, so the user need not guess a `--warmup`.
 
-Method: MSER, the marginal standard error rule (White 1997; Hoad, Robinson and Davies 2010
-found MSER-5 the best automatic warm-up rule of 42), on the levels of each deciding statistic
-(quantiles.DECIDING_STATS) of each op, on the log scale: the p50 and the p99 of every time
-block that holds enough ops for them (stationarity.quantile_levels: TAIL_OPS beyond the
-quantile, 500 for the p99), and the rate of windows of whole blocks (stationarity.rate_levels).
+Method: MSER, the marginal standard error rule (White 1997; Hoad, Robinson and Davies, 2010,
+recommend MSER-5 among the automatic warm-up rules they compared), on the levels of each
+deciding statistic (quantiles.DECIDING_STATS) of each op, on the log scale: the p50 and the p99
+of every time block that holds enough ops for them (stationarity.quantile_levels: TAIL_OPS
+beyond the quantile, 500 for the p99), and the rate of windows of whole blocks
+(stationarity.rate_levels).
 A block holds hundreds to millions of ops, so the blocks play the part of MSER-5's batches of
 five. For a series y_0..y_{m-1} MSER chooses the truncation d that minimises
 
