@@ -40,14 +40,18 @@ Then three rules make it a warm-up:
   run NOT STATIONARY as before;
 - the run's warm-up ends where the last of its series settled (the largest d over the ops
   and statistics), counted in whole blocks on the run's clock, never before the stated
-  minimum (a workload's own default warm-up, summarybuilder.py's `warmup_ns`).
+  minimum (a workload's own default warm-up, summarybuilder.py's `warmup_ns`), and only
+  when MIN_DATA_BLOCKS blocks remain after it, the fewest a run's own error is estimated
+  from (runstats.py): a run of 1 s in 100 ms blocks whose transient took half of it keeps
+  it (TOO_SHORT, and NOT STATIONARY where it is large), or it would have no interval at all.
 
 The outcomes (summary.py, which holds the record): SETTLED (a transient left out), STEADY
 (none that matters), UNSETTLED (a level that moved only beyond MAX_SHARE: nothing left out),
 TOO_SHORT.
 
 A series with fewer than stationarity.MIN_BLOCKS levels is not looked at (a run too short, or
-an op too rare); a run without any such series is TOO_SHORT. Pure: a run summary in, a
+an op too rare); a run without any such series, or whose transient would leave fewer than
+MIN_DATA_BLOCKS, is TOO_SHORT. Pure: a run summary in, a
 Transient out (summarybuilder.py applies it; the report says what was found, per variant).
 """
 
@@ -57,6 +61,7 @@ import numpy as np
 
 from . import summary as sm
 from .quantiles import DECIDING_STATS, RATE, stat_named
+from .runstats import MIN_BLOCKS_PER_GROUP, MIN_GROUPS
 from .stationarity import MIN_BLOCK_OPS, Levels, quantile_levels, rate_levels
 from .summary import SETTLED, STEADY, TOO_SHORT, UNSETTLED, Transient
 
@@ -67,6 +72,8 @@ MIN_KEPT = 4
 TAIL_OPS = 5              # a block's quantile from at least 5 ops beyond it (p99: 500 ops)
 SETTLED_SD = 3.0          # a level within 3 sd of the levels kept has settled
 MIN_SD = 1e-3             # the levels' noise sd at least 0.1% (as stationarity.py's)
+# the blocks a cut must leave: the fewest a run's own error is estimated from (runstats.py)
+MIN_DATA_BLOCKS = MIN_GROUPS * MIN_BLOCKS_PER_GROUP
 MIN_T = 4.0               # what is left out differs from what is kept by 4 noise sd / √n
 
 
@@ -149,6 +156,8 @@ def find_transient(run: sm.RunSummary, first: int) -> Transient:
                 settled.append((block, name, levels.stat))
     if settled:
         block, name, stat = max(settled, key=lambda found: found[0])
+        if -(-run.end_ns // run.block_ns) - block < MIN_DATA_BLOCKS:
+            return Transient(first, TOO_SHORT, name, stat)
         return Transient(block, SETTLED, name, stat)
     if late is not None:
         return Transient(first, UNSETTLED, *late)

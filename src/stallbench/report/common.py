@@ -10,6 +10,7 @@ from ..analysis.display import TimeUnit, choose_time_unit, format_ns
 from ..analysis.intervals import Change, Verdict
 from ..analysis.quantiles import RATE, Stat, latency_stats, row_stats
 from ..analysis.summary import SETTLED, STEADY, TOO_SHORT, UNSETTLED
+from ..analysis.transient import MIN_DATA_BLOCKS
 from ..compare.changes import NO_SAMPLES, NOT_RESOLVED
 from ..compare.model import Comparison, OpComparison, OpStats, RunInfo
 from ..compare.verdicts import INTERVAL_HOLDS_ZERO, more_runs_decide, why
@@ -251,7 +252,8 @@ _FOUND = {SETTLED: "the level settled",
           STEADY: "no transient found (the level was steady from the start)",
           UNSETTLED: "no transient found in the first half (the level moved later: see "
                      "NOT STATIONARY)",
-          TOO_SHORT: "too few time blocks to look for a transient"}
+          TOO_SHORT: "too short to look for a transient, or to leave one out and keep "
+                     f"{MIN_DATA_BLOCKS} time blocks"}
 
 
 def level_shift_notes(comparison: Comparison) -> list[str]:
