@@ -120,3 +120,15 @@ def test_a_stated_warm_up_is_obeyed_whatever_the_run_shows():
         assert summary.warmup_ns == first + stated
         assert pooled_p50(summary) == pytest.approx(
             numpy_p50(start, latency, first + stated), rel=0.005)
+
+
+def test_a_cold_start_is_cut_even_where_the_level_steps_again_later():
+    rng = np.random.default_rng(29)
+    cold_ns, step_ns = 500_000_000, 2_200_000_000
+    start, latency = made_run(rng, lambda t: 60_000.0 if t < cold_ns else
+                              (1_000.0 if t < step_ns else 2_000.0))
+    summary = found(start, latency)
+    assert summary.transient.outcome == sm.SETTLED
+    assert FIRST_OP_NS + cold_ns <= summary.warmup_ns <= FIRST_OP_NS + cold_ns + 2 * BLOCK_NS
+    shift = stationarity.level_shift(summary.ops["read"], summary)
+    assert shift is not None and abs(shift.at_ns - (FIRST_OP_NS + step_ns)) <= BLOCK_NS

@@ -35,9 +35,10 @@ Then three rules make it a warm-up:
   small by luck (a steady rate's last 9 levels of 25 with a third of its sd); else the series
   is steady;
 - it must end within the run's first MAX_SHARE (half, MSER's classic rule) of the span from
-  the first op to the last completion; a minimum beyond is a level that stepped later in the
-  run, not a warm-up: nothing is left out for it, and analysis/stationarity.py reports the
-  run NOT STATIONARY as before;
+  the first op to the last completion: d is searched there (a cold start that ends early is
+  found even where the level moves again later); a series whose only cut lies beyond is a
+  level that stepped later in the run, not a warm-up: nothing is left out for it
+  (UNSETTLED), and analysis/stationarity.py reports the run NOT STATIONARY as before;
 - the run's warm-up ends where the last of its series settled (the largest d over the ops
   and statistics), counted in whole blocks on the run's clock, never before the stated
   minimum (a workload's own default warm-up, summarybuilder.py's `warmup_ns`), and only
@@ -100,11 +101,14 @@ def noise_sd(levels: np.ndarray, kept: np.ndarray) -> float:
     return max(spread, local, MIN_SD)
 
 
-def truncation(levels: np.ndarray) -> int:
-    """Where one series settled: MSER's truncation, moved back over the levels just before it
-    that are already within SETTLED_SD noise sd of the levels it keeps; 0 when that cut does
-    not matter (MATERIAL) or what it leaves out is not a level of its own (MIN_T)."""
+def truncation(levels: np.ndarray, last: int | None = None) -> int:
+    """Where one series settled, at most at level `last`: MSER's truncation, moved back over
+    the levels just before it that are already within SETTLED_SD noise sd of the levels it
+    keeps; 0 when that cut does not matter (MATERIAL) or what it leaves out is not a level of
+    its own (MIN_T)."""
     curve = mser(levels)
+    if last is not None:
+        curve = curve[:last + 1]
     if curve.size == 0:
         return 0
     d = int(np.argmin(curve))
@@ -146,14 +150,13 @@ def find_transient(run: sm.RunSummary, first: int) -> Transient:
     for name, op in run.ops.items():
         for levels in deciding_levels(op, run, first):
             looked = True
-            d = truncation(levels.log_level)
-            if d == 0:
-                continue
-            block = int(levels.first_block[d])
-            if block * run.block_ns > bound_ns:
-                late = late or (name, levels.stat)
-            else:
-                settled.append((block, name, levels.stat))
+            within = int(np.searchsorted(levels.first_block * run.block_ns, bound_ns,
+                                         side="right")) - 1
+            d = truncation(levels.log_level, within)
+            if d > 0:
+                settled.append((int(levels.first_block[d]), name, levels.stat))
+            elif late is None and truncation(levels.log_level) > within:
+                late = (name, levels.stat)
     if settled:
         block, name, stat = max(settled, key=lambda found: found[0])
         if -(-run.end_ns // run.block_ns) - block < MIN_DATA_BLOCKS:
