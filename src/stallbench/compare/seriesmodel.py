@@ -76,13 +76,15 @@ class SeriesPoint:
 def ran_settings(run: Run) -> str | None:
     """What a run ran, as one comparable text: its variant's settings by plan key (run.json
     plan.settings, plan/record.py: not its name or paths), its workload's options, its kernel
-    and the commit it was built from (bisect --git); None for a run without a plan record (an
-    import)."""
+    (release and build: `uname -r` and `-v`) and the commit it was built from (bisect --git),
+    and the stallbench that measured it; None for a run without a plan record (an import)."""
     if not run.meta.plan:
         return None
+    kernel = run.meta.kernel or {}
     return json.dumps({"settings": run.meta.plan.get("settings"), "options": run.meta.params,
-                       "kernel": (run.meta.kernel or {}).get("release"),
-                       "commit": run.meta.plan.get("commit")}, sort_keys=True, default=str)
+                       "kernel": [kernel.get("release"), kernel.get("version")],
+                       "commit": run.meta.plan.get("commit"),
+                       "stallbench": run.meta.stallbench_version}, sort_keys=True, default=str)
 
 
 def _one(values: list[str | None]) -> str | None:
