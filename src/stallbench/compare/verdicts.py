@@ -22,8 +22,9 @@ stationary'. A series' change points (series.py) take the machine busier rule, a
 their own, after it:
 
   same settings   a change point between two points whose runs ran the same settings (the
-                  plan's settings of the variant, the workload's options, the kernel): no
-                  configuration changed there, so it is the machine's; unclear (SAME_SETTINGS)
+                  plan's settings of the variant, the workload's options, the kernel and its
+                  build, stallbench's version: seriesmodel.ran_settings): no configuration
+                  changed there, so it is the machine's; unclear (SAME_SETTINGS)
 
 The predicates are analysis/'s (change.py, distrust.py, interference.py). `why`
 answers, for any finished row, why it has its verdict.
