@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.machine, pytest.mark.root]
 LIMITS = ("256M", "128M", "96M")
 PLAN = """workload = "randread"
 duration = "1s"
+warmup = "0"
 iterations = 1
 monitors = []
 results = "{results}"

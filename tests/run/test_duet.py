@@ -40,6 +40,7 @@ pytestmark = pytest.mark.quiet
 PLAN = """
 workload = "randread"
 duration = "2s"
+warmup = "0"
 iterations = 3
 monitors = "none"
 duet = true

@@ -37,6 +37,18 @@ own numpy and brings cloud clients. Bonferroni over the places of a segment is c
 (neighbouring splits share most runs), which costs little against a step that binds: its t
 statistics are in the tens; on simulated series of 2 runs a point
 (tests/analysis/test_changepoints.py) a +30% step is found at its point (+-1) in 100 of 100.
+
+The spread between runs (issue 45): a split's own runs measure it, but in a history of one run
+a point the few runs of a short segment agree by chance (8 identical variants of one run each:
+p50 0.93, 0.92, 0.93, 0.95 then 0.97, 1.00, 1.01, 1.00 µs, a +7.4% "worse" from runs 1-2%
+apart on each side while the machine drifted). So `series_spread` measures it from all the
+runs of the series, robust to the steps themselves: where points hold two or more runs, each
+run's deviation from its point's mean (scaled by √(k/(k-1)), 1.4826 times their median
+absolute deviation), else the differences of consecutive runs along the series (1.4826 MAD
+/ √2: a step is one difference among many); compare/series.py makes it a floor under every
+split's spread (beside this host's noise profile), worth SPREAD_DOF_PER_VALUE degrees of
+freedom a value (the MAD's efficiency), and falls back on compare's prior (the profile, or the
+A/A table) where the series has fewer than SPREAD_MIN_VALUES.
 """
 
 from __future__ import annotations
@@ -50,6 +62,8 @@ from .change import Change, Verdict, excludes_zero, ratio_change
 from .intervals import Prior, RunStatistic, two_level_change
 
 ALPHA = 0.05
+SPREAD_MIN_VALUES = 5        # deviations or differences behind a series' spread, at least
+SPREAD_DOF_PER_VALUE = 0.37  # a MAD's efficiency: degrees of freedom per value behind it
 
 
 @dataclass(frozen=True)
@@ -119,3 +133,24 @@ def _t_score(change: Change) -> float | None:
     if width <= 0:
         return None
     return abs(float(np.log1p(change.change))) / width
+
+
+def series_spread(levels: list[list[float]]) -> tuple[float, float] | None:
+    """The sd of a run's log statistic around its level, from all the runs of a series
+    (`levels[i]`: point i's runs, in the series' order), robust to the series' steps (see the
+    module docstring), and the degrees of freedom it is worth; None with fewer than
+    SPREAD_MIN_VALUES values behind it."""
+    replicated = [np.asarray(point, dtype=np.float64) for point in levels if len(point) >= 2]
+    count = sum(p.size - 1 for p in replicated)
+    if count >= SPREAD_MIN_VALUES:
+        values = np.concatenate([(p - p.mean()) * np.sqrt(p.size / (p.size - 1))
+                                 for p in replicated])
+        sd = 1.4826 * float(np.median(np.abs(values)))
+    else:
+        values = np.diff(np.asarray([level for point in levels for level in point],
+                                    dtype=np.float64))
+        count = values.size
+        if count < SPREAD_MIN_VALUES:
+            return None
+        sd = 1.4826 * float(np.median(np.abs(values - np.median(values)))) / np.sqrt(2.0)
+    return sd, SPREAD_DOF_PER_VALUE * count

@@ -49,30 +49,39 @@ def level_shift(op: sm.OpSummary, run: sm.RunSummary) -> LevelShift | None:
     return _median_shift(op, run) or _rate_shift(op, run)
 
 
-def _median_shift(op: sm.OpSummary, run: sm.RunSummary) -> LevelShift | None:
-    first = run.warmup_blocks
+@dataclass
+class Levels:
+    """An op's level per stretch of time, on the log scale: `log_level[i]` is the stretch that
+    starts at block `first_block[i]` of the run (block numbers of the run's clock)."""
+
+    stat: str
+    first_block: np.ndarray     # int64, increasing
+    log_level: np.ndarray       # float64
+
+
+def quantile_levels(op: sm.OpSummary, first: int, probability: float = 0.5,
+                    min_ops: int = MIN_BLOCK_OPS, stat: str = MEDIAN) -> Levels | None:
+    """The `probability` quantile of each block from `first` on that holds at least `min_ops`
+    ops (from the blocks' coarse histograms), or None with fewer than MIN_BLOCKS such blocks."""
     blocks = op.block_hist[first:]
     counts = blocks.sum(axis=1)
-    used = np.flatnonzero(counts >= MIN_BLOCK_OPS)
+    used = np.flatnonzero(counts >= min_ops)
     if used.size < MIN_BLOCKS:
         return None
     edges = sm.coarse_lower_edges()[op.coarse_first:op.coarse_first + blocks.shape[1] + 1]
-    medians = hist.quantiles_from_counts(blocks[used], np.array([0.5]), edges)[:, 0]
-    found = _change_point(np.log(np.maximum(medians, 1.0)))
-    if found is None:
-        return None
-    split, before, after = found
-    return _shift(run, (first + used[split]) * run.block_ns, before, after, MEDIAN)
+    values = hist.quantiles_from_counts(blocks[used], np.array([probability]), edges)[:, 0]
+    return Levels(stat, first + used.astype(np.int64), np.log(np.maximum(values, 1.0)))
 
 
-def _rate_shift(op: sm.OpSummary, run: sm.RunSummary) -> LevelShift | None:
-    first = run.warmup_blocks
+def rate_levels(op: sm.OpSummary, run: sm.RunSummary, first: int) -> Levels | None:
+    """The rate of windows of whole blocks from `first` on that hold MIN_BLOCK_OPS ops on
+    average (Poisson noise ~0.2), leaving out the span's cut ends, or None with fewer than
+    MIN_BLOCKS windows."""
     counts = op.block_count[first:].astype(np.float64)
     seconds = run.block_durations_ns(op.blocks)[first:] / 1e9
     full = float(run.block_ns) / 1e9
     if counts.size == 0 or counts.sum() == 0:
         return None
-    # windows of whole blocks that hold MIN_BLOCK_OPS ops on average (Poisson noise ~0.2)
     width = max(1, int(np.ceil(MIN_BLOCK_OPS * counts.size / counts.sum())))
     windows = counts.size // width
     if windows < MIN_BLOCKS:
@@ -82,11 +91,27 @@ def _rate_shift(op: sm.OpSummary, run: sm.RunSummary) -> LevelShift | None:
     whole = np.flatnonzero(t >= 0.5 * full * width)   # the span's cut ends are too short
     if whole.size < MIN_BLOCKS:
         return None
-    found = _change_point(np.log((n[whole] + 0.5) / t[whole]))
+    return Levels(RATE, first + whole.astype(np.int64) * width,
+                  np.log((n[whole] + 0.5) / t[whole]))
+
+
+def _median_shift(op: sm.OpSummary, run: sm.RunSummary) -> LevelShift | None:
+    return _shift_of(run, quantile_levels(op, run.warmup_blocks))
+
+
+def _rate_shift(op: sm.OpSummary, run: sm.RunSummary) -> LevelShift | None:
+    return _shift_of(run, rate_levels(op, run, run.warmup_blocks))
+
+
+def _shift_of(run: sm.RunSummary, levels: Levels | None) -> LevelShift | None:
+    if levels is None:
+        return None
+    found = _change_point(levels.log_level)
     if found is None:
         return None
     split, before, after = found
-    return _shift(run, (first + int(whole[split]) * width) * run.block_ns, before, after, RATE)
+    return _shift(run, int(levels.first_block[split]) * run.block_ns, before, after,
+                  levels.stat)
 
 
 def _change_point(y: np.ndarray) -> tuple[int, float, float] | None:

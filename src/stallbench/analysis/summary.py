@@ -8,7 +8,8 @@ worker's count and sum, and the longest time without a completion. What a reader
 here: a run's block length (`block_ns_for`), where its warm-up ends (`first_data_block`: in
 whole blocks from the block of the run's first op), its measured span (`RunSummary.measured_ns`,
 from the first op or the warm-up's end to the last completion, what every rate divides by) and
-an op's exact totals after the warm-up (`op_totals`).
+an op's exact totals after the warm-up (`op_totals`). Where no warm-up was stated, the summary
+also says what analysis/transient.py found at the run's start (`Transient`).
 
 Paced ops (with a planned start) also have a response-time op, `NAME (response)`
 (RESPONSE_SUFFIX): completion minus planned start.
@@ -92,17 +93,40 @@ class OpSummary:
                    gap_start_ns=0, gap_ns=0, gap_exact=True)
 
 
+# what analysis/transient.py found at a run's start
+SETTLED = "settled"       # a transient, left out: the level settled after it
+STEADY = "steady"         # no transient that matters
+UNSETTLED = "unsettled"   # the level moved later in the run: nothing left out for it
+TOO_SHORT = "too short"   # too few blocks to tell
+TRANSIENT_OUTCOMES = (SETTLED, STEADY, UNSETTLED, TOO_SHORT)
+
+
+@dataclass(frozen=True)
+class Transient:
+    """The start-up transient looked for where no warm-up was stated (analysis/transient.py):
+    the first block of the run's data on its block clock (the stated minimum's, or where the
+    transient ended), the outcome, and the op and statistic whose level settled last (SETTLED)
+    or moved late (UNSETTLED)."""
+
+    warmup_blocks: int
+    outcome: str
+    op: str | None = None
+    stat: str | None = None
+
+
 @dataclass
 class RunSummary:
     """One run's ops on its clock: the workload started at `start_ns` (the first op), the
     statistics start at block `warmup_blocks` (first_data_block), the run ended at `end_ns`
-    (the last completion)."""
+    (the last completion); `transient` is what was found at its start where no warm-up was
+    stated (None: the warm-up is the stated one)."""
 
     block_ns: int
     warmup_blocks: int
     start_ns: int
     end_ns: int
     ops: dict[str, OpSummary]
+    transient: Transient | None = None
 
     @property
     def blocks(self) -> int:

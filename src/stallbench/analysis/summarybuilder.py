@@ -23,6 +23,12 @@ ops that may still fall in it are kept per block (fine bucket and worker counts,
 memory grows with the blocks and buckets they occupy, not with the ops) until an earlier first
 op or the end of the input decides.
 
+Where no warm-up was stated (`find_warmup`), the run's start-up transient is found at the end
+(analysis/transient.py) and left out like a warm-up: the ops of the blocks it may take, up to
+transient.MAX_SHARE of the planned run (`planned_ns`; all of them without one), are kept
+pending as those of a warm-up are until it is known, never less than the stated minimum
+(`warmup_ns`, a workload's own default warm-up).
+
 Paced ops (with a planned start) also get a response-time op, `NAME (response)`: completion
 minus planned start, blocked by the planned start.
 
@@ -33,11 +39,14 @@ Counts, sums, min and max are exact; only quantiles come from histograms.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from . import histogram as hist
 from .blockarrays import BlockHistogram, Growing, PendingBlocks
 from .summary import COARSE_SUB_BITS, RESPONSE_SUFFIX, OpSummary, RunSummary, first_data_block
+from .transient import MAX_SHARE, find_transient
 
 COARSE_SHIFT = hist.SUB_BITS - COARSE_SUB_BITS
 GAP_BINS_PER_BLOCK = 16
@@ -196,11 +205,18 @@ class SummaryBuilder:
 
     _NO_OP_YET = np.iinfo(np.int64).max
 
-    def __init__(self, block_ns: int, warmup_ns: int = 0) -> None:
+    def __init__(self, block_ns: int, warmup_ns: int = 0, find_warmup: bool = False,
+                 planned_ns: int | None = None) -> None:
         if block_ns <= 0:
             raise ValueError("block_ns must be positive")
         self.block_ns = int(block_ns)
         self.warmup_ns = max(int(warmup_ns), 0)
+        self.find_warmup = find_warmup
+        # the ops that may be warm-up: the stated one's, or as far as a transient may reach
+        self.pending_ns = self.warmup_ns
+        if find_warmup:
+            reach = int(MAX_SHARE * planned_ns) + self.block_ns if planned_ns else 1 << 62
+            self.pending_ns = max(self.warmup_ns, reach)
         self.first_start: int | None = None       # the run's first op so far
         self.warmup_blocks = self._NO_OP_YET      # blocks before it may be warm-up
         self._ops: dict[str, _OpAccumulator] = {}
@@ -220,7 +236,7 @@ class SummaryBuilder:
                 acc.coarsen()
             if self.first_start is not None:
                 bound = min(self.warmup_blocks // 2,
-                            first_data_block(self.first_start, self.warmup_ns, self.block_ns))
+                            first_data_block(self.first_start, self.pending_ns, self.block_ns))
                 self.warmup_blocks = self._NO_OP_YET
                 self._lower_bound(bound)
 
@@ -229,7 +245,7 @@ class SummaryBuilder:
         first = int(start_ns.min())
         if self.first_start is None or first < self.first_start:
             self.first_start = first
-            self._lower_bound(first_data_block(first, self.warmup_ns, self.block_ns))
+            self._lower_bound(first_data_block(first, self.pending_ns, self.block_ns))
 
     def declare(self, names: list[str]) -> None:
         """Ops that must appear in the summary even if none completed."""
@@ -280,10 +296,23 @@ class SummaryBuilder:
                     self._op(name + RESPONSE_SUFFIX).add(w[paced], p, response)
 
     def finish(self) -> RunSummary:
-        """The summary: the run from its first op to its last completion."""
+        """The summary: the run from its first op to its last completion, its warm-up the
+        stated one or, with find_warmup, the transient found (analysis/transient.py)."""
         start = self.first_start or 0
+        stated = first_data_block(start, self.warmup_ns, self.block_ns)
         if self.first_start is None:     # no op at all: the warm-up from the clock's start
-            self._lower_bound(first_data_block(0, self.warmup_ns, self.block_ns))
+            self._lower_bound(stated)
+        transient = None
+        if self.find_warmup:
+            transient = find_transient(self._summary(start), stated)
+            if transient.warmup_blocks > self.warmup_blocks:    # beyond the planned run's reach
+                transient = replace(transient, warmup_blocks=self.warmup_blocks)
+            self._lower_bound(transient.warmup_blocks)
+        summary = self._summary(start)
+        summary.transient = transient
+        return summary
+
+    def _summary(self, start: int) -> RunSummary:
         end = max([acc.last_completion for acc in self._ops.values()], default=0)
         blocks = max([acc.blocks for acc in self._ops.values()]
                      + [-(-end // self.block_ns)], default=0)
@@ -294,9 +323,10 @@ class SummaryBuilder:
 
 def summarize_arrays(ops: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray | None]],
                      block_ns: int, warmup_ns: int = 0,
-                     worker: dict[str, np.ndarray] | None = None) -> RunSummary:
+                     worker: dict[str, np.ndarray] | None = None, find_warmup: bool = False,
+                     planned_ns: int | None = None) -> RunSummary:
     """A RunSummary of in-memory arrays: {op: (start_ns, latency_ns, intended_ns or None)}."""
-    builder = SummaryBuilder(block_ns, warmup_ns)
+    builder = SummaryBuilder(block_ns, warmup_ns, find_warmup, planned_ns)
     for name, (start, latency, intended) in ops.items():
         w = (worker or {}).get(name, np.zeros(len(start), dtype=np.int64))
         builder.add([name], np.zeros(len(start), dtype=np.int64), w, start, latency, intended)

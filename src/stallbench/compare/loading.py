@@ -42,7 +42,10 @@ def load_variant(resolved: Resolved) -> tuple[VariantRuns, VariantInfo]:
     summaries = [run.summary() for run in resolved.runs]
     infos = [RunInfo(run.meta.iteration, str(run.path), run.describe_status(),
                      (s.end_ns - s.start_ns) / 1e9, s.start_ns / 1e9, s.end_ns / 1e9,
-                     (s.warmup_blocks - s.start_ns // s.block_ns) * s.block_ns / 1e9, s.block_ns)
+                     (s.warmup_blocks - s.start_ns // s.block_ns) * s.block_ns / 1e9, s.block_ns,
+                     s.transient.outcome if s.transient else None,
+                     " ".join(filter(None, (s.transient.op, s.transient.stat)))
+                     if s.transient and s.transient.op else None)
              for run, s in zip(resolved.runs, summaries, strict=True)]
     first = resolved.runs[0].meta
     info = VariantInfo(

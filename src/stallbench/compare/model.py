@@ -45,6 +45,10 @@ class RunInfo:
     end_s: float  # the last completion, on the run's clock
     warmup_s: float = 0.0  # after the first op, left out of the statistics (whole blocks)
     block_ns: int = 0  # the time blocks behind the intervals and timelines
+    # where no warm-up was stated: what analysis/transient.py found at the start (settled,
+    # steady, unsettled, too short) and the op and statistic it names ("read p50"); None: stated
+    warmup_found: str | None = None
+    warmup_found_by: str | None = None
 
 
 @dataclass

@@ -42,7 +42,7 @@ from .seriesmodel import (
     SeriesPoint,
     row_percents,
 )
-from .verdicts import MACHINE_BUSIER
+from .verdicts import MACHINE_BUSIER, same_settings
 
 
 def build_series(resolved: list[Resolved], options: SeriesOptions) -> Series:
@@ -117,10 +117,7 @@ def _metric_change_points(op: str, stat: str, kind: str, sides: list[OpSide],
     """One statistic's change points (analysis/changepoints.py), Bonferroni-adjusted for the
     `family` of statistics scanned together."""
     runs, value = _statistic_along(stat, sides)
-
-    def prior(dof: int) -> iv.Prior:
-        return statistic_prior(options, op, stat, kind, dof)
-
+    prior = _series_prior(runs, lambda dof: statistic_prior(options, op, stat, kind, dof))
     found = changepoints.change_points(runs, value, prior, stat_named(stat).higher_is_better,
                                        options.noise, family)
     out = []
@@ -130,8 +127,34 @@ def _metric_change_points(op: str, stat: str, kind: str, sides: list[OpSide],
                               change=c.change, p_scan=c.p_scan, verdict=c.verdict,
                               bisect=_bisect_range(points[c.index - 1], points[c.index]))
         _distrust_busier(change, c.segment, points, runs, value, prior, options.noise)
+        if points[c.index - 1].ran is not None and points[c.index - 1].ran == points[c.index].ran:
+            judged = same_settings(dataclasses.replace(change.change, verdict=change.verdict))
+            change.change, change.verdict = judged, judged.verdict
         out.append(change)
     return out
+
+
+def _series_prior(runs: list[list[iv.RunStatistic]], compare_prior: Callable[[int], iv.Prior]
+                  ) -> Callable[[int], iv.Prior]:
+    """The run-to-run prior of a series' splits: compare's (this host's noise profile, else
+    the A/A table) where the series has too few runs to measure its own spread; else a floor
+    at the spread of all its runs around their levels (changepoints.series_spread, less the
+    runs' own mean within-run variance), never below the profile's."""
+    spread = changepoints.series_spread(
+        [[r.log_value for r in point if r.log_value is not None] for point in runs])
+    if spread is None:
+        return compare_prior
+    sd, dof = spread
+    within = [r.within_var for point in runs for r in point if r.within_var is not None]
+    tau = float(np.sqrt(max(sd ** 2 - (float(np.mean(within)) if within else 0.0), 0.0)))
+
+    def prior(data_dof: int) -> iv.Prior:
+        base = compare_prior(data_dof)
+        if base.source == iv.PROFILE:
+            return dataclasses.replace(base, sd=max(base.sd, tau), floor=True)
+        return iv.Prior(tau, dof, iv.ASSUMED, floor=True)
+
+    return prior
 
 
 def _distrust_busier(change: SeriesChange, segment: tuple[int, int], points: list[SeriesPoint],

@@ -4,6 +4,7 @@ and the change points."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,8 @@ class SeriesPoint:
     git: str | None = None
     plan_file: str | None = None
     plan_hashes: list[str] = field(default_factory=list)
+    ran: str | None = None         # what every run of it ran (ran_settings), None: they differ
+
 
     @classmethod
     def of(cls, label: str, runs: list[Run]) -> SeriesPoint:
@@ -67,7 +70,25 @@ class SeriesPoint:
                    commits[0] if len(commits) == 1 and len(plans) == sum(
                        bool(p.get("commit")) for p in plans) else None,
                    gits[0] if len(gits) == 1 else None, files[0] if len(files) == 1 else None,
-                   distinct([p.get("hash") for p in plans]))
+                   distinct([p.get("hash") for p in plans]), _one([ran_settings(r) for r in runs]))
+
+
+def ran_settings(run: Run) -> str | None:
+    """What a run ran, as one comparable text: its variant's settings by plan key (run.json
+    plan.settings, plan/record.py: not its name or paths), its workload's options, its kernel
+    (release and build: `uname -r` and `-v`) and the commit it was built from (bisect --git),
+    and the stallbench that measured it; None for a run without a plan record (an import)."""
+    if not run.meta.plan:
+        return None
+    kernel = run.meta.kernel or {}
+    return json.dumps({"settings": run.meta.plan.get("settings"), "options": run.meta.params,
+                       "kernel": [kernel.get("release"), kernel.get("version")],
+                       "commit": run.meta.plan.get("commit"),
+                       "stallbench": run.meta.stallbench_version}, sort_keys=True, default=str)
+
+
+def _one(values: list[str | None]) -> str | None:
+    return values[0] if values and values[0] is not None and len(set(values)) == 1 else None
 
 
 @dataclass

@@ -18,7 +18,15 @@ runs (Facts) and lets RULES give each row its verdict, in this order:
 
 The first two settle a row before the numbers are weighed; the last two only take back a
 verdict that was given, so a row both not stationary and on a busier machine says 'not
-stationary'. The predicates are analysis/'s (change.py, distrust.py, interference.py). `why`
+stationary'. A series' change points (series.py) take the machine busier rule, and one of
+their own, after it:
+
+  same settings   a change point between two points whose runs ran the same settings (the
+                  plan's settings of the variant, the workload's options, the kernel and its
+                  build, stallbench's version: seriesmodel.ran_settings): no configuration
+                  changed there, so it is the machine's; unclear (SAME_SETTINGS)
+
+The predicates are analysis/'s (change.py, distrust.py, interference.py). `why`
 answers, for any finished row, why it has its verdict.
 """
 
@@ -43,6 +51,7 @@ ADJUSTED = "adjusted"                  # the multiple-comparison adjustment left
 TOO_WIDE = "interval > ×10"            # wider than MAX_INTERVAL_RATIO either way: not shown
 NOT_STATIONARY = "not stationary"      # runs mixing two regimes could explain it
 MACHINE_BUSIER = "machine busier"      # one side's extra outside load could explain it
+SAME_SETTINGS = "same settings"        # a series' step between points that ran the same
 INTERVAL_HOLDS_ZERO = "the interval holds 0"   # why(): unclear without a reason of its own
 # unclear for these, more runs of the same machine state would likely decide (decide_advice)
 MORE_RUNS_DECIDE = (None, ADJUSTED, TOO_WIDE)
@@ -276,11 +285,21 @@ RULES: tuple[tuple[str, Rule], ...] = (
 )
 
 
+def same_settings(change: iv.Change) -> iv.Change:
+    """A series' change point between points whose runs ran the same settings (series.py):
+    a better or worse verdict there is the machine's, not the configuration's: unclear,
+    SAME_SETTINGS."""
+    if change.verdict not in iv.DIRECTED:
+        return change
+    return dataclasses.replace(change, verdict=iv.Verdict.UNCLEAR, note=SAME_SETTINGS)
+
+
 def why(change: iv.Change) -> str | None:
     """Why a finished row has its verdict, in the words the reports print after it: the
     reason a rule gave ('adjusted', 'not stationary', 'machine busier', 'behind schedule',
-    'interval > ×10', 'no samples'), for an unclear row without one INTERVAL_HOLDS_ZERO, and
-    for a row without a verdict why it has no interval; None when the interval says it all."""
+    'interval > ×10', 'no samples', a series' 'same settings'), for an unclear row without
+    one INTERVAL_HOLDS_ZERO, and for a row without a verdict why it has no interval; None when
+    the interval says it all."""
     if change.verdict == iv.Verdict.UNCLEAR:
         return change.note or INTERVAL_HOLDS_ZERO
     if change.verdict == iv.Verdict.NA:

@@ -87,12 +87,14 @@ class Plan:
                              help="runs of the variant", show=str,
                              schema={"oneOf": [{"type": "integer", "minimum": 1},
                                                {"const": "auto"}]})
-    # None: the workload's default_warmup_s
+    # None, not given: the workload's default_warmup_s and the start-up transient found
+    # beyond it (run.json warmup_found); 0 given is obeyed
     warmup_s: float | None = option(
         None, name="warmup", parse=parse_warmup, metavar="DURATION",
         schema={"$ref": "#/$defs/duration"},
-        help="run this long first, recorded but left out of the statistics (default: the "
-             "workload's, e.g. pgioperf 1s; randread 0)")
+        help="run this long first, recorded but left out of the statistics, and nothing more "
+             "(default: each run's start-up transient, found in its time blocks, beyond the "
+             "workload's own minimum, e.g. pgioperf 1s, randread 0)")
     duet: bool = option(
         False, kind=SWITCH, parse=_switch, schema={"type": "boolean"},
         help="run the variants of each round at the same time, each pinned to its own CPUs, "

@@ -9,8 +9,10 @@ from ..analysis.bands import Shift
 from ..analysis.display import TimeUnit, choose_time_unit, format_ns
 from ..analysis.intervals import Change, Verdict
 from ..analysis.quantiles import RATE, Stat, latency_stats, row_stats
+from ..analysis.summary import SETTLED, STEADY, TOO_SHORT, UNSETTLED
+from ..analysis.transient import MIN_DATA_BLOCKS
 from ..compare.changes import NO_SAMPLES, NOT_RESOLVED
-from ..compare.model import Comparison, OpComparison, OpStats
+from ..compare.model import Comparison, OpComparison, OpStats, RunInfo
 from ..compare.verdicts import INTERVAL_HOLDS_ZERO, more_runs_decide, why
 
 NOT_RESOLVABLE = "n/r"
@@ -200,12 +202,58 @@ def run_count_notes(comparison: Comparison) -> list[str]:
                      "this host and workload; `stallbench calibrate PLAN` makes one)")
     if comparison.profile_problem:
         notes.append(comparison.profile_problem)
-    warm = [f"{v.label} {v.runs[0].warmup_s:g} s" for v in comparison.variants
-            if v.runs and v.runs[0].warmup_s]
-    if warm:
-        notes.append("warm-up left out of the statistics (recorded, shown in the timelines): "
-                     + ", ".join(warm))
+    note = warmup_note(comparison)
+    if note:
+        notes.append(note)
     return notes
+
+
+def warmup_note(comparison: Comparison) -> str | None:
+    """What each variant's runs left out at their start: 'warm-up left out of the statistics
+    (...): free the first 0.7 s, found (the level settled: read p50); tight none needed (the
+    level was steady from the start)'; None when nothing was stated or looked for."""
+    parts = [f"{v.label} {phrase}" for v in comparison.variants
+             if (phrase := warmup_phrase(v.runs))]
+    if not parts:
+        return None
+    return ("warm-up left out of the statistics (recorded, shown in the timelines): "
+            + "; ".join(parts))
+
+
+def warmup_phrase(runs: list[RunInfo]) -> str | None:
+    """One variant's warm-ups: stated, or found by analysis/transient.py where none was."""
+    def span(some: list[RunInfo]) -> str:
+        low, high = min(r.warmup_s for r in some), max(r.warmup_s for r in some)
+        return f"{low:g} s" if low == high else f"{low:g}-{high:g} s"
+
+    def share(some: list[RunInfo]) -> str:
+        return "" if len(some) == len(runs) else f" in {len(some)} of {len(runs)} runs"
+
+    parts = []
+    stated = [r for r in runs if r.warmup_found is None and r.warmup_s]
+    if stated:
+        parts.append(f"the first {span(stated)}, as stated{share(stated)}")
+    for outcome, why_so in _FOUND.items():
+        some = [r for r in runs if r.warmup_found == outcome]
+        if not some:
+            continue
+        if outcome == SETTLED:
+            by = sorted({r.warmup_found_by for r in some if r.warmup_found_by})
+            parts.append(f"the first {span(some)}, found{share(some)} ({why_so}"
+                         + (f": {', '.join(by)}" if by else "") + ")")
+        else:
+            least = f"the first {span(some)} (the workload's own)" \
+                if any(r.warmup_s for r in some) else "none"
+            parts.append(f"{least}{share(some)}, {why_so}")
+    return "; ".join(parts) or None
+
+
+_FOUND = {SETTLED: "the level settled",
+          STEADY: "no transient found (the level was steady from the start)",
+          UNSETTLED: "no transient found in the first half (the level moved later: see "
+                     "NOT STATIONARY)",
+          TOO_SHORT: "too short to look for a transient, or to leave one out and keep "
+                     f"{MIN_DATA_BLOCKS} time blocks"}
 
 
 def level_shift_notes(comparison: Comparison) -> list[str]:

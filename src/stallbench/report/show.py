@@ -9,7 +9,7 @@ from typing import Any
 from ..analysis.display import TimeUnit, choose_time_unit, format_size
 from ..analysis.quantiles import latency_stats
 from ..compare.show import RunsSummary
-from .common import JSON_KEYS, format_count, format_rate, format_seconds
+from .common import JSON_KEYS, format_count, format_rate, format_seconds, warmup_phrase
 from .jsonout import stats_dict
 from .tables import RIGHT, Cell, Column, Table, cells
 from .text import table_lines
@@ -57,6 +57,9 @@ def render_text(summary: RunsSummary) -> str:
         lines.append(f"  iteration {run.iteration}: {run.status}; {run.path}")
         lines.append(f"    workload {meta.workload}, {run.duration_s:.1f} s, started "
                      f"{meta.start_utc}, host {meta.host}")
+        warmup = warmup_phrase([run])
+        if warmup:
+            lines.append(f"    warm-up {warmup}")
         kernel = meta.kernel
         if kernel:
             lines.append(f"    kernel {kernel.get('release')} {kernel.get('machine', '')}")

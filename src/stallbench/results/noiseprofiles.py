@@ -31,6 +31,9 @@ def run_settings(meta: RunMeta) -> dict[str, Any]:
         "duration_s": meta.duration_planned_s,
         "warmup_s": meta.warmup_s,
         "vm": bool(environment.get("vm")),
+        # runs whose start-up transient was found measure another stretch of the run than a
+        # stated warm-up's (the key only where found: the shapes of earlier profiles stay)
+        **({"warmup_found": True} if meta.warmup_found else {}),
     }
 
 

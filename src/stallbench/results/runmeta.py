@@ -69,6 +69,9 @@ class RunMeta:
     notes: list[str] = field(default_factory=list)
     ops_declared: list[str] = field(default_factory=list)
     warmup_s: float | None = None
+    # true: no warm-up was stated; warmup_s is the least left out, the start-up transient
+    # beyond it is found from the run's blocks (analysis/transient.py)
+    warmup_found: bool | None = None
     duration_planned_s: float | None = None
     duration_s: float | None = None
     counted: dict[str, int] = field(default_factory=dict)     # the workers' own counters
@@ -80,6 +83,7 @@ class RunMeta:
     fleet: dict[str, Any] | None = None
     duet: dict[str, Any] | None = None                        # runner.py duet rounds: pairing
     plan: dict[str, Any] | None = None        # plan/record.py: hash, file, settings, commit
+    round_order: dict[str, Any] | None = None  # runner.py: seed, round, position, of
     extra: dict[str, Any] = field(default_factory=dict)       # keys this version does not know
 
     def __post_init__(self) -> None:
@@ -180,11 +184,12 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "kernel": (dict,), "pid": (int, _NONE), "environment": (dict,), "rusage": (dict, _NONE),
     "machine_load": (dict, _NONE), "samples": (dict,), "monitors": (dict,), "notes": (list,),
     "ops_declared": (list,),
-    "warmup_s": (*_NUMBER, _NONE), "duration_planned_s": (*_NUMBER, _NONE),
+    "warmup_s": (*_NUMBER, _NONE), "warmup_found": (bool, _NONE),
+    "duration_planned_s": (*_NUMBER, _NONE),
     "duration_s": (*_NUMBER, _NONE), "counted": (dict,), "workload_summary": (dict,),
     "interval_sampled": (bool,), "imported": (bool,), "histogram_derived": (dict, _NONE),
     "boot_id": (str, _NONE), "fleet": (dict, _NONE), "duet": (dict, _NONE),
-    "plan": (dict, _NONE),
+    "plan": (dict, _NONE), "round_order": (dict, _NONE),
 }
 assert set(_TYPES) == set(_FIELDS), "every RunMeta field needs its JSON types"
 

@@ -36,7 +36,9 @@ from .rundirs import OPS_FILE, RUN_FILE, SUMMARY_FILE
 from .runmeta import RunMeta, read_meta
 
 # 2: the warm-up counts from the run's first op, and the run spans its ops (start_ns, end_ns)
-SUMMARY_SCHEMA_VERSION = 2
+# 3: where no warm-up was stated (run.json warmup_found), the start-up transient found is the
+#    warm-up and its outcome is in the metadata; a reader of 2 must not take such a summary
+SUMMARY_SCHEMA_VERSION = 3
 _KIND_HISTOGRAM, _KIND_BLOCK, _KIND_BLOCK_BUCKET, _KIND_WORKER, _KIND_OP = range(5)
 _BATCH_ROWS = 1 << 18
 
@@ -69,10 +71,14 @@ def fingerprint(ops_path: Path) -> str:
 
 def builder_for(meta: RunMeta) -> SummaryBuilder:
     """A builder with the block length and warm-up of the run that `meta` (run.json) describes
-    (its length only chooses the blocks: the summary spans the run's ops)."""
+    (its length only chooses the blocks: the summary spans the run's ops); where no warm-up
+    was stated (warmup_found), one that finds the start-up transient."""
     warmup_s = float(meta.warmup_s or 0.0)
     duration = meta.duration_s or meta.duration_planned_s
-    builder = SummaryBuilder(sm.block_ns_for(duration, warmup_s), int(round(warmup_s * 1e9)))
+    planned = meta.duration_planned_s or meta.duration_s
+    builder = SummaryBuilder(sm.block_ns_for(duration, warmup_s), int(round(warmup_s * 1e9)),
+                             find_warmup=bool(meta.warmup_found),
+                             planned_ns=int(planned * 1e9) if planned else None)
     builder.declare(list(meta.ops_declared))
     return builder
 
@@ -132,6 +138,10 @@ def write(run_dir: Path, summary: sm.RunSummary, ops_fingerprint: str) -> Path:
         "sub_bits": str(hist.SUB_BITS),
         "coarse_sub_bits": str(sm.COARSE_SUB_BITS),
     }
+    if summary.transient is not None:
+        metadata.update({"transient": summary.transient.outcome,
+                         "transient_op": summary.transient.op or "",
+                         "transient_stat": summary.transient.stat or ""})
     try:
         pq.write_table(_to_table(summary).replace_schema_metadata(metadata), tmp,
                        compression="zstd")
@@ -201,8 +211,13 @@ def read(run_dir: Path, ops_fingerprint: str | None) -> sm.RunSummary | None:
                 or kv.get("coarse_sub_bits") != str(sm.COARSE_SUB_BITS) \
                 or kv.get("ops_fingerprint") != ops_fingerprint:
             return None
-        return _from_table(table, int(kv["block_ns"]), int(kv["warmup_blocks"]),
-                           int(kv["start_ns"]), int(kv["end_ns"]))
+        summary = _from_table(table, int(kv["block_ns"]), int(kv["warmup_blocks"]),
+                              int(kv["start_ns"]), int(kv["end_ns"]))
+        if kv.get("transient") in sm.TRANSIENT_OUTCOMES:
+            summary.transient = sm.Transient(summary.warmup_blocks, kv["transient"],
+                                             kv.get("transient_op") or None,
+                                             kv.get("transient_stat") or None)
+        return summary
     except (pa.ArrowException, OSError, KeyError, ValueError, IndexError):
         return None
 
@@ -283,7 +298,7 @@ def load_or_build(run_dir: Path, meta: RunMeta) -> sm.RunSummary:
         raise RunDataError(f"{run_dir}: no {OPS_FILE}")
     mark = fingerprint(ops_path)
     summary = read(run_dir, mark)
-    if summary is not None:
+    if summary is not None and (summary.transient is not None) == bool(meta.warmup_found):
         return summary
     summary = build_from_ops(ops_path, meta)
     try:

@@ -1,7 +1,7 @@
-"""Run a plan: for each iteration, for each variant (interleaved rounds, each after the first
-in a random order, so that drift on a noisy machine spreads evenly): journal -> environment ->
-prepare -> drop caches -> clock -> monitors -> workload -> monitors stop -> store -> environment
-down -> finalize."""
+"""Run a plan: for each iteration, for each variant (interleaved rounds, each in a random order
+from a seed each run records, so that drift on a noisy machine spreads evenly): journal ->
+environment -> prepare -> drop caches -> clock -> monitors -> workload -> monitors stop -> store
+-> environment down -> finalize."""
 
 from __future__ import annotations
 
@@ -118,7 +118,8 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
         duet.check_plan(plan)
         log(f"duet: each round runs {', '.join(v.name for v in plan.variants)} at the same "
             "time, each pinned to its own CPUs")
-    order_rng = random.Random()
+    seed = random.SystemRandom().getrandbits(32)
+    order_rng = random.Random(seed)
     # a duet's CPU sets rotate by round from a random start, so that over rounds and over
     # invocations no variant keeps CPU 0 (which takes more of the interrupts)
     cpu_offset = order_rng.randrange(len(plan.variants)) if plan.duet else 0
@@ -130,12 +131,14 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
                 outcomes.extend(done)
                 if any(o.status == Status.INTERRUPTED for o in done) or interrupt.signalled:
                     return outcomes
-            for variant in ([] if plan.duet else
-                            round_order(plan.variants, iteration, order_rng, log)):
+            order = [] if plan.duet else round_order(plan.variants, iteration, order_rng, log)
+            for position, variant in enumerate(order):
                 workload = plan.workload_of(variant)
                 label = f"{variant.name} {plan.workload} {iteration + 1}/{plan.iterations}"
                 outcome = run_one(plan, variant, workload, monitor_names, interrupt, label,
-                                  progress, log)
+                                  progress, log, round_record={
+                                      "seed": seed, "round": iteration + 1,
+                                      "position": position + 1, "of": len(order)})
                 outcomes.append(outcome)
                 log(f"{label}: {outcome.status}"
                     + (f" ({outcome.reason})" if outcome.reason else "") + f" -> {outcome.path}")
@@ -159,10 +162,12 @@ def round_order(variants: list[VariantSettings], iteration: int, rng: random.Ran
                 log: Callable[[str], None]) -> list[VariantSettings]:
     """The variants of one interleaved round in a random order (Abedi & Brecht, ICPE 2017: a
     fixed A-then-B order lets whatever follows a run, a cache it warmed or a neighbour it
-    woke, fall on one variant only). The first round keeps the plan's order: a plan may rely
-    on its first variant running first (a file read into the page cache)."""
+    woke, fall on one variant only), the first round too: in a series of single runs the
+    plan's order would make the machine's drift over the plan a step along the points (issue
+    45: 8 identical variants, 1 run each, called a +7% change point in two of four plans).
+    Each run records the seed (run.json round_order), so the order can be replayed."""
     order = list(variants)
-    if iteration > 0 and len(order) > 1:
+    if len(order) > 1:
         rng.shuffle(order)
         log(f"round {iteration + 1}: " + ", ".join(v.name for v in order))
     return order
@@ -241,12 +246,13 @@ def warmup_for(plan: Plan, workload: Workload) -> float:
 def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_names: list[str],
             interrupt: _Interrupt, label: str, show_progress: bool,
             log: Callable[[str], None],
-            in_duet: duet.DuetSeat | None = None) -> RunOutcome:
+            in_duet: duet.DuetSeat | None = None,
+            round_record: dict[str, int] | None = None) -> RunOutcome:
     if variant.kernel is not None:                 # booted under QEMU, run in the guest: vm/
         from .vmhost import run_in_guest
 
         path, status, reason = run_in_guest(plan, variant, workload, monitor_names, interrupt,
-                                            log)
+                                            log, round_record)
         return RunOutcome(path, variant.name, status, reason)
     writer: RunWriter | None = None
     with Journal(kinds=undo_kinds()) as journal:
@@ -256,6 +262,7 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                                  else None) as state:
                 writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
                 writer.meta.plan = plan_record(plan, variant)
+                writer.meta.round_order = round_record
                 unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
                 before_run = None
                 if in_duet is not None:
@@ -265,6 +272,7 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                 warmup = warmup_for(plan, workload)
                 writer.meta.ops_declared = list(workload.ops)
                 writer.meta.warmup_s = warmup
+                writer.meta.warmup_found = plan.warmup_s is None
                 writer.meta.duration_planned_s = plan.duration_s + warmup
                 ctx = RunContext(run_dir=writer.path, env=state,
                                  duration_s=plan.duration_s + warmup, journal=journal)

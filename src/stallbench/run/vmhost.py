@@ -50,7 +50,8 @@ _counter = itertools.count(1)
 
 
 def run_in_guest(plan: Plan, variant: VariantSettings, workload: Workload,
-                 monitor_names: list[str], interrupt: Any, log: Callable[[str], None]
+                 monitor_names: list[str], interrupt: Any, log: Callable[[str], None],
+                 round_order: dict[str, int] | None = None
                  ) -> tuple[Path, Status, str | None]:
     """One run of one kernel variant; returns (run directory, status, reason)."""
     cpus = variant.vm_cpus or DEFAULT_CPUS
@@ -58,6 +59,7 @@ def run_in_guest(plan: Plan, variant: VariantSettings, workload: Workload,
     with Journal(kinds=undo_kinds()) as journal:
         writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
         writer.meta.plan = plan_record(plan, variant)
+        writer.meta.round_order = round_order
         unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
         writer.meta.ops_declared = list(workload.ops)
         writer.meta.duration_planned_s = plan.duration_s
@@ -277,6 +279,7 @@ def _collect(exchange: Path, writer: RunWriter, vm: dict[str, Any], guest: Guest
     host = writer.meta
     merged.variant, merged.iteration, merged.pid = host.variant, host.iteration, host.pid
     merged.start_utc, merged.host, merged.plan = host.start_utc, host.host, host.plan
+    merged.round_order = host.round_order
     merged.duration_planned_s = host.duration_planned_s
     if host_load is not None:
         vm["guest_machine_load"] = merged.machine_load
