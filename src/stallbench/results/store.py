@@ -178,12 +178,18 @@ class Run:
 
     def summary(self):
         """The run's summary (analysis.summary.RunSummary): from summary.parquet when it
-        matches ops.parquet, else rebuilt from ops.parquet in bounded memory."""
+        matches ops.parquet, else rebuilt from ops.parquet in bounded memory; a run whose ops
+        were left out (a bundle without --ops) has its summary stand for them."""
         if self._summary is None:
             from . import summaryfile
 
             if not (self.path / OPS_FILE).exists():
-                raise RunDataError(f"{self.path}: no {OPS_FILE} ({self.describe_status()})")
+                summary = summaryfile.read_without_ops(self.path)
+                if summary is None:
+                    raise RunDataError(f"{self.path}: no {OPS_FILE} "
+                                       f"({self.describe_status()})")
+                self._summary = summary
+                return summary
             self._summary = summaryfile.load_or_build(self.path, self.meta)
         return self._summary
 
