@@ -4,7 +4,7 @@
 function __stallbench_subs
     switch $argv[1]
         case '.'
-            printf '%s\n' 'run' 'compare' 'check' 'bisect' 'calibrate' 'import' 'series' 'list' 'query' 'show' 'export' 'cleanup' 'demo' 'deploy' 'completion'
+            printf '%s\n' 'run' 'compare' 'check' 'bisect' 'calibrate' 'import' 'series' 'reproduce' 'list' 'query' 'show' 'export' 'cleanup' 'demo' 'deploy' 'completion'
         case 'run'
             printf '%s\n' 'pgioperf' 'randread' 'pgbench' 'fio' 'command'
     end
@@ -37,6 +37,7 @@ complete -c stallbench -n 'test (__stallbench_path) = "."' -f -a 'bisect' -d 'th
 complete -c stallbench -n 'test (__stallbench_path) = "."' -f -a 'calibrate' -d 'A/A runs of a plan\'s baseline: this host\'s noise profile'
 complete -c stallbench -n 'test (__stallbench_path) = "."' -f -a 'import' -d 'import a foreign log (mmtests-pgioperf, strace, fio, pgbench) as a run'
 complete -c stallbench -n 'test (__stallbench_path) = "."' -f -a 'series' -d 'many variants in one table, the change points along them'
+complete -c stallbench -n 'test (__stallbench_path) = "."' -f -a 'reproduce' -d 'run a recorded result again here and compare with the record'
 complete -c stallbench -n 'test (__stallbench_path) = "."' -f -a 'list' -d 'what the results directory holds: variants, runs, kernels, hosts'
 complete -c stallbench -n 'test (__stallbench_path) = "."' -f -a 'query' -d 'SQL over the results directory (DuckDB): runs, summaries, ops'
 complete -c stallbench -n 'test (__stallbench_path) = "."' -f -a 'show' -d 'metadata and per-op table of a run or variant'
@@ -316,6 +317,12 @@ complete -c stallbench -n 'test (__stallbench_path) = "series"' -l 'results' -r 
 complete -c stallbench -n 'test (__stallbench_path) = "series"' -l 'workload' -x -d 'pick one workload when a variant holds several'
 complete -c stallbench -n 'test (__stallbench_path) = "series"' -s 'q' -l 'quiet' -d 'only warnings and errors on stderr (no progress display)'
 complete -c stallbench -n 'test (__stallbench_path) = "series"' -s 'v' -l 'verbose' -d 'say more on stderr, with a traceback on an unexpected error'
+complete -c stallbench -n 'test (__stallbench_path) = "reproduce"' -a '(__stallbench_variants)'
+complete -c stallbench -n 'test (__stallbench_path) = "reproduce"' -l 'results' -r -F -d 'where the new runs go (default: RESULTS.reproduced beside it, -2, -3 ... where t'
+complete -c stallbench -n 'test (__stallbench_path) = "reproduce"' -l 'workload' -x -d 'pick one workload when a variant holds several'
+complete -c stallbench -n 'test (__stallbench_path) = "reproduce"' -l 'no-progress' -d 'no live progress display'
+complete -c stallbench -n 'test (__stallbench_path) = "reproduce"' -s 'q' -l 'quiet' -d 'only warnings and errors on stderr (no progress display)'
+complete -c stallbench -n 'test (__stallbench_path) = "reproduce"' -s 'v' -l 'verbose' -d 'say more on stderr, with a traceback on an unexpected error'
 complete -c stallbench -n 'test (__stallbench_path) = "list"' -l 'results' -r -F -d 'results directory (default: $STALLBENCH_RESULTS or ./results)'
 complete -c stallbench -n 'test (__stallbench_path) = "list"' -l 'format' -x -a 'text json' -d ''
 complete -c stallbench -n 'test (__stallbench_path) = "list"' -s 'q' -l 'quiet' -d 'only warnings and errors on stderr (no progress display)'
