@@ -64,7 +64,13 @@ def is_archive(path: Path) -> bool:
     return path.is_file() or (not path.exists() and path.name.endswith(SUFFIXES))
 
 
+MAX_REASON = 240     # characters of an archive library's own words kept in the one line
+
+
 def _refuse(archive: Path, why: str) -> UsageError:
+    """One line: the library's words (gzip's, tarfile's) may span several."""
+    why = " ".join(why.split())
+    why = why if len(why) <= MAX_REASON else why[:MAX_REASON - 3] + "..."
     return UsageError(f"{archive}: {why}; not opened (a bundle is made by `stallbench export "
                       "RESULTS --format bundle`)")
 
