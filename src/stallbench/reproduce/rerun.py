@@ -61,14 +61,15 @@ def reproduce(results: Path, source: Path, new: Path, workload: str | None,
     from ..compare.comparison import build_comparison
     from ..compare.model import CompareOptions
     from ..results.runselect import resolve_runs
-    from ..run.runner import run_plan
+    from ..run.runner import check_plan, run_plan
 
     recorded_variants = _variants(results, workload)
     check_new(new, source, recorded_variants)
     made = recipe(results, new, workload)
+    for plan in made.plans:
+        check_plan(plan)                   # every plan's, before the first runs
     failed, complete = [], 0
     for plan in made.plans:
-        plan.check_workloads()
         log(f"reproduce: {', '.join(v.name for v in plan.variants)} x {plan.iterations} "
             f"into {new}")
         for outcome in run_plan(plan, progress=progress, log=log):
