@@ -260,11 +260,11 @@ def reproduce_lines(provenances: list[Provenance], command: list[str]) -> list[s
     lines = ["To reproduce:", ""]
     missing = [p for p in provenances if p.plan_texts_missing]
     if missing:
-        for p in missing:
-            versions = ", ".join(p.versions) or "an older stallbench"
-            lines += wrap(f"(the runs of {p.variant} were recorded by stallbench {versions} "
-                          "without the text of their plan, so the commands cannot be given: "
-                          "record them again with stallbench 0.6.0 or later)")
+        versions = ", ".join(sorted({v for p in missing for v in p.versions})) or "?"
+        lines += wrap(f"(the runs of {', '.join(p.variant for p in missing)} were recorded "
+                      f"by stallbench {versions} without the text of their plan, so the "
+                      "commands cannot be given: record them again with stallbench 0.6.0 or "
+                      "later)")
         return [*lines, ""]
     plans: list[RecordedPlan] = list(dict.fromkeys(plan for p in provenances for plan in p.plans))
     for n, plan in enumerate(plans, 1):
