@@ -7,7 +7,6 @@ in `To reproduce:` instead of commands that could not be given."""
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 import pytest
