@@ -172,7 +172,7 @@ def _bundle(args: argparse.Namespace) -> int:
     if not output.name.endswith((".tar.gz", ".tgz")):
         raise UsageError(f"--output {output}: a bundle is a .tar.gz; name it so")
     try:
-        summary = bundle.write(target, output, with_ops=args.ops)
+        summary = bundle.write(target, output, with_ops=args.ops, workload=args.workload)
     except OSError as exc:
         raise UsageError(f"--output {output}: cannot write ({exc.strerror})") from exc
     ops = (f"ops.parquet in ({format_size(summary.ops_bytes)})" if summary.ops_included else

@@ -98,15 +98,20 @@ def _reports(recorded: RecordedSet, results: Path) -> dict[str, bytes]:
                 comparison, ("png",))).encode()}
 
 
-def write(results: Path, output: Path, with_ops: bool = False) -> BundleSummary:
-    """The bundle of the results tree `results` as `output` (.tar.gz)."""
+def write(results: Path, output: Path, with_ops: bool = False,
+          workload: str | None = None) -> BundleSummary:
+    """The bundle of the results tree `results` (of one `workload` where given) as `output`
+    (.tar.gz)."""
     results = Path(results)
     if not results.is_dir():
         raise UsageError(f"{results}: not a results directory (export --format bundle takes "
                          "the folder that `stallbench run --results` wrote)")
     sets, problems = recorded_sets(results)
+    if workload is not None:
+        sets = [s for s in sets if s.workload == workload]
     if not sets:
-        raise UsageError(f"{results}: no complete run to put in a bundle")
+        raise UsageError(f"{results}: no complete run" + (f" of {workload}" if workload else "")
+                         + " to put in a bundle")
     summary = BundleSummary(ops_included=with_ops, left_out=problems)
     tmp = output.with_name(f".{output.name}.tmp")
     plans: dict[str, str] = {}
