@@ -224,6 +224,16 @@ def _deciding_sections(comparison: Comparison) -> tuple[list[Section], list[str]
     return out, list(dict.fromkeys(quiet))
 
 
+def caveat_words(comparison: Comparison) -> list[str]:
+    """The loud words of the comparison's notes ('MACHINE BUSIER', 'NOT STATIONARY'): a mail
+    names them, the full report says them whole."""
+    words = [note.split(":", 1)[0] for note in comparison.notes
+             if ":" in note and note.split(":", 1)[0].isupper()]
+    if comparison.level_shifts:
+        words.append(f"NOT STATIONARY ({len(comparison.level_shifts)} run(s) mix two regimes)")
+    return list(dict.fromkeys(words))
+
+
 def _headline_lines(comparison: Comparison) -> list[str]:
     lines = []
     for section in headline_sections(comparison):
@@ -302,6 +312,11 @@ def render(comparison: Comparison, answer: list[str] | None = None,
     tables, quiet = _deciding_sections(comparison)
     for section in tables:
         lines += section_lines(section)
+    caveats = caveat_words(comparison)
+    if caveats:
+        lines += wrap("What the verdicts rest on is qualified in the full report: "
+                      + ", ".join(caveats) + ".")
+        lines.append("")
     if quiet:
         lines += wrap("No change called for " + ", ".join(quiet) + "; every op's table, the "
                       "distributions and where the time went are in the full report "
