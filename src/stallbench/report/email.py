@@ -194,10 +194,11 @@ def _subject(comparison: Comparison, lead: str | None) -> str:
         call = found[0][1]
         what = change_words(call.change, call.stat.label, call.op.op) + \
             (f" {call.flag}" if call.flag else "")
-        text = f"{tag(call.change.verdict, call.flag)} {what}: {sides}{tail}"
+        first = tag(call.change.verdict, call.flag)
     else:
-        text = f"{tag('')} {sides}{tail}"
-    return f"{lead}: {text}" if lead else text
+        first, what = tag(""), ""
+    words = [w for w in (lead, what) if w]
+    return f"{first} " + "".join(f"{w}: " for w in words) + f"{sides}{tail}"
 
 
 # -- the parts of a comparison's mail ------------------------------------------------------------
@@ -277,13 +278,15 @@ def reproduce_lines(provenances: list[Provenance], command: list[str]) -> list[s
                       "later)")
         return [*lines, ""]
     plans: list[RecordedPlan] = list(dict.fromkeys(plan for p in provenances for plan in p.plans))
-    for n, plan in enumerate(plans, 1):
-        name = "plan.toml" if len(plans) == 1 else f"plan-{n}.toml"
-        table = plan.table()
-        if table is None:
-            lines += wrap(f"(the plan {plan.hash} as recorded is not TOML: see its run.json)")
+    # the same plan as written may have run as several (bisect's steps): printed once
+    texts = list(dict.fromkeys(tomlwrite.dumps(table, WIDTH) if (table := plan.table())
+                               is not None else None for plan in plans))
+    for n, text in enumerate(texts, 1):
+        name = "plan.toml" if len(texts) == 1 else f"plan-{n}.toml"
+        if text is None:
+            lines += wrap("(a plan as recorded is not TOML: see the runs' run.json)")
             continue
-        lines += [f"cat > {name} <<'EOF'", *tomlwrite.dumps(table, WIDTH).splitlines(), "EOF",
+        lines += [f"cat > {name} <<'EOF'", *text.splitlines(), "EOF",
                   *command_lines(["stallbench", "run", "--plan", name, "--results",
                                   RESULTS_DIR])]
     lines += command_lines(command)
