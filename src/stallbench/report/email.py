@@ -245,7 +245,10 @@ def _headline_lines(comparison: Comparison) -> list[str]:
 def kernel_lines(provenances: Iterable[tuple[str, Provenance | None]]) -> list[str]:
     """One entry per variant: release, the kernel file given with its sha256, a build's
     commit, the config's hash."""
-    lines = ["Kernels:"]
+    provenances = list(provenances)
+    versions = sorted({v for _, p in provenances if p for v in p.versions})
+    lines = ["Kernels" + (f" (runs recorded by stallbench {', '.join(versions)})"
+                          if versions else "") + ":"]
     for label, prov in provenances:
         if prov is None or not prov.kernel.release:
             lines += wrap(f"{label}: not recorded", "  ")
