@@ -161,7 +161,10 @@ def test_sigterm_while_open_removes_the_folder(tmp_path):
     archive = _archive(tmp_path / "good.tar.gz", [_member("results/a/x/1/note.txt", b"hi")])
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    code = ("import sys, time\nfrom pathlib import Path\nfrom stallbench.results import bundle\n"
+    # SIGTERM as a shell leaves it (a test before may have left it ignored, and children
+    # inherit an ignored signal)
+    code = ("import signal, time\nfrom pathlib import Path\nfrom stallbench.results import bundle\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
             f"with bundle.opened(Path({str(archive)!r})) as tree:\n"
             "    print(tree, flush=True)\n    time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
@@ -169,7 +172,7 @@ def test_sigterm_while_open_removes_the_folder(tmp_path):
     tree = Path(proc.stdout.readline().strip())
     assert tree.is_dir()
     proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=30)
+    proc.wait(timeout=60)
     deadline = time.monotonic() + 5
     while tree.parent.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
