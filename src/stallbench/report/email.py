@@ -18,7 +18,7 @@ import textwrap
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..analysis.intervals import DIRECTED, Verdict
+from ..analysis.intervals import DIRECTED, Change, Verdict
 from ..compare.provenance import KernelIdentity, Provenance, RecordedPlan, provenance_of
 from ..core import tomlwrite
 from ..core.version import __version__
@@ -153,7 +153,7 @@ def tag(verdict: str, flag: str = "") -> str:
     return "[NO CHANGE CALLED]"
 
 
-def change_words(change, stat_label: str, op: str) -> str:
+def change_words(change: Change, stat_label: str, op: str) -> str:
     """'read p50 +69.4% [+66.4%, +72.5%]' (the interval where one is shown)."""
     interval = format_interval(change)
     return f"{op} {stat_label} {format_percent(change.change)}" + \
@@ -205,14 +205,14 @@ def _subject(comparison: Comparison, lead: str | None) -> str:
 
 def _deciding_sections(comparison: Comparison) -> tuple[list[Section], list[str]]:
     """Per candidate, the table of each op with a call, its rows those that decide (and the
-    samples); the ops left out, named."""
-    out, quiet = [], []
+    samples); the ops no candidate has a call of, named."""
+    out = []
     labels = {stat.label: stat.key for stat in comparison.stats}
+    called = {cand: {c.op.op for c in calls(comparison, cand)} for cand in comparison.candidates}
+    quiet = [op.op for op in comparison.ops if not any(op.op in ops for ops in called.values())]
     for cand in comparison.candidates:
-        called = list(dict.fromkeys(c.op.op for c in calls(comparison, cand)))
         for op in comparison.ops:
-            if op.op not in called:
-                quiet.append(op.op)
+            if op.op not in called[cand]:
                 continue
             section = next(s for s in op_sections(op, comparison) if s.context.startswith(
                 f"{cand} vs "))
@@ -222,7 +222,7 @@ def _deciding_sections(comparison: Comparison) -> tuple[list[Section], list[str]
                     (change := changes.get(labels.get(row[0].text, ""))) is not None
                     and change.verdict in _DECIDING)]
             out.append(Section(section.title, section.tables, [], context=section.context))
-    return out, list(dict.fromkeys(quiet))
+    return out, quiet
 
 
 def caveat_words(comparison: Comparison) -> list[str]:
