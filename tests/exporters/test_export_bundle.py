@@ -83,6 +83,13 @@ def test_compare_of_the_bundle_is_the_compare_of_the_tree(trees):
     assert not any(Path(p).exists() for p in paths)     # the folder went with the command
 
 
+def test_the_bundle_extracted_by_tar_elsewhere_compares_the_same(trees, tmp_path):
+    subprocess.run(["tar", "xzf", str(trees["with_ops"]), "-C", str(tmp_path)], check=True)
+    proc = run_stallbench("compare", "rs4k", "rs64k", "--results", str(tmp_path / "results"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == trees["reports"]["text"]
+
+
 def test_without_ops_the_numbers_stand_and_the_report_says_so(trees):
     assert "ops.parquet left out (" in trees["without_ops_line"]
     data = json.loads(run_stallbench("compare", "rs4k", "rs64k", "--results",
