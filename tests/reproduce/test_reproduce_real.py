@@ -1,5 +1,5 @@
 """`stallbench reproduce` of a real two-variant tree (randread with all of memory and in a memory
-cgroup smaller than its file, 3 runs each, 1.5 s runs): the recorded plan runs again into a new
+cgroup smaller than its file, 3 runs each, 1 s runs): the recorded plan runs again into a new
 tree, and the verdicts of then and now agree on every row that decides (the comparison JSON of
 each tree is the oracle: what `reproduce` prints is their verdicts and changes, row by row);
 every change called then is said to be reproduced; the new runs record the same plan hash and
@@ -17,7 +17,7 @@ from conftest import run_stallbench, skip_when_saturated
 pytestmark = [pytest.mark.quiet, pytest.mark.root]
 
 PLAN = """workload = "randread"
-duration = "1.5s"
+duration = "1s"
 iterations = 3
 monitors = []
 results = "{results}"
