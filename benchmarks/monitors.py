@@ -9,7 +9,9 @@ rounds) and the cost against no monitors.
 
 A configuration joins monitor lists with "+" (`default+stacks`); costs are against the first
 configuration, and the paired ratio (each round against the first configuration's run of the
-same round) is printed as well.
+same round) is printed as well. A second table gives the workload's own CPU time per op
+(run.json rusage, user + system, over the ops recorded) and its paired change: what a monitor
+adds to the recorder's work, which other processes' load moves far less than the throughput.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 CONFIGS = ["none", "default", "counters", "psi", "diskstats", "delay", "stacks", "trace",
-           "trace-full"]
+           "trace-full", "profile", "perfstat"]
 WORKLOADS = {
     "randread": ["--file-size", "64M", "--no-drop-caches"],
     "pgioperf": ["--memory", "128M", "--data-size", "128M", "--readers", "4"],
@@ -31,7 +33,8 @@ WORKLOADS = {
 
 
 def run_once(results: Path, work: Path, workload: str, monitors: str, duration: float,
-             variant: str) -> float:
+             variant: str) -> tuple[float, float]:
+    """(ops/s, the workload's CPU time per op in ns: rusage user + system over the ops)."""
     cmd = [sys.executable, "-m", "stallbench", "run", workload, "--results", str(results),
            "--no-progress", "--variant", variant, "--monitors", monitors,
            "--duration", str(duration), "--dir", str(work), *WORKLOADS[workload]]
@@ -39,7 +42,8 @@ def run_once(results: Path, work: Path, workload: str, monitors: str, duration: 
     runs = sorted((results / variant / workload).iterdir(), key=lambda p: int(p.name))
     meta = json.loads((runs[-1] / "run.json").read_text())
     ops = sum(meta["samples"].values())
-    return ops / float(meta["duration_s"])
+    cpu_s = float(meta["rusage"]["user_s"]) + float(meta["rusage"]["system_s"])
+    return ops / float(meta["duration_s"]), cpu_s * 1e9 / max(ops, 1)
 
 
 def main() -> int:
@@ -57,11 +61,13 @@ def main() -> int:
             results = Path(tmp) / "results"
             run_once(results, work, workload, "none", 1.0, "warmup")
             rates: dict[str, list[float]] = {c: [] for c in configs}
+            cpu: dict[str, list[float]] = {c: [] for c in configs}
             for _round in range(args.rounds):
                 for config in configs:
-                    rates[config].append(run_once(results, work, workload,
-                                                  config.replace("+", ","), args.duration,
-                                                  f"m-{config.replace('+', '-')}"))
+                    rate, cpu_per_op = run_once(results, work, workload, config.replace("+", ","),
+                                                args.duration, f"m-{config.replace('+', '-')}")
+                    rates[config].append(rate)
+                    cpu[config].append(cpu_per_op)
             first = configs[0]
             base = statistics.median(rates[first])
             print(f"\n{workload}: {args.rounds} rounds x {args.duration:g} s, ops/s (median; "
@@ -77,6 +83,16 @@ def main() -> int:
                 print(f"| {config} | {median:.0f} | {cost:+.1%} | "
                       f"{statistics.median(paired):+.1%}; {min(paired):+.1%} to "
                       f"{max(paired):+.1%} | {rounds} |")
+            # the workload's own CPU time per op: what a monitor adds to the recorder's work,
+            # much less moved by other processes' load than the throughput
+            print(f"\n| monitors | CPU ns/op of the workload (median) | paired change vs "
+                  f"{first} (median; range) |")
+            print("|---|---|---|")
+            for config in configs:
+                paired = [c / b - 1 for c, b in zip(cpu[config], cpu[first], strict=True)]
+                print(f"| {config} | {statistics.median(cpu[config]):.0f} | "
+                      f"{statistics.median(paired):+.1%}; {min(paired):+.1%} to "
+                      f"{max(paired):+.1%} |")
             sys.stdout.flush()
     return 0
 

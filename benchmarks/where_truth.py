@@ -32,6 +32,11 @@ OTHER_CAUSES = {
 }
 
 
+# the first clause of a line whose added op time was on a CPU
+ON_A_CPU = (r"^\S+ \S+ [+\d]+%(?::| \(not decided\): if real,) \d+% of the added op time was "
+            r"on a CPU, ")
+
+
 @dataclass
 class Row:
     name: str
@@ -77,8 +82,9 @@ def rows(data: Path, work: Path) -> list[Row]:
              "--fs", "ext4", "--fs-size", "512M", "--work-dir", str(work)],
             ["--sysctl", "vm.dirty_bytes=1048576", "--sysctl",
              "vm.dirty_background_bytes=524288"], "checkpoint",
-            r"^checkpoint \S+ [+\d]+%(?::| \(not decided\): if real,) \d+% of the checkpoint "
-            r"ops' time was in dirty throttling",
+            r"^checkpoint \S+ [+\d]+%(?::| \(not decided\): if real,)(?: the added time was "
+            r"(?:mostly )?spent waiting \([^)]*\);)? \d+% of the checkpoint ops' time was in "
+            r"dirty throttling",
             ["cpu", "throttle", "memcg", "sysmem"], not_device=True),
         Row("fsync-heavy", "the checkpointer fsyncs every 8 writes (default 100000)", "pgioperf",
             ["--data-size", "64M", "--readers", "1", *d("fsync-heavy")],
@@ -87,6 +93,16 @@ def rows(data: Path, work: Path) -> list[Row]:
             ["--checkpoint-fsync-every", "8"], "checkpoint-fsync",
             r"block I/O waits|fdatasync|journal commit|writeback|waiting for the device",
             ["cpu", "throttle", "memcg", "dirty", "sysmem"]),
+        Row("read-size", "cached random reads of 64 KiB instead of 4 KiB (the copy to user "
+            "space, in the read call: kernel CPU, no wait)", "randread",
+            ["--file-size", "64M", "--no-drop-caches", *d("read-size")],
+            ["--record-size", "64K"], "read", ON_A_CPU + "in the kernel",
+            ["cpu", "throttle", "memcg", "dirty", "sysmem"], baseline=["--record-size", "4K"]),
+        Row("mmap-size", "the same through a shared mapping of the file (--mmap: the copy is "
+            "the reader's own memcpy, user-space CPU)", "randread",
+            ["--file-size", "64M", "--no-drop-caches", "--mmap", *d("mmap-size")],
+            ["--record-size", "64K"], "read", ON_A_CPU + "in user space",
+            ["cpu", "throttle", "memcg", "dirty", "sysmem"], baseline=["--record-size", "4K"]),
         Row("system-memory", "--system-memory 4G, one random reader (64K reads, 30 s warm-up "
             "to fill the page cache) of a 6G file", "randread",
             ["--file-size", "6G", "--record-size", "64K", "--warmup", "30",

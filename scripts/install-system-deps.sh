@@ -30,6 +30,8 @@ declare -A need=(
   [bison]=bison
   [bc]=bc
   [/usr/include/gelf.h]=libelf-dev
+  # the profile and perfstat monitors
+  [perf]=linux-perf
 )
 # Two guest kernels for the kernel-variant tests and examples/kernel-ab.toml, kept between runs.
 fetch_test_kernels() {

@@ -156,8 +156,54 @@ def test_monitor_registry_names_match_the_classes() -> None:
     )
 
     assert monitor_names() == ["counters", "psi", "diskstats", "delay", "reclaim", "stacks",
-                               "trace", "trace-full"]
+                               "trace", "trace-full", "profile", "perfstat"]
     assert all(monitor_class(name).name == name for name in monitor_names())
     assert default_monitor_names() == ["counters", "psi", "diskstats", "delay", "reclaim"]
     assert parse_monitor_list("all") == ["counters", "psi", "diskstats", "delay", "reclaim",
-                                         "stacks", "trace"]
+                                         "stacks", "trace", "profile", "perfstat"]
+
+
+PERF_SCRIPT = """\
+dd  6061/6061    295.450986123:\x20
+\tffffffff81bb61a2 chacha_permute
+\tffffffff81bb636e chacha_block_generic
+\tffffffff81d76616 get_random_bytes_user
+\tffffffff81000130 entry_SYSCALL_64_after_hwframe
+\t           f82ad read
+
+python3  7779/7782    404.027359851:\x20
+\t          199bdd _PyDict_LoadGlobal
+\t    7fa618d329c0 [unknown]
+\t    7fa619456240 [unknown]
+
+kworker/u4:1 x  12/13    404.5:
+my comm  20/21    405.000000001:
+\t               0 [unknown]
+"""
+
+
+def test_perf_script_samples_outermost_first_by_hand() -> None:
+    from stallbench.monitors.profile import parse_script
+
+    rows = list(parse_script(PERF_SCRIPT.splitlines(keepends=True), 295_000_000_000))
+    assert rows == [
+        (450_986_123, 6061, 6061, "dd", "read;entry_SYSCALL_64_after_hwframe;"
+         "get_random_bytes_user;chacha_block_generic;chacha_permute"),
+        # the unnamed frames perf found beyond the interpreter's leaf are one [unknown]
+        (109_027_359_851, 7779, 7782, "python3", "[unknown];_PyDict_LoadGlobal"),
+        (110_000_000_001, 20, 21, "my comm", "[unknown]")]
+
+
+def test_perf_stat_per_thread_lines_by_hand() -> None:
+    from stallbench.monitors.perfstat import parse_stat
+
+    lines = ["# started on Mon Dec  7 17:28:01 2026", "",
+             "python-5322,367.29,msec,task-clock,367287856,100.00,0.296,CPUs utilized",
+             "python-5322,307,,context-switches,367287856,100.00,835.857,/sec",
+             "my-worker-77,<not supported>,,cycles,0,100.00,,",
+             "my-worker-77,1200,,instructions:u,5000,50.00,,"]
+    assert parse_stat(lines, {5322: 5300}) == [
+        (5300, 5322, "python", "task-clock", 367_290_000, 1.0),
+        (5300, 5322, "python", "context-switches", 307, 1.0),
+        (77, 77, "my-worker", "cycles", None, None),
+        (77, 77, "my-worker", "instructions", 1200, 0.5)]

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from compare_fixtures import lognormal_ns, write_run
 
@@ -87,6 +88,13 @@ def _tree(root: Path) -> None:
         (path / "stacks.folded").write_text(
             "entry_SYSCALL_64;ksys_pread64;filemap_read;folio_wait_bit_common;io_schedule 12\n"
             "entry_SYSCALL_64;ksys_pread64;blkdev_read_iter;io_schedule 3\n")
+        from stallbench.monitors.profile import rows_to_table
+        (path / "monitors").mkdir(exist_ok=True)
+        pq.write_table(rows_to_table(
+            [(1_000_000 * i, 100, 100, "python3",
+              "__libc_pread;entry_SYSCALL_64;ksys_pread64;filemap_read;"
+              + ("copy_page_to_iter" if i % 3 else "filemap_get_pages")) for i in range(30)]),
+            path / "monitors" / "profile.parquet")
         if meta:
             import json
             document = json.loads((path / "run.json").read_text())

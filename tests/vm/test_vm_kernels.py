@@ -27,7 +27,7 @@ def _plan(tmp_path: Path, workload: str, kernels, options: str, iterations: int,
 workload = "{workload}"
 duration = "{duration}"
 iterations = {iterations}
-monitors = ["counters", "psi", "delay", "diskstats"]
+monitors = ["counters", "psi", "delay", "diskstats", "profile"]
 [options]
 {options}
 
@@ -141,3 +141,31 @@ def test_two_guest_kernels_pgioperf_interleaved_and_compared(tmp_path):
     assert data["ops"]["read"]["variants"]["new"]["samples"] == after
     assert not (qemu_pids() - before)
     assert not list((results / ".work").glob("stallbench-vm-*"))
+    _check_guest_profile(results / "old" / "pgioperf" / "1")
+
+
+def _check_guest_profile(run_dir: Path) -> None:
+    """The profile monitor ran in the guest, with the guest kernel's symbols (Debian ships no
+    System.map in its image package: the guest's /proc/kallsyms is the only table): every
+    kernel frame is named, the readers' read calls go through the kernel's read path in order,
+    and some frames are functions the host's kernel does not have (6.1's, not 6.18's)."""
+    meta = json.loads((run_dir / "run.json").read_text())
+    profile = meta["monitors"]["profile"]
+    assert profile["status"] == "ok", profile
+    tcg = meta["environment"]["vm"]["hypervisor"] == "tcg"
+    assert profile["event"] == "cpu-clock" if tcg else profile["event"] in ("cycles", "cpu-clock")
+    stacks = pq.read_table(run_dir / "monitors" / "profile.parquet").column("stack").to_pylist()
+    assert len(stacks) == profile["samples"] > 0
+    kernel = {frame for stack in stacks if "entry_SYSCALL_64_after_hwframe" in stack
+              for frame in stack.split("entry_SYSCALL_64_after_hwframe;", 1)[1].split(";")}
+    assert kernel and "[unknown]" not in kernel
+    path = ("do_syscall_64", "vfs_read", "filemap_read")
+    assert any(_in_order(stack.split(";"), path) for stack in stacks), stacks[:5]
+    with open("/proc/kallsyms") as f:
+        host = {fields[2] for line in f if len(fields := line.split()) >= 3}
+    assert kernel - host, "every frame is also a function of the host's kernel"
+
+
+def _in_order(frames: list[str], names: tuple[str, ...]) -> bool:
+    found = iter(frames)
+    return all(name in found for name in names)

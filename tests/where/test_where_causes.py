@@ -139,7 +139,8 @@ def test_reads_in_a_small_memcg_are_explained_by_block_io_with_its_share(tmp_pat
     lines = [e["text"] for e in where["explanations"] if e["op"] == "read"]
     assert lines, where["explanations"]
     # one run each: a change the comparison did not decide is marked "if real" (same causes)
-    found = re.match(r"read p99 \+\d+%(?::| \(not decided\): if real,) delay accounting: "
+    found = re.match(r"read p99 \+\d+%(?::| \(not decided\): if real,)(?: the added time was "
+                     r"(?:mostly )?spent waiting \([^)]*\);)? delay accounting: "
                      r"at least (\d+)% of the reader "
                      r"workers' op time was in (block I/O waits|direct reclaim|thrashing)",
                      lines[0])

@@ -11,6 +11,8 @@ STACKS = "stacks"
 RECLAIM = "reclaim"
 TRACE = "trace"
 TRACE_FULL = "trace-full"
+PROFILE = "profile"          # on-CPU call stacks (perf record)
+PERFSTAT = "perfstat"        # CPU counters per thread (perf stat)
 
 STACK_MONITORS = (STACKS, TRACE, TRACE_FULL)   # the monitors that record where tasks blocked
 TRACE_MONITORS = (TRACE, TRACE_FULL)           # the tracefs ones (reclaim throttling too)

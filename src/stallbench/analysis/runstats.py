@@ -92,17 +92,19 @@ def mean_statistic(op: sm.OpSummary, warmup_blocks: int) -> RunStatistic:
     """log mean latency and its variance by batch means (ratio estimator) over time."""
     count = op.block_count[warmup_blocks:].astype(np.float64)
     total = op.block_sum[warmup_blocks:].astype(np.float64)
-    return _ratio_statistic(total, count)
+    return ratio_statistic(total, count)
 
 
 def rate_statistic(op: sm.OpSummary, warmup_blocks: int,
                    block_seconds: np.ndarray) -> RunStatistic:
     """log ops/s and its variance by batch means over time (counts per group over its time)."""
     count = op.block_count[warmup_blocks:].astype(np.float64)
-    return _ratio_statistic(count, np.asarray(block_seconds[warmup_blocks:], np.float64))
+    return ratio_statistic(count, np.asarray(block_seconds[warmup_blocks:], np.float64))
 
 
-def _ratio_statistic(numerator: np.ndarray, denominator: np.ndarray) -> RunStatistic:
+def ratio_statistic(numerator: np.ndarray, denominator: np.ndarray) -> RunStatistic:
+    """log(Σ numerator / Σ denominator) over a run's time blocks and its variance by batch
+    means (the ratio estimator over groups of contiguous blocks)."""
     if denominator.sum() <= 0 or numerator.sum() <= 0:
         return RunStatistic(None, None)
     ratio = numerator.sum() / denominator.sum()

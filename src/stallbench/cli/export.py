@@ -11,7 +11,7 @@ from pathlib import Path
 from ..core import verbosity
 from ..core.errors import ExitCode, UsageError
 from ..core.units import parse_duration
-from ..exporters import DEFAULT_MAX_EVENTS, FORMATS
+from ..exporters import DEFAULT_MAX_EVENTS, FOLDED_STACKS, FORMATS
 from ..results.runselect import resolve_runs
 from .common import add_source_arguments
 
@@ -20,12 +20,12 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "export", help="export a run or variant: Perfetto trace, CSV, folded stacks, HdrHistogram",
         description="Export a run or a variant for other tools: a trace for the Perfetto UI and "
-                    "chrome://tracing (perfetto), every op as CSV (csv), blocked stacks for flame "
-                    "graphs (folded, --diff, --svg), HdrHistogram interval logs (hdr); or a "
-                    "whole results tree as one archive another engineer can open (bundle: the "
-                    "plans, run.json files, summaries, monitor tables, kernel configs and the "
-                    "report as text, email and HTML; compare, check, series and reproduce take "
-                    "it as --results FILE).")
+                    "chrome://tracing (perfetto), every op as CSV (csv), blocked or on-CPU stacks "
+                    "for flame graphs (folded, --stacks, --diff, --svg), HdrHistogram interval "
+                    "logs (hdr); or a whole results tree as one archive another engineer can open "
+                    "(bundle: the plans, run.json files, summaries, monitor tables, kernel "
+                    "configs and the report as text, email and HTML; compare, check, series and "
+                    "reproduce take it as --results FILE).")
     parser.add_argument("target", metavar="RUN_OR_VARIANT",
                         help="a variant name under RESULTS, or a variant or run directory; "
                              "bundle: a results directory")
@@ -49,6 +49,9 @@ def register(subparsers) -> None:
     stacks.add_argument("--diff", metavar="OTHER",
                         help="differential folded stacks: RUN_OR_VARIANT (first) vs OTHER")
     stacks.add_argument("--svg", action="store_true", help="a flame graph as SVG instead")
+    stacks.add_argument("--stacks", choices=FOLDED_STACKS, default=None,
+                        help="where the tasks blocked (blocked: the trace or stacks monitor, "
+                             "the default) or ran on a CPU (on-cpu: the profile monitor)")
     hdr = parser.add_argument_group("hdr")
     hdr.add_argument("--interval", default="1s", help="histogram interval (default %(default)s)")
     bundle = parser.add_argument_group("bundle")
@@ -74,6 +77,7 @@ def _refuse(args: argparse.Namespace) -> None:
                              ("--around-slow", args.around_slow, "perfetto"),
                              ("--max-events", args.max_events, "perfetto"),
                              ("--diff", args.diff, "folded"), ("--svg", args.svg, "folded"),
+                             ("--stacks", args.stacks, "folded"),
                              ("--interval", args.interval != "1s", "hdr"),
                              ("--ops", args.ops, "bundle")):
         if value and args.format != fmt:
@@ -143,7 +147,8 @@ def _export(args, resolved, other, stream, window, interval) -> str:
                 f"{lo / 1e9:.3f}-{hi / 1e9:.3f} s" for lo, hi in summary.windows))
         ops = sum(summary.ops.values())
         return (f"{ops:,} op slices, {sum(summary.intervals.values()):,} kernel intervals, "
-                f"{summary.counters:,} counter samples from {len(runs)} run(s)")
+                f"{summary.samples:,} on-CPU samples, {summary.counters:,} counter samples "
+                f"from {len(runs)} run(s)")
     if args.format == "csv":
         from ..exporters import csvout
         return f"{csvout.write(runs, stream):,} ops from {len(runs)} run(s)"
@@ -152,13 +157,15 @@ def _export(args, resolved, other, stream, window, interval) -> str:
         counts = hdr.write(runs, stream, interval)
         return f"{sum(counts.values()):,} ops of {len(counts)} op(s) in {interval:g} s intervals"
     from ..exporters import folded
+    stacks = args.stacks or folded.BLOCKED
+    words = "on-CPU" if stacks == folded.ON_CPU else "blocked"
     if other is not None:
         a, b = folded.write_diff(resolved.label, runs, other.label, other.runs, stream,
-                                 args.svg)
-        return (f"differential blocked stacks {a.label} ({a.total:,}) vs {b.label} "
+                                 args.svg, stacks)
+        return (f"differential {words} stacks {a.label} ({a.total:,}) vs {b.label} "
                 f"({b.total:,}), {a.unit}")
-    profile = folded.write(resolved.label, runs, stream, args.svg)
-    return f"{len(profile.counts):,} blocked stacks, {profile.total:,} {profile.unit}"
+    profile = folded.write(resolved.label, runs, stream, args.svg, stacks)
+    return f"{len(profile.counts):,} {words} stacks, {profile.total:,} {profile.unit}"
 
 
 def _bundle(args: argparse.Namespace) -> int:

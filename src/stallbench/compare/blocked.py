@@ -1,6 +1,7 @@
 """Where the workload's tasks blocked, per variant: time-weighted folded stacks from the trace
 monitor's D-state intervals, or sample counts from the stacks monitor where no run has them.
-Loads run directories and calls analysis/folded.py."""
+Loads run directories and calls analysis/folded.py. Profile is also the record of the on-CPU
+profiles (cpuprofile.py), so that the flame graphs draw both alike."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from ..analysis import folded
 from ..results.store import Run
 
 UNITS = {"trace": "µs blocked (D state, trace monitor)",
-         "stacks": "samples of D-state tasks (stacks monitor)"}
+         "stacks": "samples of D-state tasks (stacks monitor)",
+         "profile": "on-CPU samples (profile monitor)"}
+# what a profile from each source shows (the flame graphs' titles)
+WHAT = {"trace": "blocked time", "stacks": "blocked time", "profile": "on-CPU time"}
 
 
 @dataclass
@@ -25,6 +29,10 @@ class Profile:
     @property
     def unit(self) -> str:
         return UNITS[self.source]
+
+    @property
+    def what(self) -> str:
+        return WHAT[self.source]
 
     @property
     def total(self) -> int:

@@ -317,7 +317,11 @@ def _where(ops: list[OpComparison], labels: list[str], variants: list[VariantRun
     def tail(op: OpComparison, label: str) -> TailChange:
         # decided: the op is new, or some row of it was called worse (a throttled read's p99
         # may have too few samples for an interval while its rate is clearly worse)
-        stat, grew = growth(change(op, label, "p99"), change(op, label, "mean"), new(op, label))
+        called = {stat: found.change for stat, found in op.changes[label].items()
+                  if found.verdict == Verdict.WORSE and found.change is not None
+                  and stat != RATE.key}
+        stat, grew = growth(change(op, label, "p99"), change(op, label, "mean"), new(op, label),
+                            called)
         return TailChange(stat, grew, stat == NEW_OP or any(
             found.verdict == Verdict.WORSE for found in op.changes[label].values()))
 

@@ -1,7 +1,8 @@
 """Pictures of a comparison beyond its numbers: per op a latency-over-time heatmap of each
-variant with PSI and reclaim/throttle time beside it, and the blocked-time profiles of the
-baseline and each candidate for a differential flame graph. Loads monitor tables, calls
-analysis/heatmap.py and blocked.py; report/heatmap.py and report/flamegraph.py draw them."""
+variant with PSI and reclaim/throttle time beside it, and the blocked-time and on-CPU profiles
+of the baseline and each candidate for differential flame graphs. Loads monitor tables, calls
+analysis/heatmap.py, blocked.py and cpuprofile.py; report/heatmap.py and report/flamegraph.py
+draw them."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pyarrow.compute as pc
 from ..analysis import heatmap as hm
 from ..core.errors import RunDataError
 from ..results.store import Run
-from . import blocked
+from . import blocked, cpuprofile
 
 OVERLAY_PSI = ("memory", "io")
 
@@ -66,6 +67,26 @@ class Views:
                 continue
             if pair is not None:
                 pairs.append(pair)
+        return pairs
+
+    @cached_property
+    def cpu_flames(self) -> list[tuple[blocked.Profile, blocked.Profile]]:
+        """(baseline, candidate) on-CPU profiles (the profile monitor), where both have one."""
+        pairs = []
+        base = self._variants[0]
+        try:
+            base_profile = cpuprofile.profile(base.label, base.runs)
+        except (RunDataError, pa.ArrowException, OSError) as exc:
+            self.errors.append(f"on-CPU stacks: {exc}")
+            return []
+        for candidate in self._variants[1:] if base_profile is not None else []:
+            try:
+                other = cpuprofile.profile(candidate.label, candidate.runs)
+            except (RunDataError, pa.ArrowException, OSError) as exc:
+                self.errors.append(f"on-CPU stacks: {exc}")
+                continue
+            if other is not None:
+                pairs.append((base_profile, other))
         return pairs
 
 

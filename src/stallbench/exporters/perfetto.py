@@ -1,8 +1,9 @@
 """Trace Event JSON for the Perfetto UI and chrome://tracing: one process per run; in it one
 track per worker with each op as a slice, the trace monitor's intervals per thread and category
 (reclaim, throttle, D state with its stack, syscalls) on the same clock, block requests as async
-slices, and counter tracks for PSI, kernel counters (per-second rates of cumulative ones),
-diskstats rates and each op's completions per second.
+slices, the profile monitor's on-CPU samples per thread (an instant each, named by the function
+running, its stack in args), and counter tracks for PSI, kernel counters (per-second rates of
+cumulative ones), diskstats rates and each op's completions per second.
 
 Times are ns since the run start (CLOCK_MONOTONIC, like every table of the run), written as µs
 with three decimals. The output is bounded: only the chosen windows (all of the run by
@@ -24,7 +25,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..analysis import monitornames
 from ..analysis import windows as win
+from ..compare.cpuprofile import sample_roles
 from ..core.errors import RunDataError, UsageError
 from ..core.version import __version__
 from ..results.opsfile import OPS_ROW_GROUP
@@ -38,6 +41,7 @@ from .perfettoevents import (
     read_table,
     write_counters,
     write_ops,
+    write_samples,
     write_trace,
 )
 
@@ -216,6 +220,7 @@ def _write_run(w: Writer, pid: int, run: Run, window, around_slow, budget: int,
     write_ops(w, pid, ops, roles, pids, summary)
     if trace is not None and trace.num_rows:
         write_trace(w, pid, trace.filter(pa.array(chosen.trace)), pids, summary)
+    _write_samples(w, pid, run, name, chosen.windows, budget, summary)
     end = start + latency
     lo, hi = (chosen.windows[0][0], chosen.windows[-1][1]) if chosen.windows else \
         (0, int(end.max()) if end.size else 0)
@@ -224,6 +229,27 @@ def _write_run(w: Writer, pid: int, run: Run, window, around_slow, budget: int,
         win.mask(start, end, chosen.windows)
     write_counters(w, pid, run, lo, hi, op_names, op_codes[in_windows], end[in_windows],
                     summary)
+
+
+def _write_samples(w: Writer, pid: int, run: Run, name: str,
+                   windows: list[tuple[int, int]] | None, budget: int,
+                   summary: ExportSummary) -> None:
+    """The run's on-CPU samples in the windows; beyond the budget, evenly spaced ones (a note
+    says how many)."""
+    samples = run.monitor_table(monitornames.PROFILE)
+    if samples is None or samples.num_rows == 0:
+        return
+    t_ns = samples["t_ns"].to_numpy()
+    keep = np.ones(t_ns.size, dtype=bool) if windows is None else win.mask(t_ns, t_ns, windows)
+    chosen = np.flatnonzero(keep)
+    if chosen.size > budget:
+        chosen = chosen[np.linspace(0, chosen.size - 1, budget).astype(np.int64)]
+        summary.notes.append(
+            f"{name}: {budget:,} of {int(keep.sum()):,} on-CPU samples, evenly spaced "
+            f"(--max-events); --max-events {int(keep.sum()):,} exports them all")
+    samples = samples.take(pa.array(chosen))
+    roles = sample_roles(run, samples["pid"].to_numpy(), samples["tid"].to_numpy())
+    write_samples(w, pid, samples, roles, summary)
 
 
 def _codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:

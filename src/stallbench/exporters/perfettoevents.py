@@ -1,7 +1,8 @@
 """The Trace Event records of a perfetto export (perfetto.py chooses what is kept): the
 streaming writer, and one writer per kind of track: a worker's op slices, the trace monitor's
-intervals per thread and category (block requests as async slices), and the counter tracks
-(PSI, kernel counters, diskstats rates, each op's completions per second)."""
+intervals per thread and category (block requests as async slices), the profile monitor's
+on-CPU samples per thread (instant events named by the function running), and the counter
+tracks (PSI, kernel counters, diskstats rates, each op's completions per second)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class ExportSummary:
     ops: dict[str, int] = field(default_factory=dict)      # op slices written per op
     intervals: dict[str, int] = field(default_factory=dict)  # trace slices per category
     counters: int = 0
+    samples: int = 0                                         # on-CPU samples (profile)
     windows: list[tuple[int, int]] | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -154,6 +156,28 @@ def write_trace(w: Writer, pid: int, trace: pa.Table, worker_pids: dict[int, int
         w.raw(f'{{"ph":"X","pid":{pid},"tid":{track},"cat":{json.dumps(category)},'
               f'"name":{json.dumps(name)},"ts":{_us(t)},"dur":{_us(duration)},'
               f'"args":{json.dumps(args, separators=(",", ":"))}}}')
+
+
+def write_samples(w: Writer, pid: int, samples: pa.Table, roles: list[str],
+                  summary: ExportSummary) -> None:
+    """The profile monitor's on-CPU samples: an instant event per sample on a track per
+    thread, named by the function running (the innermost frame), its stack in args."""
+    rows = samples.to_pydict()
+    tracks: dict[int, int] = {}
+    for k in range(samples.num_rows):
+        tid = rows["tid"][k]
+        track = tracks.get(tid)
+        if track is None:
+            track = tracks[tid] = 2_000_000 + len(tracks)
+            label = f"{rows['comm'][k]} {tid}: on a CPU ({roles[k]}, perf samples)"
+            w.event(ph="M", pid=pid, tid=track, name="thread_name", args={"name": label})
+            w.event(ph="M", pid=pid, tid=track, name="thread_sort_index",
+                    args={"sort_index": 200_000 + tid})
+        stack = rows["stack"][k] or ""
+        w.raw(f'{{"ph":"i","s":"t","pid":{pid},"tid":{track},"cat":"oncpu",'
+              f'"name":{json.dumps(stack.rsplit(";", 1)[-1])},"ts":{_us(rows["t_ns"][k])},'
+              f'"args":{{"stack":{json.dumps(stack)}}}}}')
+        summary.samples += 1
 
 
 def _counter(w: Writer, pid: int, name: str, t_ns, values, summary: ExportSummary,

@@ -23,6 +23,8 @@ _REGISTRY = (
     (names.STACKS, "stacks", False, True),
     (names.TRACE, "trace", False, True),
     (names.TRACE_FULL, "trace", False, False),
+    (names.PROFILE, "profile", False, True),
+    (names.PERFSTAT, "perfstat", False, True),
 )
 _MODULES = {name: module for name, module, _default, _all in _REGISTRY}
 

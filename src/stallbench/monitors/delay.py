@@ -16,7 +16,9 @@ end of struct taskstats; null on older kernels); and the task's I/O accounting `
 (bytes it read from the block layer: what tells a page-cache read from a device read); and
 `oncpu_ns`, the task's time on a CPU (cpu_run_virtual_total: the scheduler's sum_exec_runtime,
 what /proc/PID/task/TID/schedstat shows first), which bounds its block I/O waits
-(analysis/where/delays.py: a task waiting for the device is off a CPU).
+(analysis/where/delays.py: a task waiting for the device is off a CPU) and is each op's CPU side
+(analysis/where/oncpu.py); `utime_ns` and `stime_ns` (ac_utime, ac_stime: tick-sampled), which
+split that time into user space and the kernel.
 Version 15 put max/min between the older fields, which moves every later field; v16 moved them
 to the end, so a v15 kernel is refused with that reason rather than misread. run.json's
 `totals_ns` (delay accrued during the run per kind, summed over tasks) and `max_ns` (the longest
@@ -40,6 +42,7 @@ from .base import COUNTER, GAUGE, KEY, RUN_TIME, Column, Monitor, MonitorResult,
 from .delayacct import DELAYACCT_SYSCTL, DelayacctClaim, delayacct_dir, release_delayacct
 from .taskstats import (
     BROKEN_LAYOUT_VERSION,
+    CPU_SPLIT_AT,
     IO_FIELDS,
     TaskstatsSocket,
     decode_stats,
@@ -220,6 +223,7 @@ DELAY = TableSchema(
      # the task's longest single delay so far (v16+): a running maximum
      *(Column(f"{kind}_max_ns", GAUGE, "ns") for kind in DELAY_KIND_NAMES),
      Column("oncpu_ns", COUNTER, "ns"),
+     *(Column(f"{name}_ns", COUNTER, "ns") for name in CPU_SPLIT_AT),
      *(Column(f"io_{name}", COUNTER, "calls" if name.endswith("syscalls") else "bytes")
        for name in IO_FIELDS)),
     totals=montables.delay_run_totals)

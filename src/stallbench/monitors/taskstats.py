@@ -42,6 +42,9 @@ IO_FIELDS = {"read_char": 216, "write_char": 224, "read_syscalls": 232, "write_s
 # cpu_run_virtual_total, filled whether or not delay accounting is on (cpu_run_real_total at
 # 64 is utime + stime, tick-sampled)
 ONCPU_AT = 72
+# ac_utime and ac_stime (µs): the task's time on a CPU in user space and in the kernel, from the
+# scheduler tick (task_cputime: sampled, so only their ratio is exact over a short run)
+CPU_SPLIT_AT = {"utime": 152, "stime": 160}
 _COMM = (80, 32)
 _AC_PID = 128
 _AC_TGID = 368
@@ -172,6 +175,8 @@ def decode_stats(raw: bytes) -> dict[str, Any]:
         else:
             result[f"{kind.name}_count"] = result[f"{kind.name}_ns"] = None
     result["oncpu_ns"] = struct.unpack_from("Q", raw, ONCPU_AT)[0]
+    for name, at in CPU_SPLIT_AT.items():
+        result[f"{name}_ns"] = struct.unpack_from("Q", raw, at)[0] * 1000
     for name, at in IO_FIELDS.items():
         result[f"io_{name}"] = struct.unpack_from("Q", raw, at)[0] if len(raw) >= at + 8 \
             else None

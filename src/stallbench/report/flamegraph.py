@@ -1,5 +1,6 @@
 """Flame graphs as self-contained SVG (no script, no external resource): one box per frame,
-as wide as the blocked time through it, root at the bottom; hover shows the frame's numbers.
+as wide as the blocked time (or the on-CPU samples) through it, root at the bottom; hover shows
+the frame's numbers.
 The differential one is as wide as the second profile and coloured by the change per run of
 each frame's own time (the stacks that end at it) relative to the frame's width: red where
 blocked time grew, blue where it shrank (analysis/folded.Frame.own_change)."""
@@ -40,7 +41,8 @@ def _diff_colour(change: float) -> str:
     return "rgb(235,235,235)"
 
 
-def _svg(frames: list[Frame], total: float, title: str, subtitle: str, colour, tip) -> str:
+def _svg(frames: list[Frame], total: float, title: str, subtitle: str, colour, tip,
+         what: str = "blocked time") -> str:
     depth = max((f.depth for f in frames), default=0) + 1
     lines = subtitle.split("\n")
     top = TOP + 14 * (len(lines) - 1)
@@ -55,7 +57,7 @@ def _svg(frames: list[Frame], total: float, title: str, subtitle: str, colour, t
              f'{_e(line)}</text>' for i, line in enumerate(lines))]
     if not frames:
         out.append(f'<text x="{WIDTH / 2}" y="{top + ROW}" text-anchor="middle">'
-                   'no blocked time recorded</text>')
+                   f'no {_e(what)} recorded</text>')
     for frame in frames:
         x = PAD + frame.x * scale
         w = frame.width * scale
@@ -72,7 +74,7 @@ def _svg(frames: list[Frame], total: float, title: str, subtitle: str, colour, t
     return "\n".join(out)
 
 
-def render(counts: dict[str, int], title: str, unit: str) -> str:
+def render(counts: dict[str, int], title: str, unit: str, what: str = "blocked time") -> str:
     frames, total = layout(counts, min_share=MIN_SHARE)
 
     def tip(frame: Frame) -> str:
@@ -80,7 +82,7 @@ def render(counts: dict[str, int], title: str, unit: str) -> str:
         return f"{frame.name}\n{frame.after:,.0f} {unit} ({share:.1%})"
 
     return _svg(frames, total, title, f"total {total:,.0f} {unit}; width = share of it",
-                lambda f: _warm(f.name), tip)
+                lambda f: _warm(f.name), tip, what)
 
 
 def render_differential(a, b) -> str:
@@ -100,19 +102,21 @@ def render_differential(a, b) -> str:
                 f"colour: the change of each frame's own time (the stacks ending at it) "
                 f"relative to its width; red: more than in {a.label}, blue: less; deepest "
                 f"when all of it is new or gone")
-    return _svg(frames, total, f"blocked time: {b.label} vs {a.label}", subtitle,
-                lambda f: _diff_colour(f.own_change), tip)
+    return _svg(frames, total, f"{b.what}: {b.label} vs {a.label}", subtitle,
+                lambda f: _diff_colour(f.own_change), tip, b.what)
 
 
 def html_sections(comparison) -> list[str]:
     """The differential flame graph of each candidate against the baseline, inline SVG."""
     views = getattr(comparison, "views", None)
     out = []
-    pairs = views.flames if views is not None else []
-    if pairs:   # as wide as the page, but never so narrow that the frames' names vanish
+    blocked = views.flames if views is not None else []
+    on_cpu = views.cpu_flames if views is not None else []
+    if blocked or on_cpu:   # as wide as the page, but never so narrow that the names vanish
         out.append("<style>.flame svg{width:100%;height:auto;min-width:640px}</style>")
-    for a, b in pairs:
-        out.append(f"<h2>Where tasks blocked: {_e(b.label)} vs {_e(a.label)} "
-                   "(differential flame graph)</h2>")
-        out.append('<div class="scroll flame">' + render_differential(a, b) + "</div>")
+    for heading, pairs in (("Where tasks blocked", blocked), ("Where tasks ran on a CPU", on_cpu)):
+        for a, b in pairs:
+            out.append(f"<h2>{heading}: {_e(b.label)} vs {_e(a.label)} "
+                       "(differential flame graph)</h2>")
+            out.append('<div class="scroll flame">' + render_differential(a, b) + "</div>")
     return out

@@ -8,7 +8,9 @@ As in tables.py, every cell's words are decided here; nothing is computed beyond
 from __future__ import annotations
 
 from ..analysis.display import format_ns
-from ..analysis.where.section import CounterRow, WhereSection
+from ..analysis.where.oncpu import CPU_STATS
+from ..analysis.where.perfstat import EVENT_WORDS, TASK_CLOCK
+from ..analysis.where.section import CounterRow, RoleCounters, RoleCpu, WhereSection
 from ..analysis.where.stalls import stall_words
 from .tables import LEFT, Chapter, Column, Section, Table, cells
 
@@ -120,6 +122,7 @@ def _table_sections(section: WhereSection) -> list[Section]:
                          "share of the op's time",
                          ["variant", "op", "stall", "stalls", "mean", "per op", "of op time"],
                          stall_rows))
+    out += _time_on_cpu_sections(section)
     delay_rows = [[label, role.role, kind, format_ns(d.total_ns), format_ns(d.in_ops_ns),
                    _share(d.share)]
                   for label, roles in section.delay.items() for role in roles
@@ -143,6 +146,7 @@ def _table_sections(section: WhereSection) -> list[Section]:
                              [[_share(s.share), str(s.samples), s.what,
                                s.sleeps_in or "-", _short_stack(s.stack)]
                               for s in stacks.top]))
+    out += _profile_sections(section)
     for label, ops in section.slow_ops.items():
         rows = [[op, str(slow.count), format_ns(slow.threshold_ns), cause, _share(share),
                  format_ns(slow.breakdown_ns[cause])]
@@ -153,6 +157,98 @@ def _table_sections(section: WhereSection) -> list[Section]:
                              ["op", "slow ops", "threshold", "time went to", "share", "total"],
                              rows))
     return out
+
+
+def _per(value: int | None, count: int | float | None) -> str:
+    return "-" if value is None or not count else format_ns(value / count)
+
+
+def _time_on_cpu_sections(section: WhereSection) -> list[Section]:
+    """Each role's CPU side per variant, then each candidate's changes with their intervals."""
+    out = []
+    rows = [[label, r.role, f"{r.ops:,}", _share(r.in_ops_ns / r.op_time_ns if r.op_time_ns
+                                                 else None),
+             _per(r.oncpu_ns, r.ops), _per(r.system_ns, r.ops), _per(r.user_ns, r.ops),
+             _per(r.oncpu_ns, _kib(r))]
+            for label, roles in section.cpu.items() for r in roles]
+    if rows:
+        out.append(_part("time on a CPU per op (each worker role's main threads after the "
+                         "warm-up): the share of their op time surely on a CPU, and per op in "
+                         "all, in the kernel and in user space (split by the scheduler's "
+                         "ticks), and per KiB its read and write calls moved",
+                         ["variant", "role", "ops", "op time on a CPU ≥", "on a CPU/op",
+                          "system/op", "user/op", "per KiB"], rows))
+    changes = [[label, role, CPU_STATS[c.stat][2], format_ns(c.baseline), format_ns(c.candidate),
+                _pct(c.change), "-" if c.low is None or c.high is None
+                else f"[{_pct(c.low)}, {_pct(c.high)}]"]
+               for label, roles in section.cpu_changes.items()
+               for role, stats in roles.items() for c in stats]
+    if changes:
+        out.append(_part(f"the CPU side against {section.baseline}: each statistic's change and "
+                         "its 95% interval (none from one short run a side)",
+                         ["variant", "role", "statistic", section.baseline, "candidate", "change",
+                          "95% interval"], changes))
+    return out
+
+
+def _kib(role: RoleCpu) -> float | None:
+    return role.bytes_moved / 1024 if role.bytes_moved else None
+
+
+def _profile_sections(section: WhereSection) -> list[Section]:
+    """The profile monitor's functions per role, and the perfstat counters per op."""
+    out = []
+    for label, roles in section.profiles.items():
+        rows = [[role.role, _share(f.share), f"{f.samples:,}", f.function, f.caller or "-"]
+                for role in roles.values() for f in role.top]
+        if rows:
+            event = next(iter(roles.values())).event
+            out.append(_part(f"on-CPU functions: {label} (profile monitor, {event} samples; "
+                             "each sample in its innermost frame, the function running)",
+                             ["role", "share", "samples", "function", "called from"], rows))
+    base = section.perf_counters.get(section.baseline, [])
+    for label, rows in section.perf_counters.items():
+        if label == section.baseline and len(section.perf_counters) > 1:
+            continue
+        body = _counter_rows(base if label != section.baseline else [], rows)
+        if body:
+            names = [section.baseline, label] if label != section.baseline else [label]
+            title = ("CPU counters per op (perfstat monitor: perf stat per thread, added up by "
+                     "worker role, over every op of the role)")
+            header = ["role", "counter", *[f"{_short(n, 9)}/op" for n in names]]
+            out.append(_part(title, header + (["change"] if len(names) > 1 else []), body))
+    return out
+
+
+def _counter_rows(base: list[RoleCounters], here: list[RoleCounters]) -> list[list[str]]:
+    by_role = {row.role: row for row in base}
+    body = []
+    for row in here:
+        if not row.per_op:
+            continue
+        other = by_role.get(row.role)
+        for event, value in row.per_op.items():
+            cells_ = [row.role, EVENT_WORDS.get(event, event), _per_op(event, value)]
+            if base:
+                before = other.per_op.get(event) if other else None
+                cells_ += [_per_op(event, before),
+                           _pct(value / before - 1) if before else "-"]
+            body.append(cells_)
+        if row.ipc is not None:
+            before_ipc = other.ipc if other else None
+            body.append([row.role, "instructions per cycle", _num(row.ipc, 2)]
+                        + ([_num(before_ipc, 2),
+                            _pct(row.ipc / before_ipc - 1) if before_ipc else "-"]
+                           if base else []))
+    if base:     # baseline first, as every table of the section
+        body = [[r[0], r[1], r[3], r[2], r[4]] for r in body]
+    return body
+
+
+def _per_op(event: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    return format_ns(value) if event == TASK_CLOCK else _num(value, 3)
 
 
 def _short_stack(stack: str, frames: int = 5) -> str:

@@ -38,6 +38,7 @@ from .syscalltrace import (
     wait_at_gate,
 )
 
+ROLE = "command"        # the worker role of every thread of the command
 
 # -- options: the one declaration of command's flags, plan keys, defaults and checks -----------
 @dataclass
@@ -133,8 +134,11 @@ class CommandWorkload(Workload):
             ctx.notes.append(f"the command was still running after {ctx.duration_s:g} s and "
                              "was stopped (SIGTERM)")
         status, reason = outcome.run_status("the command")
+        # each thread that made a timed call is a worker (its thread id): one role, so that
+        # the where section compares the command's threads across runs and variants
         extra = {"exit_code": self.exit_code, "tracer": self.tracer,
-                 "stopped": outcome.stopped, "counts": samples.counts()}
+                 "stopped": outcome.stopped, "counts": samples.counts(),
+                 "worker_roles": {int(t): ROLE for t in sorted(set(samples.worker))}}
         return WorkloadResult(batches=logged_ops(samples, shift_ns), counted=samples.counts(),
                               rusage=outcome.rusage, extra=extra, status=status, reason=reason)
 
@@ -191,6 +195,7 @@ class CommandWorkload(Workload):
 
         with supervisor.start(ctx, [*strace_argv(log, self.syscalls), "--", *self.argv],
                               cwd=ctx.workdir) as program:
+            ctx.workload_starting()   # strace has no start gate: the monitors attach as it starts
             outcome = program.wait(ctx.stop, end_ns=self._end_ns(ctx), tick=tick)
         feed(final=True)
         samples = parser.samples or Samples("epoch")

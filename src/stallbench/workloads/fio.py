@@ -173,6 +173,7 @@ class FioWorkload(Workload):
                 ctx, ["fio", "--output-format=json", "--status-interval=1", "--eta=never",
                       str(job)],
                 cwd=ctx.workdir, stdout=subprocess.PIPE, stderr=stderr)
+        ctx.workload_starting()       # no start gate: the monitors attach to fio as it starts
         reader = _JsonStream(program.stdout)
         reader.start()
         try:

@@ -295,7 +295,8 @@ class PgbenchWorkload(Workload):
         with open(out_path, "w") as out:
             program = supervisor.start(ctx, argv, cwd=ctx.run_dir, stdout=out,
                                        stderr=subprocess.STDOUT)
-        with program:
+        ctx.workload_starting()       # no start gate: the monitors attach to pgbench and the
+        with program:                 # server as the client starts
             outcome = program.wait(
                 ctx.stop, deadline_ns=ctx.t0_ns + int((seconds + 120) * 1e9),
                 ladder=(supervisor.StopStep(signal.SIGINT, 5.0),), tick=tick)

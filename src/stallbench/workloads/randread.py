@@ -1,8 +1,10 @@
 """randread: iozone-style random reads of one file (seed 000's reproducer).
 
 `--threads` processes read `--record-size` blocks at random block-aligned offsets of a
-`--file-size` file, optionally with O_DIRECT; op `read`. Each worker draws its offsets in bulk
-from its own seeded generator (`--seed` makes runs repeatable).
+`--file-size` file, optionally with O_DIRECT, or with `--mmap` by copying them out of a shared
+mapping of the file (as mmap-based stores such as LMDB read: the copy runs in user space, and a
+page not yet mapped faults in the kernel); op `read`. Each worker draws its offsets in bulk from
+its own seeded generator (`--seed` makes runs repeatable).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ class RandReadOptions:
     record_size: int = option(4096, parse=parse_size, help="bytes per read",
                               show=size_text)
     direct: bool = option(False, kind=SWITCH, help="O_DIRECT reads")
+    mmap: bool = option(False, kind=SWITCH, help="read by copying from a shared mapping of "
+                        "the file (the copy is user-space CPU, a page not yet mapped a fault)")
     seed: int = option(1, parse=whole(0, 2**63 - 1), help="random seed", show=str)
 # ------------------------------------------------------------------------------------------------
 
@@ -41,27 +45,34 @@ DATA_FILE = "randread.data"
 
 
 def read_loop(wctx: WorkerContext, path: str, record_size: int, file_size: int, direct: bool,
-              seed: int, native: bool = True) -> dict[str, Any]:
-    """The hot loop. Per op: one read into a reused buffer, two clock reads, two stores into
-    preallocated arrays, one comparison; in C (native/readloop.c) where it could be built, else
-    in Python. Offsets come in batches of the buffer's capacity, so the buffer cannot overflow
-    within a batch and needs no per-op check."""
+              seed: int, native: bool = True, mapped: bool = False) -> dict[str, Any]:
+    """The hot loop. Per op: one read into a reused buffer (`mapped`: a copy from the file's
+    shared mapping), two clock reads, two stores into preallocated arrays, one comparison; in C
+    (native/readloop.c) where it could be built, else in Python. Offsets come in batches of the
+    buffer's capacity, so the buffer cannot overflow within a batch and needs no per-op
+    check."""
     import numpy as np
 
     flags = os.O_RDONLY | (os.O_DIRECT if direct else 0)
     fd = os.open(path, flags)
     buffer = mmap.mmap(-1, record_size)             # page aligned, as O_DIRECT needs
+    source = None
     rng = np.random.default_rng([seed, wctx.index])
     blocks = file_size // record_size
     loop = _c_loop if native and c_read_loop_ready() else _python_loop
     done = [0]
     try:
-        loop(wctx, fd, buffer, record_size, lambda: rng.integers(0, blocks, wctx.recorder.capacity)
-             * record_size, done)
+        if mapped:
+            source = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ)
+            source.madvise(mmap.MADV_RANDOM)
+        loop(wctx, fd, source, buffer, record_size,
+             lambda: rng.integers(0, blocks, wctx.recorder.capacity) * record_size, done)
     except OSError as exc:
         exc.counted = {"read": done[0]}
         raise
     finally:
+        if source is not None:
+            source.close()
         os.close(fd)
     return {"counted": {"read": done[0]}}
 
@@ -77,11 +88,17 @@ def c_read_loop_ready(ctx: RunContext | None = None) -> bool:
     return native is not None
 
 
-def _python_loop(wctx: WorkerContext, fd: int, buffer: mmap.mmap, record_size: int,
-                 draw_offsets, done: list[int]) -> None:
+def _python_loop(wctx: WorkerContext, fd: int, source: mmap.mmap | None, buffer: mmap.mmap,
+                 record_size: int, draw_offsets, done: list[int]) -> None:
     buffers = [buffer]
-    preadv = os.preadv
     now = time.monotonic_ns
+    if source is None:
+        preadv = os.preadv
+    else:
+        view, mapped = memoryview(buffer), memoryview(source)
+
+        def preadv(_fd: int, _buffers: list, offset: int) -> None:
+            view[:] = mapped[offset:offset + record_size]
     starts, ends = wctx.recorder.starts, wctx.recorder.ends
     j = 0
     next_tick = now()
@@ -110,10 +127,12 @@ def _python_loop(wctx: WorkerContext, fd: int, buffer: mmap.mmap, record_size: i
         raise
 
 
-def _c_loop(wctx: WorkerContext, fd: int, buffer: mmap.mmap, record_size: int, draw_offsets,
-            done: list[int]) -> None:
+def _c_loop(wctx: WorkerContext, fd: int, source: mmap.mmap | None, buffer: mmap.mmap,
+            record_size: int, draw_offsets, done: list[int]) -> None:
     """The same loop with the ops in C: it returns at each tick and at the batch's end."""
     import ctypes
+
+    import numpy as np
 
     from .native import read_ops
 
@@ -121,6 +140,8 @@ def _c_loop(wctx: WorkerContext, fd: int, buffer: mmap.mmap, record_size: int, d
     starts, ends = wctx.recorder.starts, wctx.recorder.ends
     starts_at, ends_at = starts.buffer_info()[0], ends.buffer_info()[0]
     address = ctypes.addressof(ctypes.c_char.from_buffer(buffer))
+    # the mapping is read-only, which ctypes' from_buffer refuses; numpy gives its address
+    mapped = None if source is None else np.frombuffer(source, dtype=np.uint8).ctypes.data
     error = ctypes.c_int(0)
     next_tick = time.monotonic_ns()
     finished = False
@@ -130,7 +151,7 @@ def _c_loop(wctx: WorkerContext, fd: int, buffer: mmap.mmap, record_size: int, d
             offsets = draw_offsets()
             at, j = offsets.ctypes.data, 0
             while j < offsets.size and not finished:
-                n = read(fd, address, record_size, at + 8 * j, offsets.size - j,
+                n = read(fd, mapped, address, record_size, at + 8 * j, offsets.size - j,
                          starts_at + 8 * j, ends_at + 8 * j, next_tick, ctypes.byref(error))
                 j += n
                 if error.value:
@@ -165,7 +186,10 @@ class RandRead(Workload):
             raise UsageError("--record-size must be a multiple of 512 bytes")
         if opts.file_size is not None and opts.file_size < opts.record_size:
             raise UsageError("--file-size must be at least one --record-size")
+        if opts.direct and opts.mmap:
+            raise UsageError("--mmap reads through the page cache: drop --direct or --mmap")
         opts.direct = bool(opts.direct)
+        opts.mmap = bool(opts.mmap)
         return cls(opts)
 
     def resolve(self, memory_available: int) -> None:
@@ -192,7 +216,7 @@ class RandRead(Workload):
         opts = self.options
         args = {"path": str(ctx.workdir / DATA_FILE), "record_size": opts.record_size,
                 "file_size": opts.file_size, "direct": opts.direct, "seed": opts.seed,
-                "native": c_read_loop_ready(ctx)}
+                "native": c_read_loop_ready(ctx), "mapped": opts.mmap}
         specs = [WorkerSpec("reader", ["read"], "sl", read_loop, args)
                  for _ in range(opts.threads)]
         return run_workers(ctx, specs, progress, list(self.ops))

@@ -68,6 +68,12 @@ def op_time_before(start: np.ndarray, latency: np.ndarray, edges: np.ndarray) ->
     return result + partial
 
 
+def ops_before(end: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """For ops of one worker, how many had completed by each edge (additive over batches)."""
+    return np.searchsorted(np.sort(np.asarray(end, dtype=np.int64)),
+                           np.asarray(edges, dtype=np.int64), side="right").astype(np.float64)
+
+
 def sleep_time_before(start: np.ndarray, latency: np.ndarray, intended: np.ndarray,
                       edges: np.ndarray, previous_end: int | None = None) -> np.ndarray:
     """For ops of one worker, the pacing sleep before each edge (ns): before each op whose
@@ -221,6 +227,8 @@ class RunDelays:
     busy_ns: np.ndarray
     started_ns: int | None = None
     asleep_ns: np.ndarray | None = None    # each row's pacing sleep so far (paced workers)
+    done_ops: np.ndarray | None = None     # each row's ops completed so far
+    data_start_ns: int | None = None       # where the run's statistics start (the warm-up's end)
 
 
 def role_delays(runs: Sequence[RunDelays], ops_by_role: Mapping[str, int] | None = None

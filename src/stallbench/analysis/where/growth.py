@@ -1,6 +1,8 @@
-"""Which ops a where line explains, and how the line starts: an op whose p99 (else mean) grew
-by more than MIN_GROWTH, or that only the candidate ran (NEW_OP); 'read p99 +310%' heads its
-lines, marked '(not decided): if real,' where the comparison called no row of the op worse.
+"""Which ops a where line explains, and how the line starts: an op whose latency statistic was
+called worse (the one called leads: 'read p50 +69%' where p50 was called and p99 was not), else
+whose p99 (else mean) grew by more than MIN_GROWTH, or that only the candidate ran (NEW_OP);
+'read p99 +310%' heads its lines, marked '(not decided): if real,' where the comparison called no
+row of the op worse.
 A cause is named only where it holds MIN_SHARE of the time it is a share of. Pure.
 """
 
@@ -25,15 +27,20 @@ class TailChange(NamedTuple):
     decided: bool = True
 
 
-def growth(p99_change: float | None, mean_change: float | None, new: bool = False
-           ) -> tuple[str, float | None]:
+def growth(p99_change: float | None, mean_change: float | None, new: bool = False,
+           called: dict[str, float] | None = None) -> tuple[str, float | None]:
     """The statistic an op's explanation leads with: NEW_OP for an op only the candidate ran
-    (pgioperf's checkpoint-fsync when fsyncs are made frequent: all its time is new), its p99
-    when that grew by more than MIN_GROWTH, else its mean when that did (a few long ops, e.g.
-    preempted by CPU hogs, add to the op time the delays are shares of without moving the p99),
-    else the p99."""
+    (pgioperf's checkpoint-fsync when fsyncs are made frequent: all its time is new); else the
+    latency statistic the comparison called worse (`called`: statistic -> change), p99 where
+    it was called, else the one that grew most (a line quotes what was decided: p50 +69% where
+    only p50 was, not an undecided p99); else its p99 when that grew by more than MIN_GROWTH,
+    else its mean when that did (a few long ops, e.g. preempted by CPU hogs, add to the op time
+    the delays are shares of without moving the p99), else the p99."""
     if new:
         return NEW_OP, math.inf
+    if called:
+        stat = "p99" if "p99" in called else max(called, key=lambda k: called[k])
+        return stat, called[stat]
     if p99_change is not None and p99_change > MIN_GROWTH:
         return "p99", p99_change
     if mean_change is not None and mean_change > MIN_GROWTH:

@@ -14,14 +14,18 @@ from ..display import format_ns
 from . import causes, longest, slowops
 from .delays import DELAY_WORDS
 from .growth import MIN_GROWTH, MIN_SHARE, NEW_OP, TailChange, headline, mark_undecided
+from .hotspots import naming_hint
 from .mechanism import mechanism, op_direction, throttle_words
+from .oncpu import ON_CPU_LEADS, CpuAnswer, cpu_answer
 from .section import (
+    CpuChange,
     DeviceVerdict,
     Explanation,
     Facts,
     LongestDelay,
     OpStall,
     Pressure,
+    RoleCpu,
     RoleDelays,
     SlowOps,
     Stacks,
@@ -44,9 +48,13 @@ def explanations(label: str,
                  base_stalls: Mapping[str, Mapping[str, OpStall]] | None = None,
                  base_device: Mapping[str, DeviceVerdict] | None = None,
                  op_totals: Mapping[str, tuple[int, int]] | None = None,
-                 base_op_totals: Mapping[str, tuple[int, int]] | None = None
+                 base_op_totals: Mapping[str, tuple[int, int]] | None = None,
+                 cpu: Sequence[RoleCpu] = (), base_cpu: Sequence[RoleCpu] = (),
+                 cpu_changes: Mapping[str, Sequence[CpuChange]] | None = None
                  ) -> list[Explanation]:
-    """The one-line explanations of a candidate, per op whose tail grew: first the causes of its
+    """The one-line explanations of a candidate, per op whose tail grew: first whether its added
+    time was on a CPU (analysis/where/oncpu.py: where the op is its role's only one and the
+    delay monitor saw both sides), and where it was not, the causes of its
     time (analysis/where/causes.py: the stalls the tracepoints timed in its ops and the delay
     accounting of the one role that runs it, block I/O split by the device's side), those that
     grew against the baseline first, with the mechanism where the variant's settings and
@@ -72,9 +80,12 @@ def explanations(label: str,
             else None
         grown, steady = causes.ranked(causes.op_causes(here, base), MIN_SHARE)
         shared = role is not None and sum(role.role in r for r in roles_of_op.values()) > 1
+        on_cpu = None if role is None or shared else _cpu_answer(
+            op, role.role, cpu, base_cpu, (cpu_changes or {}).get(role.role, ()),
+            op_totals or {}, base_op_totals or {})
         line = _cause_line(op, stat, change, role, grown, steady, direction, facts, base_facts,
                            (device or {}).get(op), (stalls or {}).get(op, {}),
-                           (base_stalls or {}).get(op, {}), shared)
+                           (base_stalls or {}).get(op, {}), shared, on_cpu)
         if role is not None and role.impossible and device and op in device \
                 and device[op].verdict and change is not None and change > MIN_GROWTH \
                 and (not line or "blkio" in role.impossible):
@@ -107,6 +118,19 @@ def explanations(label: str,
         if line:
             out.append(Explanation(label, None, line))
     return out
+
+
+def _cpu_answer(op: str, role: str, cpu: Sequence[RoleCpu], base_cpu: Sequence[RoleCpu],
+                changes: Sequence[CpuChange], totals: Mapping[str, tuple[int, int]],
+                base_totals: Mapping[str, tuple[int, int]]) -> CpuAnswer | None:
+    """Whether the op's added time (its mean's growth per op) was on a CPU, from its role's CPU
+    side in both variants; None where either side lacks it."""
+    here = next((r for r in cpu if r.role == role), None)
+    base = next((r for r in base_cpu if r.role == role), None)
+    (n, total), (base_n, base_total) = totals.get(op, (0, 0)), base_totals.get(op, (0, 0))
+    if here is None or base is None or not n or not base_n:
+        return None
+    return cpu_answer(here, base, changes, total / n - base_total / base_n)
 
 
 def _side(op: str, role: RoleDelays | None, stalls: Mapping[str, OpStall],
@@ -152,11 +176,44 @@ def _cause_line(op: str, stat: str, change: float | None, role: RoleDelays | Non
                 grown: list[causes.Cause], steady: list[causes.Cause], direction: str,
                 facts: Facts, base_facts: Facts | None, device: DeviceVerdict | None,
                 stalls: Mapping[str, OpStall], base_stalls: Mapping[str, OpStall],
-                shared: bool = False) -> str | None:
-    """'read p99 +174%: 25% of the read ops' time was in memcg reclaim (...), ...; also in
-    the baseline: ...' from the ranked causes, or None when none grew."""
-    if change is None or change <= MIN_GROWTH or not grown:
+                shared: bool = False, on_cpu: CpuAnswer | None = None) -> str | None:
+    """'read p99 +174%: the added time was spent waiting (time on a CPU per op +1%); 25% of the
+    read ops' time was in memcg reclaim (...), ...; also in the baseline: ...' from the ranked
+    causes, or None when none grew; where the added time was on a CPU (`on_cpu`), that leads,
+    and of the waits only those that grew and block follow ("the rest: ..."), when at least
+    REST_WORTH of the added time was not on a CPU."""
+    if change is None or change <= MIN_GROWTH:
         return None
+    if on_cpu is not None and on_cpu.leads:
+        rest = [c for c in grown if c.blocks] if 1.0 - on_cpu.share >= REST_WORTH else []
+        hint = naming_hint(facts.monitors, base_facts.monitors if base_facts else [])
+        text = f"{headline(op, stat, change)}: {on_cpu.text}" + (f"; {hint}" if hint else "")
+        if rest:
+            text += "; the rest: " + _joined(_cause_parts(
+                op, role, rest, direction, facts, base_facts, device, stalls, base_stalls,
+                shared))
+        return text
+    if not grown:
+        return None
+    text = f"{headline(op, stat, change)}: " + (f"{on_cpu.text}; " if on_cpu else "") + \
+        _joined(_cause_parts(op, role, grown, direction, facts, base_facts, device, stalls,
+                             base_stalls, shared))
+    if steady:
+        text += "; also in the baseline: " + ", ".join(
+            f"{_steady_words(c)} {c.share:.0%}"
+            + (f" ({c.base_share:.0%} there)" if c.base_share is not None else "")
+            for c in steady[:MAX_CAUSES])
+    return text
+
+
+REST_WORTH = 1.0 - ON_CPU_LEADS     # the added time off a CPU worth naming after the CPU's
+
+
+def _cause_parts(op: str, role: RoleDelays | None, grown: list[causes.Cause], direction: str,
+                 facts: Facts, base_facts: Facts | None, device: DeviceVerdict | None,
+                 stalls: Mapping[str, OpStall], base_stalls: Mapping[str, OpStall],
+                 shared: bool) -> list[str]:
+    """The words of the first MAX_CAUSES causes that grew."""
     blocking = any(c.blocks for c in grown)
     parts: list[str] = []
     said_delay = False
@@ -174,13 +231,7 @@ def _cause_line(op: str, stat: str, change: float | None, role: RoleDelays | Non
             said_delay = True
         else:
             parts.append(f"{cause.share:.0%} {words}")
-    text = f"{headline(op, stat, change)}: " + _joined(parts)
-    if steady:
-        text += "; also in the baseline: " + ", ".join(
-            f"{_steady_words(c)} {c.share:.0%}"
-            + (f" ({c.base_share:.0%} there)" if c.base_share is not None else "")
-            for c in steady[:MAX_CAUSES])
-    return text
+    return parts
 
 
 MAX_CAUSES = 2

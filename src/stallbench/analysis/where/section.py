@@ -131,6 +131,32 @@ class RoleDelays:
 
 
 @dataclass
+class RoleCpu:
+    """A worker role's CPU side over a variant's runs, from its workers' steps after the
+    warm-up (analysis/where/oncpu.py)."""
+    role: str
+    ops: int                    # ops completed in the steps counted
+    op_time_ns: int             # their op time in those steps
+    oncpu_ns: int               # the workers' time on a CPU in those steps
+    in_ops_ns: int              # of it, at least this much inside the ops
+    user_ns: int | None         # in user space and in the kernel (split by the ticks; None: not
+    system_ns: int | None       # recorded)
+    bytes_moved: int | None     # by the workers' read and write calls
+    runs: int = 0
+
+
+@dataclass
+class CpuChange:
+    """One statistic of a role's CPU side (oncpu.CPU_STATS), candidate against baseline."""
+    stat: str
+    baseline: float | None
+    candidate: float | None
+    change: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass
 class OpStall:
     """One kind of stall the tracepoints timed (reclaim, dirty throttling) inside one op's ops
     after the warm-up, over the runs (analysis/where/stalls.py): exact, not a lower bound."""
@@ -183,6 +209,51 @@ class SlowOps:
 
 
 @dataclass
+class FunctionShare:
+    """One function at the leaf of a role's on-CPU samples (the profile monitor)."""
+    function: str
+    samples: int
+    share: float                  # of the role's samples
+    caller: str | None = None     # the frame it was most often called from
+
+
+@dataclass
+class Hotspot:
+    """The function whose share of a role's on-CPU samples grew most against the baseline
+    (analysis/where/hotspots.py)."""
+    function: str
+    share: float
+    base_share: float
+    caller: str | None
+    samples: int                  # the role's samples in it, here and in the baseline
+    base_samples: int
+    role_samples: int             # the role's samples, here and in the baseline
+    base_role_samples: int
+
+
+@dataclass
+class RoleProfile:
+    """A worker role's on-CPU samples over a variant's runs: how many, by which event, the
+    functions most of them were in, and (a candidate) the one that grew most."""
+    role: str
+    samples: int
+    event: str
+    top: list[FunctionShare] = field(default_factory=list)
+    hotspot: Hotspot | None = None
+
+
+@dataclass
+class RoleCounters:
+    """A worker role's perf stat counts over a variant's runs, in all and per op of the role
+    (analysis/where/perfstat.py)."""
+    role: str
+    ops: int
+    counts: dict[str, int] = field(default_factory=dict)
+    per_op: dict[str, float] = field(default_factory=dict)
+    ipc: float | None = None      # instructions per cycle, where the PMU counted both
+
+
+@dataclass
 class Explanation:
     variant: str
     op: str | None
@@ -201,12 +272,16 @@ class WhereSection:
     diskstats: dict[str, dict[str, DiskSummary]] = field(default_factory=dict)
     device: dict[str, dict[str, DeviceVerdict]] = field(default_factory=dict)
     delay: dict[str, list[RoleDelays]] = field(default_factory=dict)
+    cpu: dict[str, list[RoleCpu]] = field(default_factory=dict)
+    cpu_changes: dict[str, dict[str, list[CpuChange]]] = field(default_factory=dict)
     stalls: dict[str, dict[str, dict[str, OpStall]]] = field(default_factory=dict)
     delay_max: dict[str, dict[str, LongestDelay]] = field(default_factory=dict)
     facts: dict[str, Facts] = field(default_factory=dict)
     stacks: dict[str, Stacks] = field(default_factory=dict)
     histograms: dict[str, dict[str, list[Bin]]] = field(default_factory=dict)
     slow_ops: dict[str, dict[str, SlowOps]] = field(default_factory=dict)
+    profiles: dict[str, dict[str, RoleProfile]] = field(default_factory=dict)
+    perf_counters: dict[str, list[RoleCounters]] = field(default_factory=dict)
     explanations: list[Explanation] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:

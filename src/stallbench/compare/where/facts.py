@@ -1,23 +1,25 @@
 """What a variant's runs recorded about their own conditions, loaded for the where section:
 the mechanism facts (run.json: memory limit and whether it was hit, I/O throttle, sysctls,
-system memory, machine load; the counters) and each delay row's op time so far (ops.parquet).
+system memory, machine load; the counters) and each delay row's op time and ops so far
+(ops.parquet).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ...analysis import monitornames
-from ...analysis.where.delays import op_time_before, sleep_time_before
+from ...analysis.where.delays import op_time_before, ops_before, sleep_time_before
 from ...analysis.where.mechanism import IO_LIMIT_NAMES
 from ...analysis.where.section import Facts
 from ...core.errors import RunDataError
 from ...results.store import Run
 
 DATA_SIZE_PARAMS = ("file_size", "data_size")
+OTHER_PROCESSES = "other processes"   # the workload's processes that are no worker's
 
 
 def variant_facts(runs: list[Run], counter_deltas: list[dict[str, int]]) -> Facts:
@@ -73,20 +75,30 @@ def io_limits(files: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+class OpsSoFar(NamedTuple):
+    """Per delay row, its task's ops before the row's time (NaN on rows of tasks that record no
+    ops: threads other than a worker's)."""
+    busy: np.ndarray                # op time so far
+    asleep: np.ndarray | None       # pacing sleep so far (None: no op of the run has a plan)
+    done: np.ndarray                # ops completed so far
+
+
 def busy_at_rows(run: Run, columns: Mapping[str, np.ndarray], worker_of_pid: Mapping[int, int]
-                 ) -> tuple[np.ndarray, np.ndarray | None]:
+                 ) -> OpsSoFar:
     """Each delay row's op time so far of its task (a worker's main thread, which does the
-    ops), and its pacing sleep so far (None when no op of the run has a planned start),
-    streamed from ops.parquet; NaN on other tasks' rows (analysis/where/delays.py)."""
+    ops), its pacing sleep so far and its ops completed so far, streamed from ops.parquet
+    (analysis/where/delays.py, oncpu.py)."""
     tid, pid = np.asarray(columns["tid"]), np.asarray(columns["pid"])
     t_ns = np.asarray(columns["t_ns"], dtype=np.int64)
     busy = np.full(tid.size, np.nan)
+    done = np.full(tid.size, np.nan)
     rows_of = {w: np.flatnonzero((tid == p) & (pid == p)) for p, w in worker_of_pid.items()}
     rows_of = {w: rows for w, rows in rows_of.items() if rows.size}
     if not rows_of:
-        return busy, None
+        return OpsSoFar(busy, None, done)
     sums = {w: np.zeros(rows.size) for w, rows in rows_of.items()}
     sleeps = {w: np.zeros(rows.size) for w, rows in rows_of.items()}
+    counts = {w: np.zeros(rows.size) for w, rows in rows_of.items()}
     last_end: dict[int, int] = {}
     paced = False
     try:
@@ -101,6 +113,7 @@ def busy_at_rows(run: Run, columns: Mapping[str, np.ndarray], worker_of_pid: Map
                 if not mine.any():
                     continue
                 sums[w] += op_time_before(start[mine], latency[mine], t_ns[rows])
+                counts[w] += ops_before(start[mine] + latency[mine], t_ns[rows])
                 if intended is not None and (intended[mine] >= 0).any():
                     paced = True
                     sleeps[w] += sleep_time_before(start[mine], latency[mine],
@@ -108,13 +121,14 @@ def busy_at_rows(run: Run, columns: Mapping[str, np.ndarray], worker_of_pid: Map
                                                          last_end.get(w))
                 last_end[w] = int((start[mine] + latency[mine]).max())
     except RunDataError:
-        return busy, None
+        return OpsSoFar(busy, None, done)
     asleep = np.full(tid.size, np.nan) if paced else None
     for w, rows in rows_of.items():
         busy[rows] = sums[w]
+        done[rows] = counts[w]
         if asleep is not None:
             asleep[rows] = sleeps[w]
-    return busy, asleep
+    return OpsSoFar(busy, asleep, done)
 
 
 def longest_op(run: Run) -> int | None:
@@ -145,3 +159,22 @@ def worker_pids(run: Run, monitor: str) -> dict[int, int]:
 def worker_roles(run: Run) -> dict[int, str]:
     roles = (run.meta.workload_summary or {}).get("worker_roles") or {}
     return {int(k): str(v) for k, v in roles.items()}
+
+
+def task_roles(run: Run, monitor: str, pids: Iterable[int], tids: Iterable[int]) -> list[str]:
+    """The worker role of each (pid, tid) of a monitor's table: by the worker's process, or,
+    where the workload records each thread's id as its worker (the command workload, which
+    names no worker pids), by the thread; OTHER_PROCESSES for the rest."""
+    pids, tids = np.asarray(pids).tolist(), np.asarray(tids).tolist()
+    roles = worker_roles(run)
+    by_pid = {pid: roles.get(w, f"worker {w}") for w, pid in worker_pids(run, monitor).items()}
+    by_tid: dict[int, str] = {}
+    if not (run.meta.workload_summary or {}).get("worker_pids"):
+        try:
+            workers = {int(w) for op in run.summary().ops.values() for w in op.workers.tolist()}
+        except RunDataError:
+            workers = set()
+        if workers & set(tids):
+            by_tid = {w: roles.get(w, f"worker {w}") for w in workers}
+    return [by_tid.get(tid) or by_pid.get(pid) or OTHER_PROCESSES
+            for pid, tid in zip(pids, tids, strict=True)]

@@ -24,12 +24,14 @@ from ...analysis.where.lines import (
 )
 from ...analysis.where.longest import longest_per_kind, merge_runs
 from ...analysis.where.mechanism import limit_warning
+from ...analysis.where.oncpu import RoleSteps, cpu_changes, cpu_steps, role_cpu
 from ...analysis.where.pressure import pressure
 from ...analysis.where.stacks import blocked_stacks
 from ...analysis.where.stalls import merge as merge_stalls
 from ...analysis.where.stalls import op_stalls
 from ...monitors.counters import COUNTERS
 from ...results.store import Run
+from .profiles import add_profiles
 from .slowops import SLOW_FACTOR, slow_ops
 from .stalls import stalls_in_ops
 from .variantdata import VariantData
@@ -55,6 +57,7 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
     variants: dict[str, list[Run]] = {baseline_label: baseline_runs, **candidate_runs_by_label}
     data = {label: VariantData(runs) for label, runs in variants.items()}
     base = data[baseline_label]
+    steps_of: dict[str, dict[str, list[RoleSteps]]] = {}
     section = ws.WhereSection(baseline=baseline_label, variants=list(variants),
                               slow_factor=SLOW_FACTOR)
     for label, variant in data.items():
@@ -70,7 +73,10 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
             section.warnings.append(warning)
         section.psi[label] = pressure(variant.psi(), variant.seconds)
         section.diskstats[label] = disk_summaries(variant.diskstats())
-        section.delay[label] = role_delays(variant.delays(), variant.ops_by_role())
+        delays = variant.delays()
+        section.delay[label] = role_delays(delays, variant.ops_by_role())
+        steps_of[label] = cpu_steps(delays)
+        section.cpu[label] = role_cpu(steps_of[label])
         section.warnings += impossible_warnings(label, section.delay[label])
         section.warnings += off_cpu_warnings(label, section.delay[label])
         totals = {op: (n, total) for op, (n, total, _) in variant.op_totals.items()}
@@ -109,6 +115,7 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
             section.warnings.append(
                 f"counters not collected in {', '.join(missing_in)}: {baseline_label} and "
                 f"{label} are not compared on kernel counters")
+        section.cpu_changes[label] = cpu_changes(steps_of[baseline_label], steps_of[label])
         section.counters[label] = [] if missing_in else counter_rows(
             base_deltas, cand_deltas, base.seconds, variant.seconds, base.op_count,
             variant.op_count, COUNTERS.unit)
@@ -119,8 +126,10 @@ def build(baseline_runs: list[Run], candidate_runs_by_label: dict[str, list[Run]
             section.delay.get(baseline_label, []), section.facts.get(baseline_label),
             section.stalls[label], section.stalls.get(baseline_label, {}),
             section.device.get(baseline_label, {}),
-            totals, {op: (n, total) for op, (n, total, _) in base.op_totals.items()})
+            totals, {op: (n, total) for op, (n, total, _) in base.op_totals.items()},
+            section.cpu[label], section.cpu[baseline_label], section.cpu_changes[label])
         section.explanations += variant_lines(
             label, section.psi.get(label, {}), section.psi.get(baseline_label, {}),
             section.stacks[label], section.stacks.get(baseline_label))
+    add_profiles(section, data, baseline_label, tail_changes)
     return section

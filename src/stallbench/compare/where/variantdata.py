@@ -17,12 +17,20 @@ from ...analysis.summary import RESPONSE_SUFFIX, op_totals
 from ...analysis.where import section as ws
 from ...analysis.where.delays import RunDelays
 from ...analysis.where.longest import beyond_ops
+from ...analysis.where.perfstat import role_counts
 from ...analysis.where.stacks import dstate_stacks
 from ...core.errors import RunDataError
 from ...monitors.base import table_columns
 from ...monitors.counters import COUNTERS
 from ...results.store import Run
-from .facts import busy_at_rows, longest_op, variant_facts, worker_pids, worker_roles
+from .facts import (
+    busy_at_rows,
+    longest_op,
+    task_roles,
+    variant_facts,
+    worker_pids,
+    worker_roles,
+)
 
 SKIPPED_STATUSES = ("skipped", "failed")
 TRACE = "(trace table)"    # _tables: each run's own trace table (no table has this name)
@@ -105,9 +113,14 @@ class VariantData:
             worker_of_pid = {p: w for w, p in worker_pids(run, monitornames.DELAY).items()}
             pid_role = {p: roles.get(w, f"worker {w}") for p, w in worker_of_pid.items()}
             started = (run.meta.workload_summary or {}).get("workers_started_ns")
-            busy, asleep = busy_at_rows(run, columns, worker_of_pid)
-            out.append(RunDelays(columns, pid_role, busy,
-                                    int(started) if started is not None else None, asleep))
+            so_far = busy_at_rows(run, columns, worker_of_pid)
+            try:
+                data_start: int | None = run.summary().data_start_ns
+            except RunDataError:
+                data_start = None
+            out.append(RunDelays(columns, pid_role, so_far.busy,
+                                 int(started) if started is not None else None, so_far.asleep,
+                                 so_far.done, data_start))
         return out
 
     def delay_max(self) -> tuple[list[dict[str, dict[str, Any]]], str | None]:
@@ -169,3 +182,31 @@ class VariantData:
 
     def trace_durations(self) -> list[tuple[np.ndarray, np.ndarray]]:
         return [(c["category"], c["duration_ns"]) for _run, c in self._tables(TRACE)]
+
+    # -- on a CPU: the profile and perfstat monitors ------------------------------------------
+    def profile_stacks(self) -> tuple[dict[str, dict[str, int]], list[str]]:
+        """The profile monitor's samples of every run: role -> folded stack -> samples (a
+        process that is no worker's: facts.OTHER_PROCESSES), and the events perf sampled."""
+        out: dict[str, dict[str, int]] = {}
+        events: list[str] = []
+        for run, columns in self._tables(monitornames.PROFILE):
+            event = ((run.meta.monitors or {}).get(monitornames.PROFILE) or {}).get("event")
+            if event and event not in events:
+                events.append(event)
+            roles = task_roles(run, monitornames.PROFILE, columns["pid"], columns["tid"])
+            for role, stack in zip(roles, np.asarray(columns["stack"]).tolist(), strict=True):
+                stacks = out.setdefault(role, {})
+                stacks[stack] = stacks.get(stack, 0) + 1
+        return out, events
+
+    def perf_counts(self) -> list[dict[str, dict[str, int]]]:
+        """Each run's perfstat counts: role -> event -> count."""
+        return [role_counts(np.asarray(c["event"]).tolist(),
+                            np.asarray(c["count"], dtype=np.float64).tolist(),
+                            task_roles(run, monitornames.PERFSTAT, c["pid"], c["tid"]))
+                for run, c in self._tables(monitornames.PERFSTAT)]
+
+    def monitor_statuses(self, monitor: str) -> list[dict[str, Any]]:
+        """run.json's account of `monitor` in each run that ran it."""
+        return [status for r in self.runs
+                if (status := (r.meta.monitors or {}).get(monitor) or {}).get("status") == "ok"]

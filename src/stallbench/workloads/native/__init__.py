@@ -105,9 +105,9 @@ def read_ops() -> tuple[ctypes._CFuncPtr | None, str | None]:
         return None, why
     function = ctypes.CDLL(str(path)).sb_read_ops
     function.restype = ctypes.c_int64
-    function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-                         ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                         ctypes.POINTER(ctypes.c_int)]
+    function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                         ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                         ctypes.c_int64, ctypes.POINTER(ctypes.c_int)]
     return function, None
 
 
