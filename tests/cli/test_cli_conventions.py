@@ -40,7 +40,7 @@ def test_bash_completes_commands_options_choices_and_variants(tmp_path) -> None:
     assert _complete("stallbench", "") == commands
     assert _complete("stallbench", "exp") == ["export"]
     assert _complete("stallbench", "export", "x", "--format", "") == [
-        "perfetto", "csv", "folded", "hdr"]
+        "perfetto", "csv", "folded", "hdr", "bundle"]
     assert "--around-slow" in _complete("stallbench", "export", "--a")
     assert _complete("stallbench", "run", "randread", "--fs", "") == [
         "ext2", "ext3", "ext4", "xfs", "btrfs"]

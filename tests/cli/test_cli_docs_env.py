@@ -71,8 +71,8 @@ def test_fish_completes_with_the_generated_script(tmp_path):
     commands = [c.words[-1] for c in describe(build_parser()).subcommands]
     assert sorted(complete("stallbench ")) >= sorted(commands)
     assert complete("stallbench exp") == ["export"]
-    assert sorted(complete("stallbench export x --format ")) == ["csv", "folded", "hdr",
-                                                                   "perfetto"]
+    assert sorted(complete("stallbench export x --format ")) == ["bundle", "csv", "folded",
+                                                                   "hdr", "perfetto"]
     assert "--record-size" in complete("stallbench -q run randread --rec")
     assert "--brief" in complete("stallbench compare --b")
     assert {"vanilla", "patched"} <= set(complete("stallbench compare --results res "))

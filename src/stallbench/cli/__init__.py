@@ -27,6 +27,7 @@ COMMANDS = {
     "import": ("importcmd",
                "import a foreign log (mmtests-pgioperf, strace, fio, pgbench) as a run"),
     "series": ("series", "many variants in one table, the change points along them"),
+    "reproduce": ("reproduce", "run a recorded result again here and compare with the record"),
     "list": ("listcmd", "what the results directory holds: variants, runs, kernels, hosts"),
     "query": ("query", "SQL over the results directory (DuckDB): runs, summaries, ops"),
     "show": ("show", "metadata and per-op table of a run or variant"),

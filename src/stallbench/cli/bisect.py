@@ -67,6 +67,9 @@ def register(subparsers) -> None:
                         help="go on with the bisect journaled in RESULTS/bisect.json")
     add_results_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no live progress display")
+    parser.add_argument("--format", choices=("text", "email"), default="text",
+                        help="the answer's comparison as text, or as a mail (72 columns, "
+                             "subject first; the steps then go to stderr)")
     parser.set_defaults(func=run)
 
 
@@ -107,8 +110,10 @@ def run(args: argparse.Namespace) -> int:
         verbosity.info(f"bisect over {len(commits)} commits ({commits[0].name}, the good one, "
                        f"to {commits[-1].name}) on the first-parent line")
 
+    steps_to = sys.stderr if args.format == "email" else sys.stdout
+
     def on_step(step, names) -> None:
-        print(bisect_lines.step_line(step), end="", flush=True)
+        print(bisect_lines.step_line(step), end="", flush=True, file=steps_to)
 
     try:
         result = run_bisect(plan, given, args.resume, on_step, verbosity.info,
@@ -130,9 +135,16 @@ def run(args: argparse.Namespace) -> int:
             described = gitcommits.describe_answer(args.git, builder.commits,
                                                   result.answer.last_good,
                                                   result.answer.first_bad)
-    if result.comparison is not None:
-        print(render(result.comparison, "text"), end="")
-    print(bisect_lines.answer_lines(result, described), end="")
+    answer = bisect_lines.answer_lines(result, described)
+    if args.format == "email" and result.comparison is not None:
+        from ..report.email import render as email
+        last = answer.splitlines()[-1]
+        lead = last if last.startswith("first bad:") else None
+        print(email(result.comparison, answer.splitlines(), lead), end="")
+    else:
+        if result.comparison is not None:
+            print(render(result.comparison, "text"), end="")
+        print(answer, end="")
     if result.answer.first_bad is None:
         line = bisect_lines.no_answer(result.answer, result.names,
                                        result.settings.bound_text or "")

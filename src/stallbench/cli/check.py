@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..analysis.quantiles import row_stats
 from ..core.errors import ExitCode, UndecidedError, UsageError
-from .common import BASELINE_HELP, ExamplesFormatter
+from .common import BASELINE_HELP, ExamplesFormatter, bundle_opened
 from .compare import add_common, resolve_all
 
 EXAMPLES = """examples:
@@ -49,6 +49,11 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with bundle_opened(args):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from ..compare.comparison import build_comparison
     from ..compare.gate import gate, gate_exit_code, gate_options, parse_metric
     from ..core.units import parse_percent

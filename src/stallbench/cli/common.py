@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..core.errors import UsageError
@@ -31,6 +33,9 @@ def parse_sections(text: str | None, brief: bool, fmt: str) -> tuple[str, ...]:
     if fmt == "json":
         raise UsageError("--brief and --sections shape the text, markdown and html reports; "
                          "the JSON holds every part (its `headline` is the headline)")
+    if fmt == "email":
+        raise UsageError("--brief and --sections shape the text, markdown and html reports; "
+                         "the email has its own short parts (leave them out)")
     if brief:
         if text is not None:
             raise UsageError("give --brief or --sections, not both")
@@ -43,19 +48,34 @@ def parse_sections(text: str | None, brief: bool, fmt: str) -> tuple[str, ...]:
     return names
 
 
-def add_results_argument(parser: argparse.ArgumentParser) -> None:
+BUNDLE_HELP = "; or a bundle FILE.tar.gz (stallbench export RESULTS --format bundle)"
+
+
+def add_results_argument(parser: argparse.ArgumentParser, bundles: bool = False) -> None:
     parser.add_argument("--results", type=Path, default=None,
-                        help=RESULTS_HELP)
+                        help=RESULTS_HELP + (BUNDLE_HELP if bundles else ""))
 
 
 def add_workload_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workload", help="pick one workload when a variant holds several")
 
 
-def add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """--results and --workload: where the runs a command reads are."""
-    add_results_argument(parser)
+def add_source_arguments(parser: argparse.ArgumentParser, bundles: bool = False) -> None:
+    """--results and --workload: where the runs a command reads are (`bundles`: the command
+    opens a bundle given as --results, bundle_opened)."""
+    add_results_argument(parser, bundles)
     add_workload_argument(parser)
+
+
+@contextlib.contextmanager
+def bundle_opened(args: argparse.Namespace) -> Iterator[None]:
+    """--results naming a bundle (a .tar.gz from `export --format bundle`): opened in a
+    temporary folder of its own for the command (results/bundle.py), removed after it."""
+    from ..results.bundle import results_tree
+
+    with results_tree(args.results) as tree:
+        args.results = tree
+        yield
 
 
 def results_dir(args: argparse.Namespace) -> Path:

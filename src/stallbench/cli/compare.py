@@ -11,7 +11,13 @@ from ..compare import DEFAULT_NOISE
 from ..core.errors import ExitCode, UsageError
 from ..core.terminal import COLOR_HELP, COLOR_MODES
 from ..report import BRIEF, FORMATS, SECTIONS
-from .common import BASELINE_HELP, ExamplesFormatter, add_source_arguments, parse_sections
+from .common import (
+    BASELINE_HELP,
+    ExamplesFormatter,
+    add_source_arguments,
+    bundle_opened,
+    parse_sections,
+)
 
 EXAMPLES = """examples:
   stallbench compare vanilla patched                 # the headline first, then every table
@@ -19,6 +25,8 @@ EXAMPLES = """examples:
   stallbench compare vanilla patched --sections headline,tables
   stallbench compare vanilla patched --format json   # every number, latencies in ns
   stallbench compare vanilla patched --format html --output report.html
+  stallbench compare vanilla patched --format email  # to mail: 72 columns, subject first
+  stallbench compare vanilla patched --results b.tar.gz   # a bundle (stallbench export)
   stallbench compare vanilla                         # one variant: its summary"""
 
 
@@ -61,7 +69,7 @@ def register(subparsers) -> None:
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
-    add_source_arguments(parser)
+    add_source_arguments(parser, bundles=True)
     parser.add_argument("--noise", default=f"{DEFAULT_NOISE:.0%}",
                         help="smallest change called better/worse (default %(default)s)")
     parser.add_argument("--pool-hosts", action="store_true",
@@ -87,6 +95,11 @@ def resolve_all(args: argparse.Namespace, allow_incomplete: bool, split: bool = 
 
 
 def run(args: argparse.Namespace) -> int:
+    with bundle_opened(args):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.baseline is None:
         raise UsageError("give a BASELINE variant and the CANDIDATEs to compare with it (names "
                          "under RESULTS or paths; `stallbench list` shows them), e.g. "

@@ -1,4 +1,5 @@
-"""stallbench export RUN_OR_VARIANT --format perfetto|csv|folded|hdr — take a run elsewhere."""
+"""stallbench export RUN_OR_VARIANT --format perfetto|csv|folded|hdr — take a run elsewhere;
+stallbench export RESULTS --format bundle — take a whole results tree elsewhere."""
 
 from __future__ import annotations
 
@@ -21,9 +22,13 @@ def register(subparsers) -> None:
         description="Export a run or a variant for other tools: a trace for the Perfetto UI and "
                     "chrome://tracing (perfetto), every op as CSV (csv), blocked or on-CPU stacks "
                     "for flame graphs (folded, --stacks, --diff, --svg), HdrHistogram interval "
-                    "logs (hdr).")
+                    "logs (hdr); or a whole results tree as one archive another engineer can open "
+                    "(bundle: the plans, run.json files, summaries, monitor tables, kernel "
+                    "configs and the report as text, email and HTML; compare, check, series and "
+                    "reproduce take it as --results FILE).")
     parser.add_argument("target", metavar="RUN_OR_VARIANT",
-                        help="a variant name under RESULTS, or a variant or run directory")
+                        help="a variant name under RESULTS, or a variant or run directory; "
+                             "bundle: a results directory")
     parser.add_argument("--format", choices=FORMATS, required=True)
     parser.add_argument("--output", type=Path, metavar="FILE",
                         help="write here instead of stdout ('-': stdout)")
@@ -49,6 +54,10 @@ def register(subparsers) -> None:
                              "the default) or ran on a CPU (on-cpu: the profile monitor)")
     hdr = parser.add_argument_group("hdr")
     hdr.add_argument("--interval", default="1s", help="histogram interval (default %(default)s)")
+    bundle = parser.add_argument_group("bundle")
+    bundle.add_argument("--ops", action="store_true",
+                        help="also put every run's ops.parquet in (their size is said either "
+                             "way); default: the summaries stand for them")
     parser.set_defaults(func=run)
 
 
@@ -69,7 +78,8 @@ def _refuse(args: argparse.Namespace) -> None:
                              ("--max-events", args.max_events, "perfetto"),
                              ("--diff", args.diff, "folded"), ("--svg", args.svg, "folded"),
                              ("--stacks", args.stacks, "folded"),
-                             ("--interval", args.interval != "1s", "hdr")):
+                             ("--interval", args.interval != "1s", "hdr"),
+                             ("--ops", args.ops, "bundle")):
         if value and args.format != fmt:
             raise UsageError(f"{flag} goes with --format {fmt}, not --format {args.format}")
     if args.around_slow is not None and args.around_slow < 1:
@@ -91,6 +101,8 @@ def _resolve(spec: str, args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     _refuse(args)
+    if args.format == "bundle":
+        return _bundle(args)
     window = parse_window(args.window) if args.window else None
     interval = parse_duration(args.interval, "--interval") if args.format == "hdr" else 1.0
     resolved = _resolve(args.target, args)
@@ -154,3 +166,27 @@ def _export(args, resolved, other, stream, window, interval) -> str:
                 f"({b.total:,}), {a.unit}")
     profile = folded.write(resolved.label, runs, stream, args.svg, stacks)
     return f"{len(profile.counts):,} {words} stacks, {profile.total:,} {profile.unit}"
+
+
+def _bundle(args: argparse.Namespace) -> int:
+    from ..analysis.display import format_size
+    from ..exporters import bundle
+
+    target = Path(args.target)
+    if args.output == Path("-"):
+        raise UsageError("--format bundle writes a file: give --output FILE.tar.gz")
+    output = args.output or Path(f"{target.resolve().name}.tar.gz")
+    if not output.name.endswith((".tar.gz", ".tgz")):
+        raise UsageError(f"--output {output}: a bundle is a .tar.gz; name it so")
+    try:
+        summary = bundle.write(target, output, with_ops=args.ops, workload=args.workload)
+    except OSError as exc:
+        raise UsageError(f"--output {output}: cannot write ({exc.strerror})") from exc
+    ops = (f"ops.parquet in ({format_size(summary.ops_bytes)})" if summary.ops_included else
+           f"ops.parquet left out ({format_size(summary.ops_bytes)}; --ops puts them in)")
+    print(f"{output}: {summary.runs} run(s) of {summary.variants} variant(s), "
+          f"{summary.plans} plan(s), {summary.kernels} kernel config(s), "
+          f"{len(summary.reports)} report(s); {format_size(summary.bytes)}; {ops}")
+    for problem in summary.left_out:
+        print(f"stallbench: left out: {problem}", file=sys.stderr)
+    return ExitCode.OK

@@ -10,9 +10,9 @@ from pathlib import Path
 from ..analysis.quantiles import row_stats
 from ..compare import DEFAULT_NOISE
 from ..core.errors import ExitCode, UndecidedError, UsageError
-from .common import add_source_arguments
+from .common import add_source_arguments, bundle_opened
 
-FORMATS = ("text", "json", "csv", "markdown", "html")
+FORMATS = ("text", "json", "csv", "markdown", "html", "email")
 AXES_HELP = "order (as given), kernel (uname -r as versions), date (the runs' UTC day) or KEY"
 
 
@@ -57,11 +57,16 @@ def register(subparsers) -> None:
                         help="run `stallbench bisect --git` over the first new regression "
                              "whose two sides ran kernels built from commits (without it: "
                              "the command is printed)")
-    add_source_arguments(parser)
+    add_source_arguments(parser, bundles=True)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    with bundle_opened(args):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from ..compare.gate import parse_metric
     from ..compare.series import SeriesOptions, build_series, check_since, gate_series
     from ..core.units import parse_percent
@@ -105,6 +110,9 @@ def _render(series, fmt: str) -> str:
     if fmt == "csv":
         from ..report.seriesdata import render_csv
         return render_csv(series)
+    if fmt == "email":
+        from ..report.email import render_series
+        return render_series(series)
     from ..report.series import render
     return render(series, fmt)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from ..analysis.quantiles import DECIDING_STATS, MAX, MEAN, MIN, RATE, percentil
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..analysis.where.section import WhereSection
 from ..core.errors import UsageError
+from ..results.rundirs import OPS_FILE
 from ..results.runselect import Resolved
 from . import conditions, verdicts
 from .changes import compare_op, cpu_rows
@@ -287,6 +289,12 @@ def _notes(infos: list[VariantInfo]) -> list[str]:
                          f"run's clock started in {len(late)} of {len(info.runs)} run(s) (its "
                          "monitors and workers starting): the warm-up and the rates count "
                          "from it")
+    bare = [info.label for info in infos
+            if any(not (Path(r.path) / OPS_FILE).exists() for r in info.runs)]
+    if bare:   # results/bundle.py: a bundle made without --ops
+        notes.append(f"{', '.join(bare)}: the runs' ops.parquet are not here (a bundle made "
+                     "without --ops): every statistic comes from their summaries, and where "
+                     "the time went leaves out what needs each op's own time")
     return notes
 
 

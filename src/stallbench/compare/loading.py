@@ -23,6 +23,7 @@ from ..analysis.summary import RESPONSE_SUFFIX
 from ..results.runselect import Resolved
 from ..results.store import Run
 from .model import OpStats, RunInfo, VariantInfo
+from .provenance import provenance_of
 
 
 @dataclass
@@ -55,6 +56,7 @@ def load_variant(resolved: Resolved) -> tuple[VariantRuns, VariantInfo]:
         interval_sampled=any(bool(r.meta.interval_sampled) for r in resolved.runs),
         kernel=first.kernel.get("release"),
         environment=first.environment,
+        provenance=provenance_of(resolved.runs),
     )
     return VariantRuns(resolved.label, resolved.runs, summaries, measured_seconds(summaries)), \
         info

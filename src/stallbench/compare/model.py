@@ -15,6 +15,7 @@ from ..analysis.noise import NoiseProfile
 from ..analysis.quantiles import Stat, row_stats
 from ..analysis.where.section import WhereSection
 from . import DEFAULT_NOISE
+from .provenance import Provenance
 from .stalls import StallSummary
 
 
@@ -59,6 +60,7 @@ class VariantInfo:
     interval_sampled: bool
     kernel: str | None
     environment: dict[str, Any]
+    provenance: Provenance | None = None   # its plans, versions and kernel (provenance.py)
 
 
 @dataclass

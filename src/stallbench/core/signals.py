@@ -37,3 +37,27 @@ def held_while_starting() -> Iterator[None]:
             signal.signal(signum, handler)
         for signum in dict.fromkeys(noted):
             signal.raise_signal(signum)
+
+
+@contextmanager
+def terminate_unwinds(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)
+                      ) -> Iterator[None]:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt in the block, so its `finally` clauses run
+    (a temporary folder is removed) as after Ctrl-C; only where a signal has its default
+    action and in the main thread (a caller that handles one keeps its handler)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def unwind(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous: dict[int, object] = {}
+    try:
+        for signum in signals:
+            if signal.getsignal(signum) is signal.SIG_DFL:
+                previous[signum] = signal.signal(signum, unwind)
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

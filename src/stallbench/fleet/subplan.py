@@ -8,12 +8,11 @@ boot, interleaved A B A B like the local runner's iterations.
 
 from __future__ import annotations
 
-import json
-import math
 import tomllib
 from dataclasses import dataclass
 from typing import Any
 
+from ..core import tomlwrite
 from ..core.errors import UsageError
 from ..plan.plan import Plan
 
@@ -91,40 +90,7 @@ def host_plan(raw: dict[str, Any], variants: list[str], iterations: int) -> str:
     return dumps(data, tables)
 
 
-# -- a small TOML writer for what tomllib reads back: strings, numbers, booleans, arrays, tables
-
-
 def dumps(top: dict[str, Any], variants: list[dict[str, Any]]) -> str:
-    lines = ["# written by stallbench's fleet mode: this host's part of the plan"]
-    for key, value in top.items():
-        lines.append(f"{_key(key)} = {_value(value)}")
-    for table in variants:
-        lines.append("")
-        lines.append("[[variants]]")
-        for key, value in table.items():
-            lines.append(f"{_key(key)} = {_value(value)}")
-    return "\n".join(lines) + "\n"
-
-
-def _key(key: str) -> str:
-    return json.dumps(str(key))
-
-
-def _value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)        # JSON's escapes are TOML basic-string escapes
-    if isinstance(value, list):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + "}"
-    raise ValueError(f"cannot write {type(value).__name__} values to a host's plan")
+    return tomlwrite.dumps({**top, **({"variants": variants} if variants else {})},
+                           header="written by stallbench's fleet mode: this host's part of the "
+                                  "plan")

@@ -106,6 +106,7 @@ class Plan:
                                             "type": "array", "items": {"type": "string"}}]})
     results: Path = option(factory=default_results_dir, flag=None, schema={"type": "string"})
     source: Path | None = None         # the plan file, for messages
+    text: str | None = None            # the plan file's text as read (run.json `plan.text`)
     hosts: Path | list[str] | None = option(   # fleet: an inventory file or SSH targets
         None, flag=None, schema={
             "description": "fleet: an Ansible inventory file (relative to the plan) or a list "

@@ -84,6 +84,7 @@ def load_plan(path: Path | str, kernel_given: bool = False) -> Plan:
 class _PlanReader:
     def __init__(self, path: Path, text: str, kernel_given: bool = False):
         self.path = path
+        self.text = text
         self.kernel_given = kernel_given
         try:
             self.lines = key_lines(text)
@@ -210,7 +211,7 @@ class _PlanReader:
                               self.path.parent)
         return Plan(workload=workload, workload_options=options, variants=variants,
                     until_decided=until_decided, results=results, source=self.path,
-                    hosts=hosts, **run)
+                    text=self.text, hosts=hosts, **run)
 
     def _options_table(self, key: str, raw: dict[str, Any]) -> dict[str, Any]:
         for name, value in raw.items():

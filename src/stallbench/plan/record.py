@@ -1,7 +1,10 @@
-"""What a run records of its plan so that runs of many days and hosts read as one history
-(run.json `plan`): the plan's hash (the same plan gives the same hash on any host and day), its
-file, the variant's settings as plan keys (what `series --by KEY` orders by) and, for a kernel
-that `bisect --git` built, its commit and the git tree it came from."""
+"""What a run records of its plan so that runs of many days and hosts read as one history and
+the result can be run again (run.json `plan`): the plan's hash (the same plan gives the same
+hash on any host and day), its file and its text as it ran (a run from flags: the plan its
+flags make, plan_text), the variant's settings as plan keys (what `series --by KEY` orders by),
+a kernel variant's identity (vm/kernel.py kernel_identity: the file's name and sha256, a
+build's config hash) and, for a kernel that `bisect --git` built, its commit and the git tree it
+came from."""
 
 from __future__ import annotations
 
@@ -10,12 +13,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..core import tomlwrite
 from ..settings.variant import VARIANT_FIELDS, VariantSettings
+from ..vm.kernel import kernel_identity
 from .plan import Plan
 
 HASH_LENGTH = 16
 # settings that say where or on which host, not what was run: left out of the settings and hash
 _PLACE_KEYS = ("name", "workload_options", "work_dir", "keep_image", "hosts", "boot")
+# a variant's keys that only a fleet reads: a plan made from flags never has them
+_FLEET_KEYS = ("hosts", "boot")
 
 
 def variant_settings(variant: VariantSettings) -> dict[str, Any]:
@@ -40,13 +47,53 @@ def plan_hash(plan: Plan) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:HASH_LENGTH]
 
 
+def _plain(value: Any) -> Any:
+    return str(value) if isinstance(value, Path) else value
+
+
+def plan_table(plan: Plan) -> dict[str, Any]:
+    """The plan as the keys of a plan file (what load_plan reads back to the same plan)."""
+    table: dict[str, Any] = {"workload": plan.workload, "duration": plan.duration_s,
+                             "iterations": plan.iterations}
+    if plan.warmup_s is not None:
+        table["warmup"] = plan.warmup_s
+    if plan.duet:
+        table["duet"] = True
+    if plan.monitors is not None:
+        table["monitors"] = list(plan.monitors)
+    if plan.workload_options:
+        table["workload_options"] = {k: _plain(v) for k, v in plan.workload_options.items()}
+    variants = []
+    for variant in plan.variants:
+        entry = {f.name: _plain(getattr(variant, f.target)) for f in VARIANT_FIELDS
+                 if f.name not in (*_FLEET_KEYS, "workload_options")
+                 and (f.name == "name" or f.is_set(getattr(variant, f.target)))}
+        if variant.workload_options:
+            entry["workload_options"] = {k: _plain(v)
+                                         for k, v in variant.workload_options.items()}
+        variants.append(entry)
+    table["variants"] = variants
+    return table
+
+
+def plan_text(plan: Plan) -> str:
+    """The plan's text as it runs: its file's as read, else the plan file its flags make."""
+    if plan.text is not None:
+        return plan.text
+    return tomlwrite.dumps(plan_table(plan), header=f"stallbench run {plan.workload}: the "
+                                                    "plan its flags made")
+
+
 def plan_record(plan: Plan, variant: VariantSettings) -> dict[str, Any]:
-    """run.json `plan`: {hash, file, settings} and, for a kernel built from a git commit
+    """run.json `plan`: {hash, file, text, settings}, for a kernel variant its identity
+    {kernel: {file, sha256, config_sha256}} and, for a kernel built from a git commit
     (bisect/gitkernels.py: RESULTS/kernels/<commit>/build.json), {commit, git}."""
     record: dict[str, Any] = {"hash": plan_hash(plan),
                               "file": str(plan.source.resolve()) if plan.source else None,
+                              "text": plan_text(plan),
                               "settings": variant_settings(variant)}
     if variant.kernel is not None:
+        record["kernel"] = kernel_identity(variant.kernel)
         try:
             build = json.loads((Path(variant.kernel) / "build.json").read_text())
         except (OSError, ValueError):

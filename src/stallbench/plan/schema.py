@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.options import json_schema
+from ..core.version import schema_id
 from ..settings.variant import VARIANT_FIELDS
 from ..workloads import available_workloads, get_workload
 from .plan import PLAN_FIELDS
@@ -34,7 +35,7 @@ def plan_json_schema() -> dict[str, Any]:
     auto = {"required": ["iterations"], "properties": {"iterations": {"const": "auto"}}}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "stallbench/plan.schema.json",
+        "$id": schema_id("plan.schema.json"),
         "title": "stallbench plan file (TOML, as parsed)",
         "description": "stallbench run --plan PLAN.toml. Keys mirror the command-line flags; "
                        "unknown keys are refused. Sizes are strings like 512M or integers in "

@@ -1,4 +1,5 @@
-"""Render a Comparison (computed in compare/comparison.py) as text, markdown, json or html; plots.
+"""Render a Comparison (computed in compare/comparison.py) as text, markdown, json, html or a
+mail (email.py); plots.
 
 Renderers only format numbers that the Comparison already holds; they compute no statistics.
 """
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:       # the CLI imports FORMATS for --help: keep numpy out of that
     from ..compare.model import Comparison
 
-FORMATS = ("text", "markdown", "json", "html")
+FORMATS = ("text", "markdown", "json", "html", "email")
 # the report's parts in reading order (compare --sections picks some; the JSON has them all):
 # what was compared, the answer, what the verdicts rest on, the tables, where the time went,
 # the distributions and stalls over time, how to read the numbers
@@ -35,4 +36,7 @@ def render(comparison: Comparison, fmt: str, width: int = 100,
     if fmt == "html":
         from . import htmlout
         return htmlout.render(comparison)
+    if fmt == "email":
+        from . import email
+        return email.render(comparison)
     raise ValueError(f"unknown format {fmt!r}")

@@ -16,6 +16,7 @@ OPS_FILE = "ops.parquet"
 SUMMARY_FILE = "summary.parquet"      # derived from ops.parquet (results/summaryfile.py)
 MONITOR_DIR = "monitors"
 STACKS_FILE = "stacks.folded"
+KERNEL_CONFIG_FILE = "kernel.config"  # the run's kernel's config (core/kernelconfig.py's text)
 # the trace monitors' tables, the one read first: trace-full records what trace does and more
 # (syscalls, block requests); a run with both has two recordings of the same D states, and
 # every reader takes the same one so that their totals agree

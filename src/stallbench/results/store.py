@@ -25,11 +25,13 @@ import pyarrow.parquet as pq
 from ..core.errors import RunDataError, UsageError
 from ..core.hostfacts import kernel_info, pid_alive, utc_now
 from ..core.jsonfile import replace_durably
+from ..core.kernelconfig import canonical_text, config_digest, running_config
 from ..core.names import check_name
 from ..core.version import __version__
 from . import metadata
 from .opsfile import OPS_ROW_GROUP, OpArrays, empty_op, split_by_op, write_ops_file
 from .rundirs import (
+    KERNEL_CONFIG_FILE,
     MONITOR_DIR,
     OPS_FILE,
     RUN_FILE,
@@ -61,7 +63,21 @@ class RunWriter:
             iteration=int(self.path.name), params=params,
             start_utc=utc_now(), host=socket.gethostname(), kernel=kernel_info(),
             pid=os.getpid())
+        digest = self.keep_kernel_config(running_config())
+        if digest:
+            self.meta.kernel["config_sha256"] = digest
         self.save()
+
+    def keep_kernel_config(self, config: dict[str, str]) -> str | None:
+        """The run's kernel's config beside run.json (a bundle carries it, a report names it
+        by its hash); returns the hash, None for an empty config (not known)."""
+        if not config:
+            return None
+        target = self.path / KERNEL_CONFIG_FILE
+        tmp = self.path / f".{KERNEL_CONFIG_FILE}.tmp"
+        tmp.write_text(canonical_text(config))
+        os.replace(tmp, target)
+        return config_digest(config)
 
     def save(self) -> None:
         write_meta(self.path / RUN_FILE, self.meta)
@@ -162,12 +178,18 @@ class Run:
 
     def summary(self):
         """The run's summary (analysis.summary.RunSummary): from summary.parquet when it
-        matches ops.parquet, else rebuilt from ops.parquet in bounded memory."""
+        matches ops.parquet, else rebuilt from ops.parquet in bounded memory; a run whose ops
+        were left out (a bundle without --ops) has its summary stand for them."""
         if self._summary is None:
             from . import summaryfile
 
             if not (self.path / OPS_FILE).exists():
-                raise RunDataError(f"{self.path}: no {OPS_FILE} ({self.describe_status()})")
+                summary = summaryfile.read_without_ops(self.path)
+                if summary is None:
+                    raise RunDataError(f"{self.path}: no {OPS_FILE} "
+                                       f"({self.describe_status()})")
+                self._summary = summary
+                return summary
             self._summary = summaryfile.load_or_build(self.path, self.meta)
         return self._summary
 

@@ -197,6 +197,19 @@ def _to_table(summary: sm.RunSummary) -> pa.Table:
     return pa.table({f.name: columns[f.name] for f in SCHEMA}, schema=SCHEMA)
 
 
+def read_without_ops(run_dir: Path) -> sm.RunSummary | None:
+    """The summary of a run whose ops.parquet is not there (a bundle made without the ops):
+    trusted as it was written, with the fingerprint it recorded; None when it is missing or
+    unreadable."""
+    path = Path(run_dir) / SUMMARY_FILE
+    try:
+        recorded = pq.read_schema(path).metadata or {}
+    except (pa.ArrowException, OSError):
+        return None
+    mark = recorded.get(b"ops_fingerprint")
+    return read(run_dir, mark.decode()) if mark else None
+
+
 def read(run_dir: Path, ops_fingerprint: str | None) -> sm.RunSummary | None:
     """The summary on disk, or None when it is missing, damaged, of another schema, or does
     not match ops.parquet (`ops_fingerprint`)."""

@@ -93,10 +93,10 @@ class _Interrupt:
             self.stop_events.remove(event)
 
 
-def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | None = None
-             ) -> list[RunOutcome]:
-    """Run every variant x iteration of the plan; returns one outcome per run."""
-    log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+def check_plan(plan: Plan) -> None:
+    """What the machine and the plan's settings must allow, checked before anything changes
+    (UsageError, one line): no killed run's changes left, each variant's settings, a kernel
+    variant's QEMU and kernel file, each variant's workload options."""
     refuse_after_a_killed_run(state_dir())
     for variant in plan.variants:
         env.check_settings(variant)
@@ -104,7 +104,14 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
             from ..vm.checks import check_vm_settings  # the rest is checked inside the guest
 
             check_vm_settings(variant)
-    plan.check_workloads()                                # before anything changes
+    plan.check_workloads()
+
+
+def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | None = None
+             ) -> list[RunOutcome]:
+    """Run every variant x iteration of the plan; returns one outcome per run."""
+    log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+    check_plan(plan)                                      # before anything changes
     monitor_names = plan.monitors if plan.monitors is not None else default_monitor_names()
     outcomes: list[RunOutcome] = []
     metrics = None

@@ -96,7 +96,8 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
     binary = qemu_binary()
     vm["qemu"] = qemu_version(binary)
     kernel = resolve_kernel(variant.kernel, variant.work_dir, journal)
-    vm.update(release=kernel.release, image=str(kernel.image), image_sha256=kernel.digest)
+    vm.update(release=kernel.release, image=str(kernel.image), image_sha256=kernel.digest,
+              config_sha256=writer.keep_kernel_config(kernel.config))
     for option in ("CONFIG_NET_9P_VIRTIO", "CONFIG_9P_FS", "CONFIG_VIRTIO_PCI"):
         if kernel.config and kernel.config.get(option) not in ("y", "m"):
             raise KernelError(f"{kernel.release}: {option} is not set, and stallbench shares "

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..core.errors import UsageError
 from ..core.journal import Journal
+from ..core.kernelconfig import config_digest, read_config_file
 
 
 class KernelError(Exception):
@@ -92,7 +93,7 @@ def resolve_kernel(spec: str, work_dir: Path | None = None, journal: Journal | N
     for candidate in (path.parent / "lib/modules" / release, path.parent / release):
         if candidate.is_dir():
             modules = candidate
-    return Kernel(spec, path, release, modules, {}, _sha256(path))
+    return Kernel(spec, path, release, modules, {}, file_sha256(path))
 
 
 def _is_ar(path: Path) -> bool:
@@ -114,20 +115,33 @@ def _from_tree(spec: str, root: Path, digest: str | None) -> Kernel:
     release = read_bzimage_release(image)
     modules = root / "lib/modules" / release
     config_path = root / "boot" / f"config-{release}"
-    config = read_config(config_path) if config_path.is_file() else {}
+    config = read_config_file(config_path) if config_path.is_file() else {}
     if not config and (root / ".config").is_file():
-        config = read_config(root / ".config")
+        config = read_config_file(root / ".config")
     return Kernel(spec, image, release, modules if modules.is_dir() else None, config,
-                  digest or _sha256(image))
+                  digest or file_sha256(image))
 
 
-def read_config(path: Path) -> dict[str, str]:
-    config: dict[str, str] = {}
-    for line in path.read_text(errors="replace").splitlines():
-        if line.startswith("CONFIG_") and "=" in line:
-            key, _, value = line.partition("=")
-            config[key] = value
-    return config
+def kernel_identity(spec: str) -> dict[str, str]:
+    """What a kernel variant runs, to know it again (run.json `plan.kernel`): the file given
+    by name and sha256 (a .deb or an image; of a directory, its kernel image by its path in
+    it) and, where the directory holds its config (a `bisect --git` build's .config), the
+    config's hash (core/kernelconfig.py); {} when the file cannot be read."""
+    path = Path(spec).expanduser()
+    try:
+        if not path.is_dir():
+            return {"file": path.name, "sha256": file_sha256(path)}
+        image = tree_image(spec, path)
+        identity = {"file": str(image.relative_to(path)), "sha256": file_sha256(image)}
+    except (OSError, KernelError):
+        return {}
+    release_configs = sorted((path / "boot").glob("config-*"))
+    for candidate in (*release_configs, path / ".config"):
+        config = read_config_file(candidate)
+        if config:
+            identity["config_sha256"] = config_digest(config)
+            break
+    return identity
 
 
 def _boot_header(path: Path) -> bytes:
@@ -231,7 +245,7 @@ def _has_pvh_note(elf: bytes) -> bool:
     return False
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -240,7 +254,7 @@ def _sha256(path: Path) -> str:
 
 
 def _unpack_deb(deb: Path, cache: Path, journal: Journal | None) -> Path:
-    digest = _sha256(deb)
+    digest = file_sha256(deb)
     target = cache / f"deb-{digest[:16]}"
     if (target / ".complete").exists():
         return target
