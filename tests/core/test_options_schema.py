@@ -194,6 +194,7 @@ def test_every_workload_flag_and_its_plan_key_parse_the_same(tmp_path):
     """Each randread and pgioperf option given once as a flag, once as a plan key."""
     samples = {"randread": {"threads": ("3", 3), "file_size": ('"8M"', 8 << 20),
                             "record_size": ('"8K"', 8192), "direct": ("true", True),
+                            "mmap": ("true", True),
                             "seed": ("7", 7)},
                "pgioperf": {"readers": ("2", 2), "data_size": ('"1M"', 1 << 20),
                             "wal_size": ('"64K"', 64 << 10),
