@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.fleet, pytest.mark.root, needs_fleet, pytest.mark.slow
 
 RANDREAD = """workload = "randread"
 duration = "{duration}"
+warmup = "0s"
 iterations = {iterations}
 monitors = "none"
 [workload_options]

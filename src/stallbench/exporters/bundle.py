@@ -21,7 +21,13 @@ from ..core.errors import RunDataError, UsageError
 from ..core.hostfacts import utc_now
 from ..core.version import __version__
 from ..results import bundle as layout
-from ..results.rundirs import KERNEL_CONFIG_FILE, OPS_FILE, RUN_FILE, SUMMARY_FILE
+from ..results.rundirs import (
+    KERNEL_CONFIG_FILE,
+    OPS_FILE,
+    OPS_LEFT_OUT_FILE,
+    RUN_FILE,
+    SUMMARY_FILE,
+)
 from ..results.store import Run
 
 
@@ -129,6 +135,9 @@ def write(results: Path, output: Path, with_ops: bool = False,
                                     recursive=False, filter=_plain)
                         ops = run.path / OPS_FILE
                         summary.ops_bytes += ops.stat().st_size if ops.is_file() else 0
+                        if not with_ops:
+                            _add_bytes(tar, f"{layout.RESULTS_DIR}/{rel}/{OPS_LEFT_OUT_FILE}",
+                                       b"")
                         summary.runs += 1
                         plan = run.meta.plan or {}
                         if isinstance(plan.get("text"), str):

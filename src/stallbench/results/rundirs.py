@@ -14,6 +14,9 @@ from ..core.errors import UsageError
 RUN_FILE = "run.json"
 OPS_FILE = "ops.parquet"
 SUMMARY_FILE = "summary.parquet"      # derived from ops.parquet (results/summaryfile.py)
+# in a bundle made without --ops, beside each run's summary: its ops were left out on purpose,
+# so the summary stands for them (a run that only lost its ops.parquet is damaged)
+OPS_LEFT_OUT_FILE = "ops.parquet.left-out"
 MONITOR_DIR = "monitors"
 STACKS_FILE = "stacks.folded"
 KERNEL_CONFIG_FILE = "kernel.config"  # the run's kernel's config (core/kernelconfig.py's text)

@@ -34,6 +34,7 @@ from .rundirs import (
     KERNEL_CONFIG_FILE,
     MONITOR_DIR,
     OPS_FILE,
+    OPS_LEFT_OUT_FILE,
     RUN_FILE,
     STACKS_FILE,
     TRACE_TABLES,
@@ -184,7 +185,8 @@ class Run:
             from . import summaryfile
 
             if not (self.path / OPS_FILE).exists():
-                summary = summaryfile.read_without_ops(self.path)
+                summary = summaryfile.read_without_ops(self.path) \
+                    if (self.path / OPS_LEFT_OUT_FILE).exists() else None
                 if summary is None:
                     raise RunDataError(f"{self.path}: no {OPS_FILE} "
                                        f"({self.describe_status()})")

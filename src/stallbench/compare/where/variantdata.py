@@ -146,8 +146,10 @@ class VariantData:
         return per_run, (reasons[0] if reasons and not per_run else None)
 
     def ops_by_role(self) -> dict[str, int]:
-        """Ops recorded per worker role (all of them, as the delays cover the whole run)."""
-        result: dict[str, int] = {}
+        """Ops recorded per worker role, warm-up included (as the delays and perf's counts
+        cover the whole run): each op's count in all its blocks, shared among the workers as
+        their counts after the warm-up are (the summary keeps no worker's warm-up apart)."""
+        result: dict[str, float] = {}
         for run in self.runs:
             roles = worker_roles(run)
             try:
@@ -157,11 +159,13 @@ class VariantData:
             for op, data in ops.items():
                 if op.endswith(RESPONSE_SUFFIX):
                     continue
+                after = int(data.worker_count.sum())
+                scale = int(data.block_count.sum()) / after if after else 0.0
                 for worker, n in zip(data.workers.tolist(), data.worker_count.tolist(),
                                      strict=True):
                     role = roles.get(worker, f"worker {worker}")
-                    result[role] = result.get(role, 0) + int(n)
-        return result
+                    result[role] = result.get(role, 0.0) + n * scale
+        return {role: int(round(n)) for role, n in result.items()}
 
     def roles_of_ops(self) -> dict[str, list[str]]:
         """Which worker roles record each op (from the summaries' worker columns)."""
