@@ -1,4 +1,4 @@
-"""The verdict policy's order (compare/verdicts.py) on hand-made rows: which rule has the last
+"""The verdict policy's order (compare/verdicts/) on hand-made rows: which rule has the last
 word when several apply, and `why` gives each finished row's reason."""
 
 from __future__ import annotations

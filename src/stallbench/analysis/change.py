@@ -1,6 +1,6 @@
 """A change between two variants (candidate/baseline - 1 with its interval) and its verdict:
 the Verdict enum with its words and the predicates a verdict is made of (intervals.py has the
-model; compare/verdicts.py is the policy that gives each row of a comparison its verdict and
+model; compare/verdicts/ is the policy that gives each row of a comparison its verdict and
 the reason it carries)."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ DECIDED = (*DIRECTED, Verdict.SAME)             # what --iterations auto waits f
 @dataclass(frozen=True)
 class Change:
     """ratio - 1 of candidate vs baseline with its interval (None where there is none); the
-    verdict and its note as the policy (compare/verdicts.py) gave them: a finished row is
+    verdict and its note as the policy (compare/verdicts/) gave them: a finished row is
     never changed, a rule makes a new one (dataclasses.replace)."""
 
     change: float | None

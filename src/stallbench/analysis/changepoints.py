@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .change import Change, Verdict, excludes_zero, ratio_change
+from .change import Change, excludes_zero, ratio_change
 from .intervals import Prior, RunStatistic, two_level_change
 
 ALPHA = 0.05
@@ -69,18 +69,18 @@ SPREAD_DOF_PER_VALUE = 0.37  # a MAD's efficiency: degrees of freedom per value 
 @dataclass(frozen=True)
 class ChangePoint:
     """A shift between point index-1 and point index: the change of the segment from `index` on
-    against the segment before it, its interval, the scan-adjusted p-value and the verdict."""
+    against the segment before it, its interval and the scan-adjusted p-value, as measured (its
+    verdict is the policy's: compare/verdicts/ change_point)."""
 
     index: int
     change: Change
     p_scan: float
-    verdict: str
     segment: tuple[int, int]   # the points [lo, hi) the split was found in
 
 
 def change_points(runs: list[list[RunStatistic]], value: Callable[[int, int], float | None],
-                  prior: Callable[[int], Prior], higher_is_better: bool, noise: float,
-                  family: int = 1, alpha: float = ALPHA) -> list[ChangePoint]:
+                  prior: Callable[[int], Prior], noise: float, family: int = 1,
+                  alpha: float = ALPHA) -> list[ChangePoint]:
     """The change points of one statistic: `runs[i]` the runs of point i, `value(lo, hi)` the
     statistic of points lo..hi-1 pooled, `prior(data_dof)` the run-to-run prior of a split
     whose sides hold data_dof + 2 runs (see the module docstring); sorted by index."""
@@ -97,9 +97,7 @@ def change_points(runs: list[list[RunStatistic]], value: Callable[[int, int], fl
         p_scan = min(1.0, float(change.p_value) * (hi - lo - 1) * max(family, 1))
         if p_scan >= alpha or not excludes_zero(change) or abs(change.change) <= noise:
             continue
-        larger = change.change > 0
-        verdict = Verdict.BETTER if larger == higher_is_better else Verdict.WORSE
-        found.append(ChangePoint(k, change, p_scan, verdict, (lo, hi)))
+        found.append(ChangePoint(k, change, p_scan, (lo, hi)))
         segments += [(lo, k), (k, hi)]
     return sorted(found, key=lambda c: c.index)
 

@@ -1,5 +1,5 @@
 """The predicates of the distrust rules, and their sentences: whether something other than the
-variants could explain a verdict. compare/verdicts.py is the policy that applies them (in its
+variants could explain a verdict. compare/verdicts/ is the policy that applies them (in its
 order) and makes the verdicts 'unclear'.
 
 Two causes: runs that mix two regimes (analysis/stationarity.py: a cold then a warm cache) and

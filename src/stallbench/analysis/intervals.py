@@ -63,7 +63,7 @@ The model, on the log scale of each statistic (p50 ... p99.9, mean, rate), for r
 
 min and max have no interval: one extreme value per run says nothing about the next run.
 
-Verdicts (compare/verdicts.py, the policy; the rule in change.py): only the statistics that decide
+Verdicts (compare/verdicts/, the policy; the rule in change.py): only the statistics that decide
 (DECIDING_STATS of each op: p50, p99 and rate, or the metrics named with --metric) share the
 candidate's false-discovery budget, Benjamini-Hochberg within each candidate, so adding a
 variant takes no verdict from another; the other rows keep their unadjusted interval, verdict

@@ -28,13 +28,14 @@ from ..compare.gate import (
     GateResult,
     Metric,
     gate,
-    gate_exit_code,
+    gate_outcome,
     metric_options,
     metric_percents,
     parse_metric,
 )
 from ..compare.model import CompareOptions, Comparison
-from ..core.errors import ExitCode, UsageError
+from ..compare.verdicts import EXIT_CODE, GateOutcome
+from ..core.errors import UsageError
 from ..core.units import parse_percent
 from ..plan.plan import Plan, VariantSettings
 from ..results.runmeta import Status
@@ -44,8 +45,9 @@ from . import DEFAULT_BOUND
 from .search import BAD, FOUND, GOOD, NOT_BAD, SKIP, Answer, Search
 from .state import MetricVerdict, Settings, State, Step, open_state, search_of, step_from
 
-OUTCOME_OF_EXIT = {ExitCode.OK: GOOD, ExitCode.FAILURE: BAD,    # check's exit codes, as git
-                   ExitCode.UNDECIDED: SKIP}                     # bisect reads them
+# the gate's outcome of a step (the policy's, compare/verdicts/) -> the step's, as `git
+# bisect run` reads check's exit codes
+STEP_OUTCOME = {GateOutcome.OK: GOOD, GateOutcome.REGRESSION: BAD, GateOutcome.UNDECIDED: SKIP}
 
 
 def differences(plan: Plan, before: str, after: str) -> list[tuple[str, Any, Any]]:
@@ -88,25 +90,25 @@ class Result:
 
 
 def judge(state: State, baseline: str, candidate: str, metrics: list[Metric], bound: float
-          ) -> tuple[int, list[GateResult] | None, dict[str, int], str | None]:
-    """check's decision on this bisect's complete runs of the two: (exit code, the gate's
+          ) -> tuple[GateOutcome, list[GateResult] | None, dict[str, int], str | None]:
+    """check's decision on this bisect's complete runs of the two: (the gate's outcome, its
     results, runs per side, why there is no comparison)."""
     sides = [Resolved(name, complete_runs(state.runs_of(name)), [])
              for name in (baseline, candidate)]
     counts = {side.label: len(side.runs) for side in sides}
     missing = [side.label for side in sides if not side.runs]
     if missing:
-        return ExitCode.UNDECIDED, None, counts, f"no complete run of {', '.join(missing)}"
+        return GateOutcome.UNDECIDED, None, counts, f"no complete run of {', '.join(missing)}"
     comparison = build_comparison(sides[0], sides[1:], CompareOptions(
         explain=False, percentiles=metric_percents(metrics),
         metrics=tuple((m.op, m.stat) for m in metrics)))
     results = gate(comparison, metrics, bound)
-    return gate_exit_code(results), results, counts, None
+    return gate_outcome(results), results, counts, None
 
 
 def _verdicts(results: list[GateResult] | None, reason: str | None) -> list[MetricVerdict]:
     if results is None:
-        return [MetricVerdict("-", "undecided", reason or "no comparison", 0.0)]
+        return [MetricVerdict("-", GateOutcome.UNDECIDED, reason or "no comparison", 0.0)]
     verdicts = []
     for r in results:
         verdict = MetricVerdict(f"{r.metric.op}:{r.metric.stat}", r.outcome, r.reason, r.bound)
@@ -152,14 +154,14 @@ def run_bisect(plan: Plan, given: Settings, resume: bool,
             steps.append(asdict(step))
         started = time.monotonic()
         seconds = step.seconds
-        code, results, counts, reason = ExitCode.UNDECIDED, None, {}, None
+        outcome, results, counts, reason = GateOutcome.UNDECIDED, None, {}, None
         measured = step.rounds > 0
         why = _prepare(source, step, (candidate, baseline)) if source is not None else None
         if why is not None:
-            code, reason, measured = ExitCode.UNDECIDED, why, True
+            outcome, reason, measured = GateOutcome.UNDECIDED, why, True
         elif measured:
-            code, results, counts, reason = _judge_step(state, step, metrics, bound, fresh)
-        while why is None and (not measured or code == ExitCode.UNDECIDED
+            outcome, results, counts, reason = _judge_step(state, step, metrics, bound, fresh)
+        while why is None and (not measured or outcome == GateOutcome.UNDECIDED
                                and step.rounds < (settings.max_rounds or 1)):
             interrupted = _run_round(plan, state, [by_name[baseline], by_name[candidate]],
                                      rng, log, progress)
@@ -172,8 +174,8 @@ def run_bisect(plan: Plan, given: Settings, resume: bool,
             if interrupted:
                 return Result(None, names, state.steps, state.path, settings)
             measured = True
-            code, results, counts, reason = _judge_step(state, step, metrics, bound, fresh)
-        step.exit_code, step.outcome = code, OUTCOME_OF_EXIT[code]
+            outcome, results, counts, reason = _judge_step(state, step, metrics, bound, fresh)
+        step.exit_code, step.outcome = EXIT_CODE[outcome], STEP_OUTCOME[outcome]
         step.runs = counts
         step.metrics = _verdicts(results, reason)
         step.seconds = seconds + time.monotonic() - started
@@ -218,7 +220,8 @@ def _run_round(plan: Plan, state: State, pair: list[VariantSettings], rng: rando
 
 
 def _judge_step(state: State, step: Step, metrics: list[Metric], bound: float,
-                 fresh: bool) -> tuple[int, list[GateResult] | None, dict[str, int], str | None]:
+                 fresh: bool
+                 ) -> tuple[GateOutcome, list[GateResult] | None, dict[str, int], str | None]:
     """judge(); a metric not in the runs is bad input: a bisect that decided nothing yet
     leaves no state behind, so that it can be started again with the metric corrected."""
     try:

@@ -1,7 +1,7 @@
 """Turning recorded runs into a comparison (floor 4 of docs/architecture.md).
 
 comparison.py builds the Comparison (model.py) in named steps: loading.py (the runs'
-summaries, each op's sides), changes.py (each statistic's change and interval), verdicts.py
+summaries, each op's sides), changes.py (each statistic's change and interval), verdicts/
 (the false-discovery budget and the verdict words), counters.py (the counters timelines),
 stalls.py (stalls over time), where/ (where did the time go), views.py and blocked.py (the
 pictures' data). Beside it, for the other commands that read runs as a comparison does:

@@ -1,6 +1,6 @@
 """Whether a comparison made again agrees with the recorded one (`stallbench reproduce`): for
 each candidate, op and statistic that decides, the verdict then and now. Pure: it reads two
-Comparisons and judges nothing anew (every verdict is the policy's, verdicts.py)."""
+Comparisons and judges nothing anew (every verdict is the policy's, verdicts/)."""
 
 from __future__ import annotations
 

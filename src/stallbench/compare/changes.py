@@ -124,7 +124,7 @@ def _curve(probabilities: list[float], triples: list[tuple[float | None, ...]], 
 def compare_op(base: OpSide, cand: OpSide, probabilities: list[float],
                options: CompareOptions, kind: str = "service", saturated_sd: float = 0.0,
                op: str = "", pairs: list[tuple[int, int]] | None = None) -> OpChanges:
-    """One op's changes for one candidate as measured: no verdict (verdicts.py gives it)."""
+    """One op's changes for one candidate as measured: no verdict (verdicts/ gives it)."""
     nb, nc = base.stats.samples, cand.stats.samples
     if nb == 0 or nc == 0:
         changes = {stat.key: iv.Change(None, note=NO_SAMPLES)

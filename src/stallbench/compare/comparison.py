@@ -7,7 +7,7 @@ the estimates; intervals come from analysis/intervals.py (runs and time blocks).
 build_comparison, each a function here or a module beside it: load the variants (loading.py),
 the conditions of each side (conditions.py: outside load, duet pairing, noise profile), per op
 each side's statistics and each candidate's changes as measured (changes.py), the CPU rows,
-every row's verdict from the one policy (verdicts.py) given the facts of these runs, then the
+every row's verdict from the one policy (verdicts/) given the facts of these runs, then the
 notes, counters (counters.py), where (where/) and views; the Comparison is built once from
 them, frozen.
 """
@@ -219,7 +219,7 @@ def _level_shifts(variants: list[VariantRuns], names: list[str]) -> list[dict[st
 def _verdicts(measured: OpRows, cpu: list[CpuRow], level_shifts: list[dict[str, Any]],
               loads: SideLoads, variants: list[VariantRuns], options: CompareOptions
               ) -> tuple[list[OpComparison], list[CpuRow], list[str]]:
-    """The verdict policy (verdicts.py) over the measured rows and the facts of these runs:
+    """The verdict policy (verdicts/) over the measured rows and the facts of these runs:
     the finished ops and CPU rows, and the policy's notes."""
     labels = [v.label for v in variants]
     names = {op.op for op in measured.ops}

@@ -1,5 +1,6 @@
-"""The regression gate of `stallbench check` (and of `--iterations auto`): each metric's change
-judged against the bound from the interval the comparison (comparison.py) computed."""
+"""The regression gate of `stallbench check` (and of bisect's steps): the metrics, the
+comparison they are judged in, and each metric's outcome against the bound, which the policy
+gives (compare/verdicts/ gate_metric) from the row the comparison finished."""
 
 from __future__ import annotations
 
@@ -7,25 +8,10 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..analysis import intervals as iv
-from ..analysis.quantiles import (
-    DEFAULT_PERCENTS,
-    MIN_TAIL_SAMPLES,
-    RATE,
-    row_stats,
-    stat_named,
-)
-from ..core.errors import ExitCode, UsageError
-from .changes import NO_SAMPLES
+from ..analysis.quantiles import DEFAULT_PERCENTS, row_stats, stat_named
+from ..core.errors import UsageError
 from .model import CompareOptions, Comparison, OpComparison
-from .verdicts import BEHIND_SCHEDULE, MACHINE_BUSIER, NOT_STATIONARY, TOO_WIDE, why
-
-# why a row is unclear (verdicts.why) -> why check cannot decide that metric
-_DISTRUSTED = {
-    NOT_STATIONARY: "the runs mix two regimes (see the comparison's NOT STATIONARY line)",
-    MACHINE_BUSIER: "one side's runs had more outside load (see MACHINE BUSIER)",
-    TOO_WIDE: "the interval would be wider than ×10 either way (more runs per variant, or "
-              "a noise profile from `stallbench calibrate`, would narrow it)",
-}
+from .verdicts import EXIT_CODE, GateOutcome, gate_metric, overall
 
 
 @dataclass
@@ -38,7 +24,7 @@ class Metric:
 class GateResult:
     metric: Metric
     change: iv.Change | None
-    outcome: str  # "ok" | "regression" | "undecided"
+    outcome: GateOutcome      # the policy's (verdicts.gate_metric)
     reason: str
     bound: float = 0.0  # the change the metric may not pass (negative for the rate)
 
@@ -101,10 +87,11 @@ def gate(comparison: Comparison, metrics: list[Metric], max_regression: float) -
     results = []
     for metric in metrics:
         op, change = metric_change(comparison, metric, candidate)
-        result = _judge(metric, change, op, comparison, candidate, max_regression)
-        result.bound = -max_regression if stat_named(metric.stat).higher_is_better \
-            else max_regression
-        results.append(result)
+        outcome, reason = gate_metric(metric.stat, change, op.stats[comparison.baseline],
+                                      op.stats[candidate], comparison.problems, max_regression)
+        results.append(GateResult(metric, change, outcome, reason,
+                                  -max_regression if stat_named(metric.stat).higher_is_better
+                                  else max_regression))
     return results
 
 
@@ -119,54 +106,9 @@ def metric_change(comparison: Comparison, metric: Metric, candidate: str
     return op, op.changes[candidate].get(metric.stat)
 
 
-def _judge(metric: Metric, change: iv.Change | None, op: OpComparison, comparison: Comparison,
-           candidate: str, bound: float) -> GateResult:
-    if comparison.problems:
-        return GateResult(metric, change, "undecided",
-                          f"runs left out: {comparison.problems[0]}")
-    reason = why(change) if change is not None else None
-    if change is not None and change.verdict == iv.Verdict.UNCLEAR and reason in _DISTRUSTED:
-        return GateResult(metric, change, "undecided", _DISTRUSTED[reason])
-    if reason == BEHIND_SCHEDULE:
-        return GateResult(metric, change, "regression", "fell behind its schedule")
-    if change is not None and change.verdict == iv.Verdict.PACED and change.change is not None:
-        # the workload's schedule sets a paced rate: the estimate is judged as it is
-        if change.change < -bound:
-            return GateResult(metric, change, "regression", "paced rate fell beyond the bound")
-        return GateResult(metric, change, "ok", "kept its schedule")
-    if change is None or change.change is None:
-        base, cand = op.stats[comparison.baseline], op.stats[candidate]
-        if metric.stat == RATE.key and change is not None and change.note == NO_SAMPLES:
-            if cand.samples == 0 and base.samples > 0:
-                return GateResult(metric, change, "regression", "no samples in the candidate")
-        reason = (change.note if change and change.note else "no estimate")
-        if base.samples == 0 or cand.samples == 0:
-            reason = NO_SAMPLES
-        elif metric.stat in base.unresolved or metric.stat in cand.unresolved:
-            needed = base.needed.get(metric.stat) or cand.needed.get(metric.stat)
-            reason = (f"not resolvable: fewer than {MIN_TAIL_SAMPLES} samples at or beyond "
-                      f"{metric.stat} (it needs ≥ {needed:,} ops per variant)")
-        return GateResult(metric, change, "undecided", reason)
-    if change.low is None or change.high is None:
-        return GateResult(metric, change, "undecided",
-                          change.note or "no interval for this statistic")
-    if stat_named(metric.stat).higher_is_better:
-        if change.high < -bound:
-            return GateResult(metric, change, "regression", "rate fell beyond the bound")
-        if change.low >= -bound:
-            return GateResult(metric, change, "ok", "within the bound")
-    else:
-        if change.low > bound:
-            return GateResult(metric, change, "regression", "grew beyond the bound")
-        if change.high <= bound:
-            return GateResult(metric, change, "ok", "within the bound")
-    return GateResult(metric, change, "undecided", "the interval straddles the bound")
+def gate_outcome(results: list[GateResult]) -> GateOutcome:
+    return overall(r.outcome for r in results)
 
 
 def gate_exit_code(results: list[GateResult]) -> int:
-    outcomes = {r.outcome for r in results}
-    if "regression" in outcomes:
-        return ExitCode.FAILURE
-    if "undecided" in outcomes:
-        return ExitCode.UNDECIDED
-    return ExitCode.OK
+    return EXIT_CODE[gate_outcome(results)]

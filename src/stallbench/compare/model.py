@@ -1,7 +1,7 @@
 """The Comparison: the tree of dataclasses that build_comparison (comparison.py) builds once
 and the renderers of report/ print without computing anything; report/jsonout.py writes it as
 the comparison JSON (docs/architecture.md: "The comparison JSON"). Comparison, OpComparison,
-CpuRow and their Changes are frozen: every verdict is the policy's (verdicts.py), given before
+CpuRow and their Changes are frozen: every verdict is the policy's (verdicts/), given before
 they are built."""
 
 from __future__ import annotations

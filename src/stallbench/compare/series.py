@@ -23,10 +23,11 @@ from ..analysis.axis import axis_order
 from ..analysis.noise import NoiseProfile
 from ..analysis.quantiles import DECIDING_STATS, RATE, resolvable, stat_named
 from ..analysis.summary import RESPONSE_SUFFIX
-from ..core.errors import ExitCode, UsageError
+from ..core.errors import UsageError
 from ..results.guestnote import guest_note
 from ..results.runselect import Resolved
 from ..results.store import Run
+from . import verdicts
 from .changes import compare_op, statistic_prior
 from .loading import OpSide, load_variant, op_names, op_side
 from .model import CompareOptions
@@ -42,7 +43,6 @@ from .seriesmodel import (
     SeriesPoint,
     row_percents,
 )
-from .verdicts import MACHINE_BUSIER, same_settings
 
 
 def build_series(resolved: list[Resolved], options: SeriesOptions) -> Series:
@@ -118,19 +118,17 @@ def _metric_change_points(op: str, stat: str, kind: str, sides: list[OpSide],
     `family` of statistics scanned together."""
     runs, value = _statistic_along(stat, sides)
     prior = _series_prior(runs, lambda dof: statistic_prior(options, op, stat, kind, dof))
-    found = changepoints.change_points(runs, value, prior, stat_named(stat).higher_is_better,
-                                       options.noise, family)
+    found = changepoints.change_points(runs, value, prior, options.noise, family)
     out = []
     for c in found:
-        change = SeriesChange(metric=f"{op}:{stat}", op=op, stat=stat, index=c.index,
-                              variant=points[c.index].label, before=points[c.index - 1].label,
-                              change=c.change, p_scan=c.p_scan, verdict=c.verdict,
-                              bisect=_bisect_range(points[c.index - 1], points[c.index]))
-        _distrust_busier(change, c.segment, points, runs, value, prior, options.noise)
-        if points[c.index - 1].ran is not None and points[c.index - 1].ran == points[c.index].ran:
-            judged = same_settings(dataclasses.replace(change.change, verdict=change.verdict))
-            change.change, change.verdict = judged, judged.verdict
-        out.append(change)
+        before, after = points[c.index - 1], points[c.index]
+        judged = verdicts.change_point(
+            c.change, stat_named(stat).higher_is_better,
+            _beyond_load(stat, c.index, c.segment, points, runs, value, prior, options.noise),
+            before.ran is not None and before.ran == after.ran)
+        out.append(SeriesChange(metric=f"{op}:{stat}", op=op, stat=stat, index=c.index,
+                                variant=after.label, before=before.label, change=judged,
+                                p_scan=c.p_scan, bisect=_bisect_range(before, after)))
     return out
 
 
@@ -157,31 +155,28 @@ def _series_prior(runs: list[list[iv.RunStatistic]], compare_prior: Callable[[in
     return prior
 
 
-def _distrust_busier(change: SeriesChange, segment: tuple[int, int], points: list[SeriesPoint],
-                     runs: list[list[iv.RunStatistic]],
-                     value: Callable[[int, int], float | None],
-                     prior: Callable[[int], iv.Prior], noise: float) -> None:
-    """compare's MACHINE BUSIER rule across a change point: where the runs on one side had
-    more outside load (analysis/interference.py), the change stands only if it holds with the
-    spread that load can put between runs (load_sd as a floor; never beyond p99, where a
-    busier side's slowest ops can each carry a scheduler slice); else it is unclear."""
-    (lo, hi), k = segment, change.index
+def _beyond_load(stat: str, k: int, segment: tuple[int, int], points: list[SeriesPoint],
+                 runs: list[list[iv.RunStatistic]], value: Callable[[int, int], float | None],
+                 prior: Callable[[int], iv.Prior], noise: float) -> bool | None:
+    """What compare's MACHINE BUSIER rule needs across a change point (verdicts.change_point):
+    None where neither side's runs had more outside load (analysis/interference.py), else
+    whether the change holds with the spread that load can put between runs (load_sd as a
+    floor; never beyond p99, where a busier side's slowest ops can each carry a scheduler
+    slice)."""
+    lo, hi = segment
     sides = [interference.outside_load([r.meta.machine_load for p in points[a:b] for r in p.runs])
              for a, b in ((lo, k), (k, hi))]
     busier = interference.busier_side(*sides)
     if not busier:
-        return
-    heavier = sides[1] if busier > 0 else sides[0]
-    if interference.bounded_by_load(stat_named(change.stat).probability):
-        floor = interference.load_sd(heavier)
-        held = changepoints.split_change(
-            runs, value, lambda dof: dataclasses.replace(
-                prior(dof), sd=max(prior(dof).sd, floor), dof=interference.SATURATED_PRIOR_DOF,
-                floor=True), lo, k, hi)
-        if iv.excludes_zero(held) and abs(held.change) > noise:
-            return
-    change.verdict = iv.Verdict.UNCLEAR
-    change.change = dataclasses.replace(change.change, note=MACHINE_BUSIER)
+        return None
+    if not interference.bounded_by_load(stat_named(stat).probability):
+        return False
+    floor = interference.load_sd(sides[1] if busier > 0 else sides[0])
+    held = changepoints.split_change(
+        runs, value, lambda dof: dataclasses.replace(
+            prior(dof), sd=max(prior(dof).sd, floor), dof=interference.SATURATED_PRIOR_DOF,
+            floor=True), lo, k, hi)
+    return bool(iv.excludes_zero(held) and abs(held.change) > noise)
 
 
 def _statistic_along(stat: str, sides: list[OpSide]
@@ -316,28 +311,29 @@ def _check_shape(runs: list[Run], by: str) -> None:
 
 
 def gate_series(series: Series, bound: float) -> tuple[int, list[str]]:
-    """The exit status `check` would give the new change points that are regressions (worse):
-    1 when one's whole interval lies beyond the bound, 125 when one's interval straddles it
-    (or, none beyond it, runs were left out), else 0; with the reasons."""
-    regressions, straddling = [], []
+    """The exit status `check` would give the new change points that are regressions (worse),
+    each judged against the bound by the policy (verdicts.against_bound): 1 when one's whole
+    interval lies beyond the bound, 125 when one's interval straddles it or one was left
+    unclear (or, none beyond it, runs were left out), else 0; with the reasons."""
+    found: dict[verdicts.GateOutcome, list[str]] = {}
     for c in series.change_points:
-        if c.new and c.verdict == iv.Verdict.UNCLEAR:
-            straddling.append(f"{c.metric} at {c.variant}: {c.change.note}")
+        if not c.new:
             continue
-        if not c.new or c.verdict != iv.Verdict.WORSE or c.change.low is None \
-                or c.change.high is None:
+        if c.verdict == iv.Verdict.UNCLEAR:
+            found.setdefault(verdicts.GateOutcome.UNDECIDED, []).append(
+                f"{c.metric} at {c.variant}: {c.change.note}")
             continue
-        rate = stat_named(c.stat).higher_is_better
-        beyond = c.change.high < -bound if rate else c.change.low > bound
-        within = c.change.low >= -bound if rate else c.change.high <= bound
-        if beyond:
-            regressions.append(f"{c.metric} regressed beyond {bound:.0%} at {c.variant}")
-        elif not within:
-            straddling.append(f"{c.metric} at {c.variant}: the interval straddles {bound:.0%}")
-    if regressions:
-        return ExitCode.FAILURE, regressions
-    if straddling:
-        return ExitCode.UNDECIDED, straddling
-    if series.problems:
-        return ExitCode.UNDECIDED, [f"runs left out: {series.problems[0]}"]
-    return ExitCode.OK, []
+        if c.verdict != iv.Verdict.WORSE or c.change.low is None or c.change.high is None:
+            continue
+        outcome, _ = verdicts.against_bound(c.change, stat_named(c.stat).higher_is_better,
+                                            bound)
+        if outcome == verdicts.GateOutcome.REGRESSION:
+            found.setdefault(outcome, []).append(
+                f"{c.metric} regressed beyond {bound:.0%} at {c.variant}")
+        elif outcome == verdicts.GateOutcome.UNDECIDED:
+            found.setdefault(outcome, []).append(
+                f"{c.metric} at {c.variant}: the interval straddles {bound:.0%}")
+    if series.problems and not found:
+        found[verdicts.GateOutcome.UNDECIDED] = [f"runs left out: {series.problems[0]}"]
+    outcome = verdicts.overall(found)
+    return verdicts.EXIT_CODE[outcome], found.get(outcome, [])

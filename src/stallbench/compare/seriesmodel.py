@@ -111,11 +111,14 @@ class SeriesChange:
     index: int
     variant: str
     before: str
-    change: iv.Change
+    change: iv.Change           # its verdict and reason the policy's (verdicts.change_point)
     p_scan: float
-    verdict: str
     new: bool = True
     bisect: dict[str, Any] | None = None   # {git, good, bad, plan}: both sides' commits
+
+    @property
+    def verdict(self) -> str:
+        return self.change.verdict
 
 
 @dataclass

@@ -9,13 +9,14 @@ from xml.etree import ElementTree
 
 from ..compare.gate import GateResult
 from ..compare.model import Comparison
+from ..compare.verdicts import GateOutcome
 from ..core.version import __version__
 from .common import format_interval, format_percent, json_number
 
 SCHEMA_VERSION = 1   # of the check JSON (schemas/check.schema.json)
-# gate outcome -> exit code's word in JUnit: a regression fails its testcase, an undecided one
-# is skipped (as `git bisect run` skips it)
-_FAILED, _SKIPPED = "regression", "undecided"
+# in JUnit a regression fails its testcase, an undecided one is skipped (as `git bisect run`
+# skips it)
+_FAILED, _SKIPPED = GateOutcome.REGRESSION, GateOutcome.UNDECIDED
 
 
 def _name(result: GateResult) -> str:

@@ -1,34 +1,5 @@
-"""The verdict policy: the one owner of every row's verdict and of the reason it carries.
-
-changes.py measures each row (one statistic of one op, or a CPU row, for one candidate: the
-change and its interval, no verdict). `judge` takes the measured rows and the facts about the
-runs (Facts) and lets RULES give each row its verdict, in this order:
-
-  paced           a paced op's rate is set by its own schedule: PACED, or worse when the
-                  candidate fell behind it (BEHIND_SCHEDULE); no interval
-  no samples      a side recorded none of the op: no interval, except that the rate of a
-                  candidate that completed none, where the baseline resolved a tail, is worse
-  multiplicity    the rows that decide (`decides`: their false-discovery budget) get
-                  Benjamini–Hochberg and better / worse / same / unclear (ADJUSTED when the
-                  interval alone would have called it); the others with an interval: interval only
-  too wide        an op row's interval beyond ×10 either way is not shown; unclear says so
-  not stationary  a decided row that runs mixing two regimes could explain becomes unclear
-  machine busier  a worse (better) row that the candidate's (baseline's) extra outside load
-                  could explain becomes unclear
-
-The first two settle a row before the numbers are weighed; the last two only take back a
-verdict that was given, so a row both not stationary and on a busier machine says 'not
-stationary'. A series' change points (series.py) take the machine busier rule, and one of
-their own, after it:
-
-  same settings   a change point between two points whose runs ran the same settings (the
-                  plan's settings of the variant, the workload's options, the kernel and its
-                  build, stallbench's version: seriesmodel.ran_settings): no configuration
-                  changed there, so it is the machine's; unclear (SAME_SETTINGS)
-
-The predicates are analysis/'s (change.py, distrust.py, interference.py). `why`
-answers, for any finished row, why it has its verdict.
-"""
+"""The rows' verdicts: RULES, in the policy's order (the package's face says it), over the
+measured rows of a comparison, and `why` a finished row has its verdict."""
 
 from __future__ import annotations
 
@@ -36,14 +7,14 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..analysis import distrust, paired
-from ..analysis import intervals as iv
-from ..analysis.change import behind_schedule
-from ..analysis.interference import OutsideLoad, bounded_by_load, saturated_sd
-from ..analysis.quantiles import DECIDING_STATS, MIN_TAIL_SAMPLES, RATE, stat_named
-from ..analysis.summary import RESPONSE_SUFFIX
-from .changes import NO_SAMPLES
-from .model import CompareOptions
+from ...analysis import distrust, paired
+from ...analysis import intervals as iv
+from ...analysis.change import behind_schedule
+from ...analysis.interference import OutsideLoad, bounded_by_load, saturated_sd
+from ...analysis.quantiles import DECIDING_STATS, MIN_TAIL_SAMPLES, RATE, stat_named
+from ...analysis.summary import RESPONSE_SUFFIX
+from ..changes import NO_SAMPLES
+from ..model import CompareOptions
 
 # the reasons a row carries (Change.note) where its interval alone does not say its verdict
 BEHIND_SCHEDULE = "behind schedule"    # a paced op's candidate fell behind its schedule
@@ -283,15 +254,6 @@ RULES: tuple[tuple[str, Rule], ...] = (
     ("not stationary", _not_stationary),
     ("machine busier", _machine_busier),
 )
-
-
-def same_settings(change: iv.Change) -> iv.Change:
-    """A series' change point between points whose runs ran the same settings (series.py):
-    a better or worse verdict there is the machine's, not the configuration's: unclear,
-    SAME_SETTINGS."""
-    if change.verdict not in iv.DIRECTED:
-        return change
-    return dataclasses.replace(change, verdict=iv.Verdict.UNCLEAR, note=SAME_SETTINGS)
 
 
 def why(change: iv.Change) -> str | None:
