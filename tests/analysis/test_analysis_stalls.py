@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stallbench.analysis import stalls
+from stallbench.analysis import stalltimeline as stalls
 
 pytestmark = pytest.mark.pure
 

@@ -11,7 +11,7 @@ from stallbench.analysis.where import causes
 from stallbench.analysis.where.device import not_served, tightness, verdict_words
 from stallbench.analysis.where.section import DeviceVerdict
 from stallbench.analysis.where.stacks import change_line, grown_sleep, sleeping_frame
-from stallbench.analysis.where.stalls import StallOverlap, merge
+from stallbench.analysis.where.tracedstalls import StallOverlap, merge
 
 pytestmark = pytest.mark.pure
 

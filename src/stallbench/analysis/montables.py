@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .delaykinds import ASLEEP, DELAY_KIND_NAMES
-from .stalls import decimate
+from .stalltimeline import decimate
 from .where.delays import IMPOSSIBLE_RATE, accounted_per_second, beyond_room
 from .where.longest import longest_delays
 

@@ -3,7 +3,7 @@
 comparison.py builds the Comparison (model.py) in named steps: loading.py (the runs'
 summaries, each op's sides), changes.py (each statistic's change and interval), verdicts/
 (the false-discovery budget and the verdict words), counters.py (the counters timelines),
-stalls.py (stalls over time), where/ (where did the time go), views.py and blocked.py (the
+stalltimeline.py (stalls over time), where/ (where did the time go), views.py and blocked.py (the
 pictures' data). Beside it, for the other commands that read runs as a comparison does:
 gate.py (`check`, and `--iterations auto`), show.py (`show` of one variant) and
 calibration.py (`calibrate`: a noise profile from A/A runs); series.py (`series`: runs as

@@ -40,7 +40,7 @@ from .conditions import Pairing, SideLoads
 from .counters import counter_timelines
 from .loading import OpSide, VariantRuns, load_variant, op_names, op_side
 from .model import CompareOptions, Comparison, CpuRow, OpComparison, VariantInfo
-from .stalls import activity, others_active, stall_summary, starved
+from .stalltimeline import activity, others_active, stall_summary, starved
 
 # a first op this long after the run's clock started is named (a guest under TCG: 1.5-13 s)
 LATE_START_S = 1.0

@@ -16,7 +16,7 @@ from ..analysis.quantiles import Stat, row_stats
 from ..analysis.where.section import WhereSection
 from . import DEFAULT_NOISE
 from .provenance import Provenance
-from .stalls import StallSummary
+from .stalltimeline import StallSummary
 
 
 @dataclass

@@ -16,7 +16,7 @@ A private tracefs instance filtered to the workload's threads (monitors/trace.py
 without sched_switch and its stack traces): the events fire once per reclaim or pause, not per
 op, so the monitor costs nothing a run can measure where nothing stalls (BENCHMARKS.md). Table
 `reclaim`: the trace table's columns, categories `reclaim` and `throttle`; the where section
-intersects its intervals with each op (compare/where/stalls.py).
+intersects its intervals with each op (compare/where/stalldata.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..analysis.display import format_ns
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..compare.model import Comparison, OpComparison
-from ..compare.stalls import StallSummary
+from ..compare.stalltimeline import StallSummary
 from .common import band_label, shift_sentence
 from .tables import LEFT, Cell, Column, Section, Table, cells
 

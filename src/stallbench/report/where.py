@@ -11,7 +11,7 @@ from ..analysis.display import format_ns
 from ..analysis.where.oncpu import CPU_STATS
 from ..analysis.where.perfstat import EVENT_WORDS, TASK_CLOCK
 from ..analysis.where.section import CounterRow, RoleCounters, RoleCpu, WhereSection
-from ..analysis.where.stalls import stall_words
+from ..analysis.where.tracedstalls import stall_words
 from .tables import LEFT, Chapter, Column, Section, Table, cells
 
 COUNTER_ROWS = 25

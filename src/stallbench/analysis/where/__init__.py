@@ -13,7 +13,8 @@ delays      delay accounting attributed to the ops: the part of each sampled del
             have been inside them, per worker role; faults the kernel's accounting can make
 oncpu       the CPU side of each op: time on a CPU per op (kernel, user, per KiB) and whether
             the added op time was on a CPU, before any sleep is looked for
-stalls      the reclaim and dirty-throttling stalls the tracepoints timed inside each op (exact)
+tracedstalls the reclaim and dirty-throttling stalls the tracepoints timed inside each op
+            (exact)
 mechanism   what the variant's own settings and counters name as the mechanism of a delay
 device      the device or above it, per op, from the op's own I/O and the device's side
 causes      one op's causes from stalls and delays, what grew against the baseline first

@@ -4,7 +4,7 @@ in both variants (pure).
 
 Two sources, never added where they overlap:
 - the stalls the tracepoints timed inside the op's own ops (reclaim, dirty throttling;
-  analysis/where/stalls.py): exact;
+  analysis/where/tracedstalls.py): exact;
 - delay accounting of the op's worker role (analysis/where/delays.py): lower bounds, per role. The
   kernel counts one sleep under several kinds: a reclaim that sleeps in io_schedule is both
   "freepages" and "block I/O", a dirty-throttling pause is "block I/O". So where a traced reclaim

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from .mechanism import op_direction, throttle_words
 from .section import DeviceVerdict, Facts, RoleIO
-from .stalls import counted_as_block_io, stall_words
+from .tracedstalls import counted_as_block_io, stall_words
 
 PAGE_CACHE_FRACTION = 0.02     # bytes from the device below this share: page-cache reads
 DEVICE_WAIT_SHARE = 0.5        # block I/O waits above this share of the op time: the device

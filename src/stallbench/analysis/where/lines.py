@@ -31,7 +31,7 @@ from .section import (
     Stacks,
 )
 from .stacks import change_line, grown_sleep
-from .stalls import stall_words
+from .tracedstalls import stall_words
 
 
 def explanations(label: str,

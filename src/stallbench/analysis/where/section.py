@@ -159,7 +159,7 @@ class CpuChange:
 @dataclass
 class OpStall:
     """One kind of stall the tracepoints timed (reclaim, dirty throttling) inside one op's ops
-    after the warm-up, over the runs (analysis/where/stalls.py): exact, not a lower bound."""
+    after the warm-up, over the runs (analysis/where/tracedstalls.py): exact, not a lower bound."""
     in_ops_ns: int
     share: float | None           # of the op's time
     stalls: int                   # stalls that overlapped its ops

@@ -167,7 +167,7 @@ def lookup(keys: np.ndarray, mapping: Mapping[int, int], default: int = -1) -> n
 
 @dataclass(frozen=True)
 class Coded:
-    """A text column as codes into its distinct values (-1 for null): compare/where/slowops.py
+    """A text column as codes into its distinct values (-1 for null): compare/where/slowopdata.py
     makes it from the Arrow column's dictionary encoding, so labels are worked out once per
     distinct value."""
 

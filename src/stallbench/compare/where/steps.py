@@ -27,13 +27,13 @@ from ...analysis.where.mechanism import limit_warning
 from ...analysis.where.oncpu import RoleSteps, cpu_changes, cpu_steps, role_cpu
 from ...analysis.where.pressure import pressure
 from ...analysis.where.stacks import blocked_stacks
-from ...analysis.where.stalls import merge as merge_stalls
-from ...analysis.where.stalls import op_stalls
+from ...analysis.where.tracedstalls import merge as merge_stalls
+from ...analysis.where.tracedstalls import op_stalls
 from ...monitors.counters import COUNTERS
 from ...results.store import Run
 from .profiles import add_profiles
-from .slowops import SLOW_FACTOR, slow_ops
-from .stalls import stalls_in_ops
+from .slowopdata import SLOW_FACTOR, slow_ops
+from .stalldata import stalls_in_ops
 from .variantdata import VariantData
 
 

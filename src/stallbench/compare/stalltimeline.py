@@ -1,6 +1,7 @@
-"""Stalls over time of one op in one variant, from the runs' time blocks (analysis/stalls.py):
-per-interval count, p99 and max, stall episodes, the longest gap, per-worker counts, and
-whether the op starved. Part of the comparison (comparison.py builds one per op and variant)."""
+"""Stalls over time of one op in one variant, from the runs' time blocks
+(analysis/stalltimeline.py): per-interval count, p99 and max, stall episodes, the longest gap,
+per-worker counts, and whether the op starved. Part of the comparison (comparison.py builds one
+per op and variant)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis import histogram as hist
-from ..analysis import stalls as stalls_mod
+from ..analysis import stalltimeline as stalls_mod
 from ..analysis import summary as sm
 from ..analysis.summary import RESPONSE_SUFFIX
 

@@ -1,6 +1,6 @@
 """The traced stalls of a run's workers (reclaim, dirty throttling) inside each op: the stall
 table loaded, each worker's stalls matched to its ops streamed from ops.parquet (after the
-warm-up), summed by analysis/where/stalls.py.
+warm-up), summed by analysis/where/tracedstalls.py.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...analysis import monitornames
-from ...analysis.where import stalls as traced
+from ...analysis.where import tracedstalls as traced
 from ...core.errors import RunDataError
 from ...results.store import Run
 from .facts import worker_pids
