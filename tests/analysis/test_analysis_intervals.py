@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from compare_fixtures import compare_summaries
 from scipy import stats as sps
+from summary_support import summarize_arrays
 
 from stallbench.analysis import histogram as hist
 from stallbench.analysis import intervals as iv
 from stallbench.analysis import stationarity
 from stallbench.analysis import summary as sm
-from stallbench.analysis.summarybuilder import summarize_arrays
-from stallbench.compare.changes import compare_summaries
 from stallbench.compare.model import CompareOptions
 
 pytestmark = pytest.mark.oracle_beside_fleet

@@ -50,7 +50,8 @@ def test_longest_gap_is_the_longest_time_without_a_completion():
 def test_one_starved_reader_among_sixteen_shows():
     workers = np.concatenate([np.repeat(np.arange(16), 1000), np.full(20, 16)])
     workers = workers[(workers != 7) | (np.arange(workers.size) % 100 == 0)]  # worker 7: 10 ops
-    counted = stalls.worker_counts(workers, expected=np.arange(18))
+    counted = stalls.worker_counts_from(*np.unique(workers, return_counts=True),
+                                        expected=np.arange(18))
     assert counted.counts[7] == 10
     assert counted.counts[17] == 0  # expected but did nothing at all
     assert counted.starved == [7, 16, 17]

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from summary_support import summarize_arrays
 
 from stallbench.analysis import histogram as hist
 from stallbench.analysis import stationarity
 from stallbench.analysis import summary as sm
-from stallbench.analysis.summarybuilder import summarize_arrays
 
 pytestmark = pytest.mark.pure
 

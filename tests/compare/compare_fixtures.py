@@ -7,6 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
+from stallbench.analysis import intervals as iv
+from stallbench.analysis import summary as sm
+from stallbench.analysis.quantiles import percentiles
+from stallbench.compare.changes import compare_op
+from stallbench.compare.loading import VariantRuns, measured_seconds, op_side
+from stallbench.compare.model import CompareOptions
 from stallbench.results import store
 from stallbench.results.opsfile import ops_batch
 
@@ -61,3 +67,16 @@ def ops_span_s(run_dir: Path) -> float:
 def lognormal_ns(rng: np.random.Generator, n: int, median_ns: float, sigma: float = 0.5,
                  scale: float = 1.0) -> np.ndarray:
     return np.maximum((rng.lognormal(np.log(median_ns), sigma, n) * scale), 1).astype(np.int64)
+
+
+def compare_summaries(baseline: list[sm.RunSummary], candidate: list[sm.RunSummary], op: str,
+                      options: CompareOptions | None = None) -> dict[str, iv.Change]:
+    """Changes of every statistic of one op between two lists of run summaries as measured
+    (no verdict), as build_comparison computes them."""
+    options = options or CompareOptions()
+    probabilities = sorted({s.probability for s in percentiles(options.percentiles)})
+    sides = []
+    for summaries in (baseline, candidate):
+        sides.append(op_side(op, VariantRuns("", [], summaries, measured_seconds(summaries)),
+                             options.percentiles))
+    return compare_op(sides[0], sides[1], probabilities, options, op=op).changes

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from compare_fixtures import compare_summaries
 from scipy import stats as scipy_stats
+from summary_support import summarize_arrays
 
 from stallbench.analysis import intervals as iv
 from stallbench.analysis import stationarity
 from stallbench.analysis import summary as sm
-from stallbench.analysis.summarybuilder import SummaryBuilder, summarize_arrays
-from stallbench.compare.changes import compare_summaries
+from stallbench.analysis.summarybuilder import SummaryBuilder
 
 pytestmark = pytest.mark.pure
 

@@ -209,10 +209,10 @@ def test_trace_rows_are_labelled_and_grouped_per_task_without_a_row_loop() -> No
                     ("reclaim throttling", 2): ([20], [25]),
                     ("waiting on page lock", 1): ([30], [35])}
     # one op of task 1 over [0, 45): 5 ns reclaim, 5 dirty throttling, 5 page lock, 5 device
-    breakdown = slowops.trace_breakdown(
-        np.array([0]), np.array([45]), np.array([1]),
-        {"category": category, "kind": kind, "stack": stack, "pid": pid, "t_ns": t,
-         "duration_ns": duration})
+    breakdown = slowops.slow_op_breakdown(
+        np.array([0]), np.array([45]), np.array([1]), *slowops.trace_intervals(
+            {"category": category, "kind": kind, "stack": stack, "pid": pid, "t_ns": t,
+             "duration_ns": duration}))
     assert breakdown == {"memcg reclaim": 5, "dirty throttling": 5, "waiting on page lock": 5,
                          "device": 5, "elsewhere (CPU, runnable, not traced)": 25}
     assert slowops.lookup(np.array([0, 1, 5]), {0: 100, 1: 101}).tolist() == [100, 101, -1]

@@ -7,7 +7,7 @@ import pytest
 
 from stallbench.analysis.where.counters import counters_comparison
 from stallbench.analysis.where.section import WhereSection
-from stallbench.monitors.counters import counter_unit
+from stallbench.monitors.counters import COUNTERS
 from stallbench.report.text import chapter_lines
 from stallbench.report.where import where_chapter
 
@@ -22,7 +22,7 @@ def _section() -> WhereSection:
              "memcg.failcnt": 23167, "memcg.pgpgout": 24816, "memcg.total_pgpgout": 24816,
              "vmstat.workingset_refault_file_with_a_long_name": 500}]
     rows = counters_comparison(base, cand, 2.0, 2.0, 330_000, 28_000)
-    rows = [{**r, "unit": counter_unit(r["counter"])} for r in rows]
+    rows = [{**r, "unit": COUNTERS.unit(r["counter"])} for r in rows]
     return WhereSection.from_json({"baseline": "unlimited",
                                    "variants": ["unlimited", "memcg-96M-long-name"],
                                    "counters": {"memcg-96M-long-name": rows}})

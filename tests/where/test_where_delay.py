@@ -9,15 +9,10 @@ import numpy as np
 import pytest
 
 from stallbench.analysis.montables import task_delays
-from stallbench.analysis.where.delays import (
-    delay_explanation,
-    delays_in_ops,
-    op_time_before,
-    sleep_time_before,
-)
+from stallbench.analysis.where.delays import delays_in_ops, op_time_before, sleep_time_before
 from stallbench.analysis.where.growth import NEW_OP, TailChange, growth
 from stallbench.analysis.where.lines import explanations
-from stallbench.analysis.where.section import DelayShare, RoleDelays
+from stallbench.analysis.where.section import DelayShare, Facts, RoleDelays
 
 pytestmark = pytest.mark.quiet
 
@@ -117,26 +112,35 @@ def test_op_time_before_edges_counts_the_op_in_progress():
         [0, 3, 5, 7, 15]
 
 
-def test_delay_explanation_says_how_much_of_the_op_time_and_why():
-    delays = {"cpu": {"total_ns": 17, "share": 0.12}, "blkio": {"total_ns": 25, "share": 0.86},
-              "freepages": {"total_ns": 2, "share": 0.03}}
-    line = delay_explanation("read", 1.5, "reader", delays,
-                             mechanism={"blkio": "memcg reclaim evicted them"})
+def _explained(op: str, tail: TailChange, role: str, shares: dict[str, float],
+               facts: Facts | None = None) -> list[str]:
+    """The where lines of one op from its role's delay shares alone (of 1 s of op time)."""
+    delays = RoleDelays(role, S, {kind: DelayShare(int(share * S), share, int(share * S))
+                                  for kind, share in shares.items()}, ops=1000)
+    return [e.text for e in explanations("cand", {op: tail}, {}, [delays], {op: [role]}, {}, {},
+                                         facts)]
+
+
+def test_delay_accounting_says_how_much_of_the_op_time_and_why():
+    shares = {"cpu": 0.12, "blkio": 0.86, "freepages": 0.03}
+    throttled = Facts(io_limits={"riops": "200"})
+    (line,) = _explained("read", TailChange("p99", 1.5), "reader", shares, throttled)
     assert line == ("read p99 +150%: delay accounting: at least 86% of the reader workers' op "
-                    "time was in block I/O waits (memcg reclaim evicted them), 12% waiting for "
-                    "a CPU")
-    assert delay_explanation("read", 0.05, "reader", delays) is None      # the tail barely grew
-    assert delay_explanation("read", 1.5, "reader", {"cpu": {"share": 0.05}}) is None
+                    "time was in block I/O waits (the variant's I/O throttle riops=200), 12% "
+                    "waiting for a CPU (the run's own processes competing for the CPUs)")
+    assert _explained("read", TailChange("p99", 0.05), "reader", shares) == []  # barely grew
+    assert _explained("read", TailChange("p99", 1.5), "reader", {"cpu": 0.05}) == []
 
 
 def test_an_op_the_baseline_never_ran_is_explained_as_new():
     # pgioperf's checkpoint-fsync under frequent fsyncs: no baseline p99 or mean to grow from
     stat, change = growth(None, None, new=True)
     assert stat == NEW_OP
-    line = delay_explanation("checkpoint-fsync", change, "checkpointer",
-                             {"blkio": {"total_ns": 40, "share": 0.36}}, stat=stat)
-    assert line == ("checkpoint-fsync (new: not in the baseline): delay accounting: at least "
-                    "36% of the checkpointer workers' op time was in block I/O waits")
+    (line,) = _explained("checkpoint-fsync", TailChange(stat, change), "checkpointer",
+                         {"blkio": 0.36})
+    assert line.startswith("checkpoint-fsync (new: not in the baseline): delay accounting: at "
+                           "least 36% of the checkpointer workers' op time was in block I/O "
+                           "waits"), line
     assert growth(None, None) == ("p99", None)       # not new: nothing to explain
 
 

@@ -15,16 +15,6 @@ from . import histogram as hist
 N_BANDS = 50
 
 
-def band_counts(latency_ns: np.ndarray) -> np.ndarray:
-    """Count per log2 band (length N_BANDS)."""
-    values = np.maximum(np.asarray(latency_ns, dtype=np.int64), 1)
-    bands = np.minimum(np.floor(np.log2(values.astype(np.float64))).astype(np.int64), N_BANDS - 1)
-    # float log2 is exact for powers of two, but guard the edges against rounding anyway
-    bands = np.where(np.left_shift(1, bands + 1) <= values, bands + 1, bands)
-    bands = np.where(np.left_shift(1, bands) > values, bands - 1, bands)
-    return np.bincount(np.clip(bands, 0, N_BANDS - 1), minlength=N_BANDS).astype(np.int64)
-
-
 @dataclass
 class Shift:
     """How much of an op's distribution moved between bands."""

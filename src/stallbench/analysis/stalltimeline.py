@@ -146,13 +146,6 @@ class WorkerCounts:
     starved: list[int] = field(default_factory=list)  # workers far below the median worker
 
 
-def worker_counts(worker: np.ndarray, expected: np.ndarray | None = None,
-                  starved_fraction: float = 0.1) -> WorkerCounts:
-    """Ops per worker from the worker column of each op (see worker_counts_from)."""
-    ids, counts = np.unique(np.asarray(worker, dtype=np.int64), return_counts=True)
-    return worker_counts_from(ids, counts, expected, starved_fraction)
-
-
 def worker_counts_from(ids: np.ndarray, counts: np.ndarray, expected: np.ndarray | None = None,
                        starved_fraction: float = 0.1) -> WorkerCounts:
     """Ops per worker (workers in `expected` that did nothing count 0); a worker is starved

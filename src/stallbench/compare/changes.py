@@ -11,7 +11,6 @@ import numpy as np
 from ..analysis import histogram as hist
 from ..analysis import interference, paired
 from ..analysis import intervals as iv
-from ..analysis import summary as sm
 from ..analysis.means import mean_change
 from ..analysis.quantiles import (
     RATE,
@@ -20,7 +19,7 @@ from ..analysis.quantiles import (
     resolvable,
     stat_named,
 )
-from .loading import OpSide, VariantRuns, measured_seconds, op_side
+from .loading import OpSide, VariantRuns
 from .model import CompareOptions, CpuRow, ShiftCurve
 
 CPU_ROWS = (("user", "user_s"), ("system", "system_s"), ("elapsed", "elapsed_s"))
@@ -138,19 +137,6 @@ def compare_op(base: OpSide, cand: OpSide, probabilities: list[float],
             changes[stat.key] = iv.Change(None, note=NOT_RESOLVED)
     rate = changes["rate"].change
     return OpChanges(changes, curve, rate is not None and rate < -options.rate_drop)
-
-
-def compare_summaries(baseline: list[sm.RunSummary], candidate: list[sm.RunSummary], op: str,
-                      options: CompareOptions | None = None) -> dict[str, iv.Change]:
-    """Changes of every statistic of one op between two lists of run summaries as measured
-    (no verdict), as build_comparison computes them."""
-    options = options or CompareOptions()
-    probabilities = sorted({s.probability for s in percentiles(options.percentiles)})
-    sides = []
-    for summaries in (baseline, candidate):
-        sides.append(op_side(op, VariantRuns("", [], summaries, measured_seconds(summaries)),
-                             options.percentiles))
-    return compare_op(sides[0], sides[1], probabilities, options, op=op).changes
 
 
 def cpu_rows(variants: list[VariantRuns], candidates: list[str]) -> list[CpuRow]:

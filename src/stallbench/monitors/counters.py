@@ -69,11 +69,6 @@ def is_cumulative(column: str) -> bool:
     return COUNTERS.is_counter(column)
 
 
-def counter_unit(column: str) -> str:
-    """'KiB', 'pages' or 'events' for a cumulative counter column."""
-    return COUNTERS.unit(column)
-
-
 def parse_vmstat(text: str) -> dict[str, int]:
     values = {}
     for line in text.splitlines():

@@ -32,12 +32,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from ..delaykinds import ASLEEP, DELAY_KIND_NAMES, DELAY_KINDS, ONE_STATE
-from .growth import MIN_GROWTH, MIN_SHARE, headline
 from .section import DelayShare, RoleDelays, RoleIO
 
 IMPOSSIBLE_RATE = 1.05          # waits accounted per second of a task's time beyond which they
@@ -311,38 +310,3 @@ def _io_deltas(columns: Mapping[str, np.ndarray], rows: np.ndarray, born: bool
 
 
 DELAY_WORDS = {k.name: k.spent for k in DELAY_KINDS if k.spent is not None}
-
-
-def delay_causes(role_delays: Mapping[str, Mapping[str, Any]], cpu_first: bool = True
-                 ) -> list[tuple[str, float]]:
-    """(kind, share of the op time) of the delays worth naming, largest first; with
-    `cpu_first` false, run-queue waits after the others (they follow from the ops' sleeps:
-    each wake-up queues for a CPU, so they are not the cause when something made the ops
-    sleep)."""
-    named = [(kind, float(value["share"])) for kind, value in role_delays.items()
-             if kind in DELAY_WORDS and value.get("share") and value["share"] >= MIN_SHARE]
-    return sorted(named, key=lambda item: (not cpu_first and item[0] == "cpu"
-                                           and len(named) > 1, -item[1]))
-
-
-def delay_explanation(op: str, p99_change: float | None, role: str,
-                      role_delays: Mapping[str, Mapping[str, Any]], max_causes: int = 2,
-                      mechanism: Mapping[str, str] | None = None,
-                      cpu_first: bool = True, stat: str = "p99") -> str | None:
-    """From delay accounting alone (no trace or stack samples): 'read p99 +310%: at least 86%
-    of the reader workers' op time was in block I/O waits (...mechanism...), 12% waiting for a
-    CPU'. Shares are of the op time, counting only the delays that must have been inside the
-    ops (analysis/where/delays.py), so none exceeds 100%. `mechanism[kind]` says what caused a kind
-    where the run's settings or counters tell, or which monitor would."""
-    if p99_change is None or p99_change <= MIN_GROWTH:
-        return None
-    named = delay_causes(role_delays, cpu_first)
-    if not named:
-        return None
-    mechanism = mechanism or {}
-    parts = []
-    for i, (kind, share) in enumerate(named[:max_causes]):
-        words = DELAY_WORDS[kind] + (f" ({mechanism[kind]})" if kind in mechanism else "")
-        parts.append(f"at least {share:.0%} of the {role} workers' op time was {words}" if i == 0
-                     else f"{share:.0%} {words}")
-    return f"{headline(op, stat, p99_change)}: delay accounting: " + ", ".join(parts)

@@ -275,13 +275,6 @@ def trace_intervals(trace: Mapping[str, Any]
     return label_intervals(labels, trace["pid"], t, duration), device
 
 
-def trace_breakdown(op_start: np.ndarray, op_latency: np.ndarray, op_task: np.ndarray,
-                    trace: Mapping[str, Any]) -> dict[str, int]:
-    """slow_op_breakdown from a trace table's columns."""
-    intervals, device = trace_intervals(trace)
-    return slow_op_breakdown(op_start, op_latency, op_task, intervals, device)
-
-
 def slow_threshold(median_ns: float | None, factor: float = 10.0) -> int | None:
     """Slow means slower than `factor` times the op's median."""
     if median_ns is None or not np.isfinite(median_ns):
