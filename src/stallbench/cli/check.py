@@ -10,8 +10,7 @@ from pathlib import Path
 
 from ..analysis.quantiles import row_stats
 from ..core.errors import ExitCode, UndecidedError, UsageError
-from .common import BASELINE_HELP, ExamplesFormatter, bundle_opened
-from .compare import add_common, resolve_all
+from .common import BASELINE_HELP, ExamplesFormatter, add_common, bundle_opened, resolve_all
 
 EXAMPLES = """examples:
   stallbench check good cand --metric read:p99 --max-regression 10%

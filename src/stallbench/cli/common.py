@@ -115,3 +115,47 @@ def parse_percentiles(text: str) -> tuple[float, ...]:
     except ValueError as exc:
         raise UsageError(f"--percentiles {text}: {exc}; give percentiles between 0 and 100 "
                          "separated by commas, e.g. 50,99,99.99") from None
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """What compare and check share: the runs' sources, --noise, --pool-hosts."""
+    from ..compare import DEFAULT_NOISE
+
+    add_source_arguments(parser, bundles=True)
+    parser.add_argument("--noise", default=f"{DEFAULT_NOISE:.0%}",
+                        help="smallest change called better/worse (default %(default)s)")
+    parser.add_argument("--pool-hosts", action="store_true",
+                        help="pool a variant's runs from several hosts (default: per host, "
+                             "as VARIANT@HOST)")
+
+
+def resolve_all(args: argparse.Namespace, allow_incomplete: bool, split: bool = True):
+    """BASELINE and the CANDIDATEs resolved (the problems said on stderr): (baseline,
+    candidates)."""
+    from ..fleet.labels import resolve_spec, split_hosts, variant_specs
+    from ..results.runselect import prepare_summaries
+
+    specs = [args.baseline, *args.candidates]
+    prepare_summaries(variant_specs(specs, args.results), args.results)
+    resolved = [resolve_spec(spec, args.results, args.workload, allow_incomplete)
+                for spec in specs]
+    resolved, notes = split_hosts(resolved, pool=args.pool_hosts, split=split)
+    for item in resolved:
+        for problem in item.problems:
+            print(f"stallbench: {problem}", file=sys.stderr)
+    for note in notes:
+        print(f"stallbench: {note}", file=sys.stderr)
+    return resolved[0], resolved[1:]
+
+
+def print_summary(target: str, results, workload: str | None, fmt: str = "text") -> None:
+    """The summary of one run or variant (also `compare X` with one variant)."""
+    from ..compare.show import summarize_runs
+    from ..report.show import render_json, render_text
+    from ..results.runselect import resolve_runs
+
+    resolved = resolve_runs(target, results, workload, allow_incomplete=True)
+    for problem in resolved.problems:
+        print(f"stallbench: {problem}", file=sys.stderr)
+    summary = summarize_runs(resolved)
+    sys.stdout.write(render_json(summary) if fmt == "json" else render_text(summary))

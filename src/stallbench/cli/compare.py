@@ -7,16 +7,17 @@ import sys
 from pathlib import Path
 
 from ..analysis.quantiles import DEFAULT_PERCENTS
-from ..compare import DEFAULT_NOISE
 from ..core.errors import ExitCode, UsageError
 from ..core.terminal import COLOR_HELP, COLOR_MODES
 from ..report import BRIEF, FORMATS, SECTIONS
 from .common import (
     BASELINE_HELP,
     ExamplesFormatter,
-    add_source_arguments,
+    add_common,
     bundle_opened,
     parse_sections,
+    print_summary,
+    resolve_all,
 )
 
 EXAMPLES = """examples:
@@ -68,32 +69,6 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def add_common(parser: argparse.ArgumentParser) -> None:
-    add_source_arguments(parser, bundles=True)
-    parser.add_argument("--noise", default=f"{DEFAULT_NOISE:.0%}",
-                        help="smallest change called better/worse (default %(default)s)")
-    parser.add_argument("--pool-hosts", action="store_true",
-                        help="pool a variant's runs from several hosts (default: per host, "
-                             "as VARIANT@HOST)")
-
-
-def resolve_all(args: argparse.Namespace, allow_incomplete: bool, split: bool = True):
-    from ..fleet.labels import resolve_spec, split_hosts, variant_specs
-    from ..results.runselect import prepare_summaries
-
-    specs = [args.baseline, *args.candidates]
-    prepare_summaries(variant_specs(specs, args.results), args.results)
-    resolved = [resolve_spec(spec, args.results, args.workload, allow_incomplete)
-                for spec in specs]
-    resolved, notes = split_hosts(resolved, pool=args.pool_hosts, split=split)
-    for item in resolved:
-        for problem in item.problems:
-            print(f"stallbench: {problem}", file=sys.stderr)
-    for note in notes:
-        print(f"stallbench: {note}", file=sys.stderr)
-    return resolved[0], resolved[1:]
-
-
 def run(args: argparse.Namespace) -> int:
     with bundle_opened(args):
         return _run(args)
@@ -106,8 +81,6 @@ def _run(args: argparse.Namespace) -> int:
                          "`stallbench compare vanilla patched`")
     sections = parse_sections(args.sections, args.brief, args.format)
     if not args.candidates:
-        from .show import print_summary
-
         print_summary(args.baseline, args.results, args.workload)
         print(f"stallbench: a comparison needs two variants; this is {args.baseline} alone "
               "(give a CANDIDATE to compare it with)", file=sys.stderr)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..core.errors import ExitCode
-from .common import add_source_arguments, results_dir
+from .common import add_source_arguments, print_summary, results_dir
 
 
 def register(subparsers) -> None:
@@ -22,16 +21,3 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     print_summary(args.target, results_dir(args), args.workload, args.format)
     return ExitCode.OK
-
-
-def print_summary(target: str, results, workload: str | None, fmt: str = "text") -> None:
-    """The summary of one run or variant (also `compare X` with one variant)."""
-    from ..compare.show import summarize_runs
-    from ..report.show import render_json, render_text
-    from ..results.runselect import resolve_runs
-
-    resolved = resolve_runs(target, results, workload, allow_incomplete=True)
-    for problem in resolved.problems:
-        print(f"stallbench: {problem}", file=sys.stderr)
-    summary = summarize_runs(resolved)
-    sys.stdout.write(render_json(summary) if fmt == "json" else render_text(summary))
