@@ -8,14 +8,11 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import env
 from ..core import machineload
@@ -30,6 +27,7 @@ from ..results.runmeta import Status
 from ..results.store import RunWriter
 from ..workloads import Workload
 from . import duet
+from .job import Interrupt, RunJob
 from .monitorrun import start_monitors, stop_monitors
 from .progress import Progress
 from .undo import undo_kinds
@@ -41,56 +39,6 @@ class RunOutcome:
     variant: str
     status: Status
     reason: str | None
-
-
-class _Interrupt:
-    """SIGINT/SIGTERM handling: during the timed run, the first signal asks the workload to
-    stop (what was recorded is kept); outside it, or on a second signal, KeyboardInterrupt
-    unwinds through the context managers, which undo every change."""
-
-    def __init__(self) -> None:
-        self.stop_events: list[threading.Event] = []   # one per run in its timed phase
-        self.signalled: str | None = None
-        self.deferring = 0
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _Interrupt:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        self.signalled = signal.Signals(signum).name
-        live = [event for event in self.stop_events if not event.is_set()]
-        if live:                    # (a duet: every side in its timed phase stops)
-            for event in live:
-                event.set()
-            return
-        if self.deferring:
-            return
-        raise KeyboardInterrupt(self.signalled)
-
-    @contextmanager
-    def deferred(self) -> Iterator[None]:
-        """While monitors stop and the results are written, a signal is only noted: unwinding
-        there would lose every op recorded (kill -9 still leaves them to `stallbench cleanup`)."""
-        self.deferring += 1
-        try:
-            yield
-        finally:
-            self.deferring -= 1
-
-    @contextmanager
-    def stoppable(self, event: threading.Event) -> Iterator[None]:
-        self.stop_events.append(event)
-        try:
-            yield
-        finally:
-            self.stop_events.remove(event)
 
 
 def check_plan(plan: Plan) -> None:
@@ -130,7 +78,7 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
     # a duet's CPU sets rotate by round from a random start, so that over rounds and over
     # invocations no variant keeps CPU 0 (which takes more of the interrupts)
     cpu_offset = order_rng.randrange(len(plan.variants)) if plan.duet else 0
-    with _Interrupt() as interrupt:
+    with Interrupt() as interrupt:
         for iteration in range(plan.iterations):
             if plan.duet:
                 done = run_duet_round(plan, iteration, monitor_names, interrupt,
@@ -142,10 +90,10 @@ def run_plan(plan: Plan, progress: bool = True, log: Callable[[str], None] | Non
             for position, variant in enumerate(order):
                 workload = plan.workload_of(variant)
                 label = f"{variant.name} {plan.workload} {iteration + 1}/{plan.iterations}"
-                outcome = run_one(plan, variant, workload, monitor_names, interrupt, label,
-                                  progress, log, round_record={
-                                      "seed": seed, "round": iteration + 1,
-                                      "position": position + 1, "of": len(order)})
+                outcome = run_one(RunJob(
+                    plan, variant, workload, monitor_names, interrupt, label, log, progress,
+                    round_record={"seed": seed, "round": iteration + 1,
+                                  "position": position + 1, "of": len(order)}))
                 outcomes.append(outcome)
                 log(f"{label}: {outcome.status}"
                     + (f" ({outcome.reason})" if outcome.reason else "") + f" -> {outcome.path}")
@@ -181,7 +129,7 @@ def round_order(variants: list[VariantSettings], iteration: int, rng: random.Ran
 
 
 def run_duet_round(plan: Plan, iteration: int,
-                   monitor_names: list[str], interrupt: _Interrupt,
+                   monitor_names: list[str], interrupt: Interrupt,
                    log: Callable[[str], None], cpu_offset: int = 0) -> list[RunOutcome]:
     """One duet round (duet.py): every variant at the same time, each in a thread of this
     process that pins itself and its workers to the variant's CPUs; signals reach the main
@@ -205,8 +153,9 @@ def run_duet_round(plan: Plan, iteration: int,
             os.sched_setaffinity(0, set(chosen))   # this thread, and all it starts
             workload = plan.workload_of(variant)
             label = f"{variant.name} {plan.workload} {iteration + 1}/{plan.iterations} (duet)"
-            results[variant.name] = run_one(plan, variant, workload, monitor_names, interrupt,
-                                            label, False, log, duet.DuetSeat(round_, chosen))
+            results[variant.name] = run_one(RunJob(
+                plan, variant, workload, monitor_names, interrupt, label, log,
+                seat=duet.DuetSeat(round_, chosen)))
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
             round_.abort()
             results[variant.name] = exc
@@ -250,17 +199,15 @@ def warmup_for(plan: Plan, workload: Workload) -> float:
     return plan.warmup_s if plan.warmup_s is not None else float(workload.default_warmup_s)
 
 
-def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_names: list[str],
-            interrupt: _Interrupt, label: str, show_progress: bool,
-            log: Callable[[str], None],
-            in_duet: duet.DuetSeat | None = None,
-            round_record: dict[str, int] | None = None) -> RunOutcome:
-    if variant.kernel is not None:                 # booted under QEMU, run in the guest: vm/
+def run_one(job: RunJob) -> RunOutcome:
+    """One run of one variant, here or (a kernel variant) in a guest booted for it."""
+    if job.variant.kernel is not None:             # booted under QEMU, run in the guest: vm/
         from .vmhost import run_in_guest
 
-        path, status, reason = run_in_guest(plan, variant, workload, monitor_names, interrupt,
-                                            log, round_record)
-        return RunOutcome(path, variant.name, status, reason)
+        path, status, reason = run_in_guest(job)
+        return RunOutcome(path, job.variant.name, status, reason)
+    plan, variant, workload, in_duet = job.plan, job.variant, job.workload, job.seat
+    interrupt = job.interrupt
     writer: RunWriter | None = None
     with Journal(kinds=undo_kinds()) as journal:
         try:
@@ -269,7 +216,7 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                                  else None) as state:
                 writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
                 writer.meta.plan = plan_record(plan, variant)
-                writer.meta.round_order = round_record
+                writer.meta.round_order = job.round_record
                 unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
                 before_run = None
                 if in_duet is not None:
@@ -287,13 +234,13 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
                 if in_duet is not None:
                     note = in_duet.round.wait_prepared()      # the round's one cache drop
                 elif variant.drop_caches:
-                    note = env.drop_caches(log)
+                    note = env.drop_caches(job.log)
                 else:
                     note = None
                 if note:
                     writer.note(note)
-                _execute(ctx, workload, writer, monitor_names, interrupt, label, show_progress,
-                         log, lambda: journal.update(unfinished, t0_ns=ctx.t0_ns), before_run)
+                _execute(job, ctx, writer, lambda: journal.update(unfinished, t0_ns=ctx.t0_ns),
+                         before_run)
                 if in_duet is not None:
                     writer.meta.duet = in_duet.round.record(variant.name)
                 journal.forget(unfinished)
@@ -302,7 +249,7 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
             if errors:
                 writer.note("cleanup problems: " + "; ".join(errors))
                 for error in errors:
-                    log(f"stallbench: cleanup: {error}")
+                    job.log(f"stallbench: cleanup: {error}")
             meta = writer.meta
             if meta.status == Status.RUNNING:
                 meta.status = Status.COMPLETE
@@ -341,21 +288,20 @@ def run_one(plan: Plan, variant: VariantSettings, workload: Workload, monitor_na
             return RunOutcome(writer.path, variant.name, Status.FAILED, reason)
 
 
-def _execute(ctx: RunContext, workload: Workload, writer: RunWriter, monitor_names: list[str],
-             interrupt: _Interrupt, label: str, show_progress: bool,
-             log: Callable[[str], None], clock_started: Callable[[], None],
+def _execute(job: RunJob, ctx: RunContext, writer: RunWriter, clock_started: Callable[[], None],
              before_run: Callable[[], None] | None = None) -> None:
+    workload, interrupt, log = job.workload, job.interrupt, job.log
     ctx.start_clock()
     clock_started()
-    monitors = start_monitors(ctx, monitor_names, writer, log)
+    monitors = start_monitors(ctx, job.monitors, writer, log)
     result = None
     try:
         if before_run is not None:
             before_run()                # a duet: every side's monitors run, start together
         load_at_start = machineload.snapshot()
         with interrupt.stoppable(ctx.stop):
-            with Progress(label, ctx.duration_s, list(workload.ops),
-                          enabled=show_progress) as display:
+            with Progress(job.label, ctx.duration_s, list(workload.ops),
+                          enabled=job.show_progress) as display:
                 result = workload.run(ctx, display.update)
         ctx.workload_ended()
         writer.meta.machine_load = machineload.between(load_at_start, machineload.snapshot())

@@ -18,7 +18,6 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -41,7 +40,8 @@ from ..vm.checks import DEFAULT_CPUS, DEFAULT_MEMORY
 from ..vm.initramfs import build_initramfs
 from ..vm.kernel import KernelError, cache_dir, pvh_vmlinux, resolve_kernel
 from ..vm.qemu import Guest, GuestError, choose_accel, qemu_argv, qemu_binary, qemu_version
-from ..workloads import Workload, native
+from ..workloads import native
+from .job import Interrupt, RunJob
 from .undo import undo_kinds
 
 BOOT_TIMEOUT_S = {"kvm": 60.0, "tcg": 120.0}
@@ -49,17 +49,15 @@ RUN_GRACE_S = 600.0          # setup in the guest (data files) on top of the run
 _counter = itertools.count(1)
 
 
-def run_in_guest(plan: Plan, variant: VariantSettings, workload: Workload,
-                 monitor_names: list[str], interrupt: Any, log: Callable[[str], None],
-                 round_order: dict[str, int] | None = None
-                 ) -> tuple[Path, Status, str | None]:
+def run_in_guest(job: RunJob) -> tuple[Path, Status, str | None]:
     """One run of one kernel variant; returns (run directory, status, reason)."""
+    plan, variant, workload = job.plan, job.variant, job.workload
     cpus = variant.vm_cpus or DEFAULT_CPUS
     memory = variant.vm_memory or DEFAULT_MEMORY
     with Journal(kinds=undo_kinds()) as journal:
         writer = RunWriter(plan.results, variant.name, workload.name, workload.params())
         writer.meta.plan = plan_record(plan, variant)
-        writer.meta.round_order = round_order
+        writer.meta.round_order = job.round_record
         unfinished = journal.push("finalize_run", path=str(writer.path.resolve()))
         writer.meta.ops_declared = list(workload.ops)
         writer.meta.duration_planned_s = plan.duration_s
@@ -68,13 +66,12 @@ def run_in_guest(plan: Plan, variant: VariantSettings, workload: Workload,
         writer.meta.environment = {"vm": vm}
         writer.save()
         try:
-            status, reason = _boot_and_run(plan, variant, workload, monitor_names, interrupt,
-                                           log, journal, writer, vm, cpus, memory)
+            status, reason = _boot_and_run(job, journal, writer, vm, cpus, memory)
         except (KernelError, GuestError) as exc:
             status, reason = Status.FAILED, str(exc)
         except KeyboardInterrupt:
             status = Status.INTERRUPTED
-            reason = f"stopped by {interrupt.signalled or 'signal'} before the run finished"
+            reason = f"stopped by {job.interrupt.signalled or 'signal'} before the run finished"
         except UsageError as exc:
             writer.finalize(Status.FAILED, str(exc))
             journal.forget(unfinished)
@@ -89,10 +86,9 @@ def run_in_guest(plan: Plan, variant: VariantSettings, workload: Workload,
         return writer.path, status, reason
 
 
-def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
-                  monitor_names: list[str], interrupt: Any, log: Callable[[str], None],
-                  journal: Journal, writer: RunWriter, vm: dict[str, Any], cpus: int,
-                  memory: int) -> tuple[Status, str | None]:
+def _boot_and_run(job: RunJob, journal: Journal, writer: RunWriter, vm: dict[str, Any],
+                  cpus: int, memory: int) -> tuple[Status, str | None]:
+    plan, variant, workload, log = job.plan, job.variant, job.workload, job.log
     binary = qemu_binary()
     vm["qemu"] = qemu_version(binary)
     kernel = resolve_kernel(variant.kernel, variant.work_dir, journal)
@@ -121,7 +117,7 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
     exchange.mkdir()
     disk = _make_disk(variant, plan, journal, memory)
     vm["disk"] = {"image": str(disk), "size": disk.stat().st_size, "fs": fs}
-    _write_job(exchange, plan, variant, monitor_names, fs, accel)
+    _write_job(exchange, plan, variant, job.monitors, fs, accel)
 
     argv = qemu_argv(binary, kernel, initramfs, accel, cpus, memory, exchange, disk,
                      "STALLBENCH_HOST_TMP=1" if _installed_under_tmp() else "",
@@ -155,7 +151,7 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
         stop = threading.Event()
         sent = False
         deadline = time.monotonic() + timeout
-        with interrupt.stoppable(stop):
+        with job.interrupt.stoppable(stop):
             while guest.wait_exit(0.2) is None:
                 if stop.is_set() and not sent:
                     guest.send(b"\x03")        # the guest's job sees SIGINT: it keeps its ops
@@ -167,7 +163,7 @@ def _boot_and_run(plan: Plan, variant: VariantSettings, workload: Workload,
     finally:
         guest.stop()
     vm["guest_s"] = round(time.monotonic() - booted_at, 2)
-    return _collect(exchange, writer, vm, guest, interrupt, host_load)
+    return _collect(exchange, writer, vm, guest, job.interrupt, host_load)
 
 
 def _installed_under_tmp() -> bool:
@@ -248,7 +244,7 @@ def confined(exchange: Path, guest_path: object) -> Path:
 
 
 def _collect(exchange: Path, writer: RunWriter, vm: dict[str, Any], guest: Guest,
-             interrupt: Any, host_load: dict[str, Any] | None) -> tuple[Status, str | None]:
+             interrupt: Interrupt, host_load: dict[str, Any] | None) -> tuple[Status, str | None]:
     """Move the guest's run directory into the host's and merge its run.json. The run's
     machine_load is the host's from the guest being up to its exit (QEMU is the run's own): the
     guest's vCPUs are host threads, and the host's other processes take them without the
