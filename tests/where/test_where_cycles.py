@@ -26,14 +26,14 @@ from conftest import run_stallbench
 
 pytestmark = [pytest.mark.quiet, pytest.mark.root]
 
-WARMUP_S = 1.0
+WARMUP_S = 0.5
 LINE = (r"^read (p50|p99|mean) \+\d+%(?::| \(not decided\): if real,) (\d+)% of the added op "
         r"time was on a CPU, (in the kernel|in user space) \((system|user) time \+")
 
 
 def _run(results: Path, data: Path, variant: str, *args: str) -> Path:
     out = run_stallbench("run", "randread", "--variant", variant, "--results", str(results),
-                         "--dir", str(data), "--file-size", "32M", "--duration", "3",
+                         "--dir", str(data), "--file-size", "32M", "--duration", "2",
                          "--warmup", str(WARMUP_S), "--no-drop-caches", "--no-progress", *args,
                          timeout=300)
     assert out.returncode == 0, out.stderr
