@@ -90,3 +90,9 @@ def test_two_runs_a_side_give_an_interval_that_holds_the_change() -> None:
 ])
 def test_the_line_leads_with_the_statistic_called(called: dict, expected: tuple) -> None:
     assert growth(1.04, 0.5, False, called) == expected
+
+
+def test_where_only_the_rate_was_called_the_line_leads_with_the_added_op_time():
+    # fewer ops, each longer: the mean's growth is the op time the causes are shares of
+    assert growth(0.49, 0.59, False, {}, rate_called=True) == ("mean", 0.59)
+    assert growth(0.49, 0.05, False, {}, rate_called=True) == ("p99", 0.49)

@@ -28,9 +28,9 @@ DIRTY = ("--sysctl", "vm.dirty_bytes=1048576", "--sysctl", "vm.dirty_background_
 
 def _run(results: Path, variant: str, *extra: str) -> Path:
     out = run_stallbench("run", "pgioperf", "--variant", variant, "--results", str(results),
-                         "--no-progress", "--duration", "4", "--readers", "0", "--data-size",
-                         "64M", "--checkpoint-interval", "1us", "--fs", "ext4", "--fs-size",
-                         "512M", "--monitors", "default,stacks", *extra, timeout=300)
+                         "--no-progress", "--duration", "4", "--warmup", "1s", "--readers", "0",
+                         "--data-size", "64M", "--checkpoint-interval", "1us", "--fs", "ext4",
+                         "--fs-size", "512M", "--monitors", "default,stacks", *extra, timeout=300)
     assert out.returncode == 0, out.stderr
     return next((results / variant / "pgioperf").iterdir())
 

@@ -320,8 +320,9 @@ def _where(ops: list[OpComparison], labels: list[str], variants: list[VariantRun
         called = {stat: found.change for stat, found in op.changes[label].items()
                   if found.verdict == Verdict.WORSE and found.change is not None
                   and stat != RATE.key}
+        rate = op.changes[label].get(RATE.key)
         stat, grew = growth(change(op, label, "p99"), change(op, label, "mean"), new(op, label),
-                            called)
+                            called, rate is not None and rate.verdict == Verdict.WORSE)
         return TailChange(stat, grew, stat == NEW_OP or any(
             found.verdict == Verdict.WORSE for found in op.changes[label].values()))
 

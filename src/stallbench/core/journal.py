@@ -193,6 +193,8 @@ def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = pr
     errors = 0
     for path in sorted(directory.glob("journal-*.json")):
         lock_path = path.with_suffix(".lock")
+        if not path.exists():
+            continue                # its run ended and removed it since the listing
         problem = file_problem(path) or (file_problem(lock_path) if lock_path.exists()
                                          else None)
         if problem:
@@ -211,6 +213,9 @@ def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = pr
                 raise
             try:
                 data = json.loads(path.read_text() or "{}")
+            except FileNotFoundError:
+                lock_path.unlink(missing_ok=True)   # made by the open above: its run had ended
+                continue
             except json.JSONDecodeError:
                 log(f"{path.name}: unreadable journal; removed")
                 path.unlink(missing_ok=True)

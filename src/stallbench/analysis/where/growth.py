@@ -28,19 +28,24 @@ class TailChange(NamedTuple):
 
 
 def growth(p99_change: float | None, mean_change: float | None, new: bool = False,
-           called: dict[str, float] | None = None) -> tuple[str, float | None]:
+           called: dict[str, float] | None = None, rate_called: bool = False
+           ) -> tuple[str, float | None]:
     """The statistic an op's explanation leads with: NEW_OP for an op only the candidate ran
     (pgioperf's checkpoint-fsync when fsyncs are made frequent: all its time is new); else the
     latency statistic the comparison called worse (`called`: statistic -> change), p99 where
     it was called, else the one that grew most (a line quotes what was decided: p50 +69% where
-    only p50 was, not an undecided p99); else its p99 when that grew by more than MIN_GROWTH,
-    else its mean when that did (a few long ops, e.g. preempted by CPU hogs, add to the op time
-    the delays are shares of without moving the p99), else the p99."""
+    only p50 was, not an undecided p99); where only the op's rate was called (fewer ops, each
+    longer), its mean when that grew by more than MIN_GROWTH (the op time each op added, which
+    the line's causes are shares of; not an undecided p99); else its p99 when that grew by more
+    than MIN_GROWTH, else its mean when that did (a few long ops, e.g. preempted by CPU hogs,
+    add to the op time the delays are shares of without moving the p99), else the p99."""
     if new:
         return NEW_OP, math.inf
     if called:
         stat = "p99" if "p99" in called else max(called, key=lambda k: called[k])
         return stat, called[stat]
+    if rate_called and mean_change is not None and mean_change > MIN_GROWTH:
+        return "mean", mean_change
     if p99_change is not None and p99_change > MIN_GROWTH:
         return "p99", p99_change
     if mean_change is not None and mean_change > MIN_GROWTH:
