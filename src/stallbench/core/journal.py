@@ -193,10 +193,10 @@ def cleanup_stale(directory: Path | None = None, log: Callable[[str], None] = pr
     errors = 0
     for path in sorted(directory.glob("journal-*.json")):
         lock_path = path.with_suffix(".lock")
-        if not path.exists():
-            continue                # its run ended and removed it since the listing
         problem = file_problem(path) or (file_problem(lock_path) if lock_path.exists()
                                          else None)
+        if problem and not os.path.lexists(path):
+            continue                # its run ended and removed it since the listing
         if problem:
             log(f"{path.name}: {problem}: not trusted, left alone (remove it once you know "
                 "whose it is)")
