@@ -1,7 +1,7 @@
 """Real cold-start runs, randread and pgioperf, with no --warmup: the start-up transient is found
 and left out, and the oracle is the raw ops' own level before and after their step (numpy on
 ops.parquet): the warm-up found ends after the raw step and within the run's first half, the
-ops it keeps are at the warm level and stationary, and the statistics count exactly the ops
+ops it keeps are at the warm level, with nothing of the cold one, and the statistics count exactly the ops
 that started after it. The same recording with a stated --warmup 0 keeps every op.
 
 Each run starts cold without touching the rest of the machine: its data file, made by an
@@ -103,13 +103,21 @@ def test_the_cold_start_is_left_out_and_the_ops_kept_are_warm(recorded, name, op
     p50 = float(hist.quantiles(ops.histogram, [0.5])[0])
     assert p50 == pytest.approx(float(np.quantile(latency[kept], 0.5, method="inverted_cdf")),
                                 rel=hist.QUANTILE_RELATIVE_ERROR)
-    assert p50 == pytest.approx(warm, rel=0.15)
-    # what is kept is one level: its two halves' medians agree
+    # what is kept is the warm level, no part of the cold one: every 100 ms window's median
+    # below the two levels' geometric mean, and the halves' medians within x2 of each other
+    # (the cold start is x5 and more). Not within 15%: a warm cached read on this VM changes
+    # regime inside a run by 20-25% (BENCHMARKS.md, "Run-level regimes of a cached read"; here
+    # 2026-12-07, alone: 1.47 us for a second, then 1.15 us, then 1.45 us again)
+    middle_level = np.sqrt(cold * warm)
+    window = (start[kept] - int(start[kept].min())) // WINDOW_NS
+    medians = [np.median(latency[kept][window == w]) for w in np.unique(window)]
+    assert max(medians) < middle_level, (medians, cold, warm)
+    assert warm / 2 <= p50 <= warm * 2, (p50, warm)
     halves = np.array_split(np.sort(start[kept]), 2)
     middle = halves[1][0]
     first_half = np.median(latency[kept & (start < middle)])
     second_half = np.median(latency[kept & (start >= middle)])
-    assert first_half == pytest.approx(second_half, rel=0.15)
+    assert 0.5 <= first_half / second_half <= 2, (first_half, second_half)
 
 
 def test_the_pgioperf_default_warm_up_is_the_least_left_out(recorded):
