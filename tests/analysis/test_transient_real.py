@@ -1,8 +1,9 @@
 """Real cold-start runs, randread and pgioperf, with no --warmup: the start-up transient is found
 and left out, and the oracle is the raw ops' own level before and after their step (numpy on
 ops.parquet): the warm-up found ends after the raw step and within the run's first half, the
-ops it keeps are at the warm level, with nothing of the cold one, and the statistics count exactly the ops
-that started after it. The same recording with a stated --warmup 0 keeps every op.
+ops it keeps are at the warm level, with nothing of the cold one, and the statistics count
+exactly the ops that started after it. The same recording with a stated --warmup 0 keeps every
+op.
 
 Each run starts cold without touching the rest of the machine: its data file, made by an
 earlier run in the same directory, is written back and dropped from the page cache alone
