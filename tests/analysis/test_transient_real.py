@@ -93,8 +93,13 @@ def test_the_cold_start_is_left_out_and_the_ops_kept_are_warm(recorded, name, op
     start, latency = raw(recorded[name], op)
     cold, warm, settled = raw_step(start, latency)
     assert cold > 5 * warm, f"not a cold start: {cold:.0f} ns then {warm:.0f} ns"
-    assert summary.transient is not None and summary.transient.outcome == "settled"
     ends = summary.warmup_ns
+    # pgioperf's own warm-up (the stated minimum) may outlast a short cold start: then what
+    # follows it is steady, and the raw step must lie within that minimum (seen in the suite:
+    # steady after 10 blocks)
+    assert summary.transient is not None and (summary.transient.outcome == "settled" or (
+        summary.transient.outcome == "steady" and settled <= ends)), \
+        (summary.transient, settled, ends)
     assert settled <= ends <= summary.start_ns + (summary.end_ns - summary.start_ns) / 2, \
         (settled, ends, summary.transient)
     kept = start >= ends
