@@ -43,7 +43,8 @@ import pyarrow.parquet as pq
 
 from stallbench.analysis.quantiles import LATENCY_STATS
 from stallbench.compare.comparison import build_comparison
-from stallbench.compare.gate import Metric, gate, gate_exit_code, gate_options
+from stallbench.compare.gate import gate, gate_exit_code, gate_options
+from stallbench.compare.metrics import parse_metric
 from stallbench.compare.model import CompareOptions
 from stallbench.compare.verdicts import MACHINE_BUSIER
 from stallbench.results import store
@@ -147,7 +148,7 @@ def aa(runs: list[store.Run], workload: str, rng: np.random.Generator) -> dict:
             any_call += called
             busier += any("MACHINE BUSIER" in note for note in comparison.notes)
             held_only += held and not called    # a call only the machine-busier rule withheld
-            metrics = [Metric(*m.rsplit(":", 1)) for m in CHECK_METRICS[workload]]
+            metrics = [parse_metric(m) for m in CHECK_METRICS[workload]]
             gated = build_comparison(Resolved("A", [runs[i] for i in a], []),
                                      [Resolved("B", [runs[i] for i in b], [])],
                                      gate_options(metrics))

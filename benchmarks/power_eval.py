@@ -26,7 +26,8 @@ from aa import scaled_copy  # noqa: E402
 
 from stallbench.compare.calibration import duet_profile_from_runs, profile_from_runs  # noqa: E402
 from stallbench.compare.comparison import build_comparison  # noqa: E402
-from stallbench.compare.gate import Metric, gate, gate_exit_code, gate_options  # noqa: E402
+from stallbench.compare.gate import gate, gate_exit_code, gate_options  # noqa: E402
+from stallbench.compare.metrics import Metric, parse_metric  # noqa: E402
 from stallbench.compare.model import CompareOptions  # noqa: E402
 from stallbench.results.runselect import Resolved  # noqa: E402
 from stallbench.results.store import Run, load_run  # noqa: E402
@@ -119,7 +120,7 @@ def evaluate_set(path: Path, rng: np.random.Generator) -> dict:
     out["real"] = {f"{op}:{stat} k={k}": cell for (op, stat, k), cell in real.items()}
 
     aa: dict = {}
-    metrics = [Metric(*m.rsplit(":", 1)) for m in CHECK[workload]]
+    metrics = [parse_metric(m) for m in CHECK[workload]]
     for k, with_profile in ((1, False), (1, True), (2, False), (3, False), (3, True)):
         cell = {"comparisons": 0, "rows": 0, "called": 0, "any_call": 0, "check_exit_1": 0,
                 "check_exit_0": 0, "covered": 0}
@@ -298,7 +299,7 @@ def evaluate_duet_set(path: Path, rng: np.random.Generator) -> dict:
                     tally(real, (key[0], key[1], f"{k}{' profile' if profile else ''}"), change,
                           truth[key])
     out["real"] = {f"{op}:{stat} k={k}": cell for (op, stat, k), cell in real.items()}
-    metrics = [Metric(*m.rsplit(":", 1)) for m in CHECK[workload]]
+    metrics = [parse_metric(m) for m in CHECK[workload]]
     aa: dict = {}
     for k in (1, 2, 3):
         trials = windows(n_aa, k)

@@ -122,7 +122,8 @@ def load_comparison(baseline: str, *candidates: str, results: str | Path | None 
     ./results, or paths) as `stallbench compare BASELINE CANDIDATE...` does; `metrics`
     ("read:p99", ...) as --metric; explain=False skips the where section."""
     from ..compare.comparison import build_comparison
-    from ..compare.gate import metric_options, parse_metric
+    from ..compare.gate import metric_options
+    from ..compare.metrics import parse_metric
 
     base, *others = _resolve([baseline, *candidates], results, workload)
     options = CompareOptions(percentiles=percentiles, explain=explain)

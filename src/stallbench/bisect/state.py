@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..compare.gate import parse_metric
+from ..compare.metrics import parse_metric
 from ..core.errors import UsageError
 from ..core.jsonfile import write_json_atomic
 from ..core.units import parse_percent
@@ -156,8 +156,9 @@ def open_state(plan: Plan, given: Settings, resume: bool,
     if data.get("source") != source:
         raise UsageError(f"--resume: this bisect was begun with {data.get('source')}: give the "
                          f"same (--git, --good, --bad, --build), or remove {path}")
-    stored = Settings(list(data["metrics"]), data["max_regression"], data["mode"] == "knee",
-                      int(data["max_rounds"]))
+    # the metrics as --metric gives them (read:p99.9 is read:p999), to be compared with those given
+    stored = Settings([str(parse_metric(m)) for m in data["metrics"]], data["max_regression"],
+                      data["mode"] == "knee", int(data["max_rounds"]))
     for key in ("metrics", "bound_text", "knee", "max_rounds"):
         value = getattr(given, key)
         if value not in (None, []) and value != getattr(stored, key):

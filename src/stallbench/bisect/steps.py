@@ -24,15 +24,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..compare.comparison import build_comparison
-from ..compare.gate import (
-    GateResult,
-    Metric,
-    gate,
-    gate_outcome,
-    metric_options,
-    metric_percents,
-    parse_metric,
-)
+from ..compare.gate import GateResult, gate, gate_outcome, metric_options, metric_percents
+from ..compare.metrics import Metric, parse_metric
 from ..compare.model import CompareOptions, Comparison
 from ..compare.verdicts import EXIT_CODE, GateOutcome
 from ..core.errors import UsageError

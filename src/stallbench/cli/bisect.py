@@ -14,7 +14,7 @@ from ..bisect import DEFAULT_BOUND
 from ..core import verbosity
 from ..core.errors import ExitCode, UndecidedError, UsageError
 from ..plan.plan import DEFAULT_MAX_ITERATIONS
-from .common import add_results_argument
+from .common import add_metric_argument, add_results_argument
 
 
 def register(subparsers) -> None:
@@ -30,10 +30,8 @@ def register(subparsers) -> None:
                     "exit 1 when the last variant is not bad, 125 when that cannot be decided.")
     parser.add_argument("--plan", type=Path, required=True, metavar="PLAN",
                         help="a TOML plan whose variants are in order (2 or more)")
-    parser.add_argument("--metric", action="append", metavar="OP:STAT",
-                        help="e.g. read:p99 (repeatable; default: the plan's metrics); STAT: "
-                             + " ".join(s.key for s in row_stats())
-                             + " or any percentile, e.g. p99.99")
+    add_metric_argument(parser, "e.g. read:p99 (repeatable; default: the plan's metrics); STAT: "
+                        + " ".join(s.key for s in row_stats()) + " or any percentile, e.g. p99.99")
     parser.add_argument("--max-regression", metavar="PCT",
                         help="largest tolerated change of a step, e.g. 10%% (default "
                              + DEFAULT_BOUND.replace("%", "%%") + "; "
@@ -94,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
     if args.results:
         plan.results = args.results
     plan.check_workloads()
-    given = Settings(metrics=args.metric, bound_text=args.max_regression, knee=args.knee,
+    given = Settings(metrics=[str(m) for m in args.metric] if args.metric else None,
+                     bound_text=args.max_regression, knee=args.knee,
                      max_rounds=args.max_rounds)
     builder = None
     if args.git is not None:

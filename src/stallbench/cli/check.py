@@ -10,7 +10,14 @@ from pathlib import Path
 
 from ..analysis.quantiles import row_stats
 from ..core.errors import ExitCode, UndecidedError, UsageError
-from .common import BASELINE_HELP, ExamplesFormatter, add_common, bundle_opened, resolve_all
+from .common import (
+    BASELINE_HELP,
+    ExamplesFormatter,
+    add_common,
+    add_metric_argument,
+    bundle_opened,
+    resolve_all,
+)
 
 EXAMPLES = """examples:
   stallbench check good cand --metric read:p99 --max-regression 10%
@@ -31,10 +38,9 @@ def register(subparsers) -> None:
     parser.add_argument("candidate", metavar="CANDIDATE",
                         help="the variant judged against the baseline (a name under RESULTS "
                              "or a path)")
-    parser.add_argument("--metric", action="append", required=True, metavar="OP:STAT",
-                        help="e.g. read:p99 (repeatable); STAT: "
-                             + " ".join(s.key for s in row_stats())
-                             + " or any percentile, e.g. p99.99")
+    add_metric_argument(parser, "e.g. read:p99 (repeatable); STAT: "
+                        + " ".join(s.key for s in row_stats()) + " or any percentile, e.g. p99.99",
+                        required=True)
     parser.add_argument("--max-regression", required=True, metavar="PCT",
                         help="largest tolerated regression, e.g. 10%%")
     parser.add_argument("--format", choices=("text", "json"), default="text",
@@ -53,12 +59,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..compare.comparison import build_comparison
-    from ..compare.gate import gate, gate_exit_code, gate_options, parse_metric
+    from ..compare.gate import gate_exit_code, judge_metrics
     from ..core.units import parse_percent
     from ..report import check as check_report
 
-    metrics = [parse_metric(m) for m in args.metric]
     bound = parse_percent(args.max_regression, "--max-regression")
     args.candidates = [args.candidate]
     baseline, candidates = resolve_all(args, allow_incomplete=True, split=False)
@@ -66,9 +70,8 @@ def _run(args: argparse.Namespace) -> int:
                   for run in r.runs if not run.complete]
     if incomplete:
         raise UndecidedError(f"incomplete run {incomplete[0]}")
-    options = gate_options(metrics, parse_percent(args.noise, "--noise"))
-    comparison = build_comparison(baseline, candidates, options)
-    results = gate(comparison, metrics, bound)
+    comparison, results = judge_metrics(baseline, candidates, args.metric, bound,
+                                        parse_percent(args.noise, "--noise"))
     code = gate_exit_code(results)
     if args.format == "json":
         document = check_report.to_dict(results, comparison, bound, code)

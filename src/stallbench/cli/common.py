@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..compare.metrics import parse_metric
 from ..core.errors import UsageError
 from ..results.rundirs import RESULTS_HELP, default_results_dir
 
@@ -67,6 +68,15 @@ def add_source_arguments(parser: argparse.ArgumentParser, bundles: bool = False)
     add_workload_argument(parser)
 
 
+def add_metric_argument(parser: argparse.ArgumentParser, help_text: str,
+                        required: bool = False) -> None:
+    """--metric OP:STAT (repeatable), declared once for every command that takes it: each text
+    is parsed as the command line is read (compare/metrics.py parse_metric), so the command
+    gets Metric objects, and bad input is one line and exit 2 before anything else is done."""
+    parser.add_argument("--metric", action="append", type=parse_metric, required=required,
+                        metavar="OP:STAT", help=help_text)
+
+
 @contextlib.contextmanager
 def bundle_opened(args: argparse.Namespace) -> Iterator[None]:
     """--results naming a bundle (a .tar.gz from `export --format bundle`): opened in a
@@ -91,7 +101,7 @@ def print_comparison(baseline: str, candidates: list[str], results: Path,
     import dataclasses
 
     from ..compare.comparison import build_comparison
-    from ..compare.gate import metric_options, parse_metric
+    from ..compare.gate import metric_options
     from ..compare.model import CompareOptions
     from ..core.terminal import use_color
     from ..report import render

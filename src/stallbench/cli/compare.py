@@ -14,6 +14,7 @@ from .common import (
     BASELINE_HELP,
     ExamplesFormatter,
     add_common,
+    add_metric_argument,
     bundle_opened,
     parse_sections,
     print_summary,
@@ -60,10 +61,9 @@ def register(subparsers) -> None:
                         help="percentiles of the tables and the JSON, e.g. 50,99,99.99 "
                              "(default " + ",".join(f"{p:g}" for p in DEFAULT_PERCENTS)
                              + "); one is a number where at least 10 ops lie at or beyond it")
-    parser.add_argument("--metric", action="append", metavar="OP:STAT",
-                        help="a metric asked for (repeatable), e.g. read:mean: its row shows "
-                             "its verdict, judged as `check` judges it (its own "
-                             "false-discovery budget), beside the rows that decide by default")
+    add_metric_argument(parser, "a metric asked for (repeatable), e.g. read:mean: its row shows "
+                                "its verdict, judged as `check` judges it (its own "
+                                "false-discovery budget), beside the rows that decide by default")
     parser.add_argument("--allow-incomplete", action="store_true",
                         help="use runs that did not finish (they are flagged)")
     parser.set_defaults(func=run)
@@ -86,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
               "(give a CANDIDATE to compare it with)", file=sys.stderr)
         return ExitCode.OK
     from ..compare.comparison import build_comparison
-    from ..compare.gate import check_metric_ops, metric_options, parse_metric
+    from ..compare.gate import check_metric_ops, metric_options
     from ..compare.model import CompareOptions
     from ..core.units import parse_percent
     from ..report import render
@@ -95,7 +95,7 @@ def _run(args: argparse.Namespace) -> int:
     options = CompareOptions(noise=parse_percent(args.noise, "--noise"),
                              percentiles=parse_percentiles(args.percentiles)
                              if args.percentiles is not None else None)
-    metrics = [parse_metric(m) for m in args.metric or []]
+    metrics = args.metric or []
     if metrics:
         options = metric_options(metrics, options)
     baseline, candidates = resolve_all(args, args.allow_incomplete)

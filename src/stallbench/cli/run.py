@@ -14,7 +14,7 @@ from ..results.rundirs import RESULTS_HELP
 from ..results.runmeta import Status
 from ..settings.variant import VARIANT_FIELDS, flag_of, variant_from_flags
 from ..workloads import available_workloads, get_workload
-from .common import add_results_argument, print_comparison, results_dir
+from .common import add_metric_argument, add_results_argument, print_comparison, results_dir
 
 
 def register(subparsers) -> None:
@@ -30,8 +30,7 @@ def register(subparsers) -> None:
                              "decided (better, worse or same) for every candidate")
     parser.add_argument("--max-iterations", type=int, metavar="N",
                         help="with --iterations auto: at most N rounds (10)")
-    parser.add_argument("--metric", action="append", metavar="OP:STAT",
-                        help="with --iterations auto: a metric that decides (repeatable)")
+    add_metric_argument(parser, "with --iterations auto: a metric that decides (repeatable)")
     # with --plan (given before any workload name): the plan key's flag, declared once in plan.py
     add_arguments(parser, [f for f in RUN_FIELDS if f.name == "duet"])
     workloads = parser.add_subparsers(dest="workload", metavar="WORKLOAD",
@@ -84,7 +83,7 @@ def _until_decided(args: argparse.Namespace, plan: Plan) -> None:
             raise UsageError("--max-iterations and --metric go with --iterations auto")
         return
     if args.metric:
-        plan.until_decided = args.metric
+        plan.until_decided = [str(metric) for metric in args.metric]    # the plan's text
     elif plan.until_decided is None:
         raise UsageError("--iterations auto needs --metric OP:STAT (e.g. --metric read:p99)")
     if args.max_iterations is not None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..analysis.quantiles import row_stats
 from ..compare import DEFAULT_NOISE
 from ..core.errors import ExitCode, UndecidedError, UsageError
-from .common import add_source_arguments, bundle_opened
+from .common import add_metric_argument, add_source_arguments, bundle_opened
 
 FORMATS = ("text", "json", "csv", "markdown", "html", "email")
 AXES_HELP = "order (as given), kernel (uname -r as versions), date (the runs' UTC day) or KEY"
@@ -32,11 +32,10 @@ def register(subparsers) -> None:
     parser.add_argument("--by", default="order", metavar="AXIS",
                         help=f"the axis: {AXES_HELP}, a plan key (memory) or workload option "
                              "(record_size) the runs record (default %(default)s)")
-    parser.add_argument("--metric", action="append", metavar="OP:STAT",
-                        help="the statistics whose change points count, and rows of their "
-                             "tables (repeatable; default: p50, p99 and rate of each op); "
-                             "STAT: " + " ".join(s.key for s in row_stats() if s.key not in (
-                                 "min", "max")) + " or any percentile")
+    add_metric_argument(parser, "the statistics whose change points count, and rows of their "
+                                "tables (repeatable; default: p50, p99 and rate of each op); "
+                                "STAT: " + " ".join(s.key for s in row_stats() if s.key not in (
+                                    "min", "max")) + " or any percentile")
     parser.add_argument("--baseline", metavar="POINT",
                         help="the point the changes in the tables are against (default: "
                              "the first)")
@@ -67,14 +66,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..compare.gate import parse_metric
     from ..compare.series import SeriesOptions, build_series, check_since, gate_series
     from ..core.units import parse_percent
     from ..results.runselect import prepare_summaries, resolve_runs
 
     if len(set(args.variants)) != len(args.variants):
         raise UsageError(f"series: a variant named twice ({' '.join(args.variants)})")
-    metrics = tuple((m.op, m.stat) for m in map(parse_metric, args.metric or []))
+    metrics = tuple((m.op, m.stat) for m in args.metric or [])
     options = SeriesOptions(results=args.results, by=args.by, baseline=args.baseline,
                             metrics=metrics or None, since=args.since,
                             noise=parse_percent(args.noise, "--noise"))

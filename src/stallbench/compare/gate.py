@@ -1,6 +1,7 @@
-"""The regression gate of `stallbench check` (and of bisect's steps): the metrics, the
-comparison they are judged in, and each metric's outcome against the bound, which the policy
-gives (compare/verdicts/ gate_metric) from the row the comparison finished."""
+"""The regression gate of `stallbench check` (and of bisect's steps): the comparison the metrics
+(compare/metrics.py) are judged in, its percentiles among them, and each metric's outcome
+against the bound, which the policy gives (compare/verdicts/ gate_metric) from the row the
+comparison finished."""
 
 from __future__ import annotations
 
@@ -8,16 +9,13 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..analysis import intervals as iv
-from ..analysis.quantiles import DEFAULT_PERCENTS, row_stats, stat_named
+from ..analysis.quantiles import DEFAULT_PERCENTS
 from ..core.errors import UsageError
+from ..results.runselect import Resolved
+from .comparison import build_comparison
+from .metrics import Metric
 from .model import CompareOptions, Comparison, OpComparison
 from .verdicts import EXIT_CODE, GateOutcome, gate_metric, overall
-
-
-@dataclass
-class Metric:
-    op: str
-    stat: str
 
 
 @dataclass
@@ -29,27 +27,12 @@ class GateResult:
     bound: float = 0.0  # the change the metric may not pass (negative for the rate)
 
 
-def parse_metric(text: str) -> Metric:
-    """'read:p99' -> Metric('read', 'p99'), 'read:p99.99' -> Metric('read', 'p9999'); the op
-    name may itself contain ':'."""
-    op, sep, name = text.rpartition(":")
-    try:
-        stat = stat_named(name) if sep and op else None
-    except ValueError:
-        stat = None
-    if stat is None:
-        raise UsageError(f"--metric {text!r}: use OP:STAT with STAT one of "
-                         f"{' '.join(s.key for s in row_stats())} or any percentile such as "
-                         "p99.99 (e.g. read:p99)")
-    return Metric(op, stat.key)
-
-
 def metric_percents(metrics: list[Metric], shown: tuple[float, ...] | None = None
                     ) -> tuple[float, ...]:
     """The percentiles shown (default: DEFAULT_PERCENTS) and those the metrics name: what the
     comparison must hold."""
-    named = {round(stat.probability * 100, 10) for m in metrics
-             if (stat := stat_named(m.stat)).probability is not None}
+    named = {round(m.statistic.probability * 100, 10) for m in metrics
+             if m.statistic.probability is not None}
     return tuple(sorted({float(p) for p in (*(shown or DEFAULT_PERCENTS), *named)}))
 
 
@@ -74,6 +57,15 @@ def metric_options(metrics: list[Metric], options: CompareOptions | None = None
                                metrics=tuple((m.op, m.stat) for m in metrics))
 
 
+def judge_metrics(baseline: Resolved, candidates: list[Resolved], metrics: list[Metric],
+                  max_regression: float, noise: float | None = None
+                  ) -> tuple[Comparison, list[GateResult]]:
+    """`check`: the comparison the metrics are judged in (gate_options) and each metric's
+    result against the bound (gate)."""
+    comparison = build_comparison(baseline, candidates, gate_options(metrics, noise))
+    return comparison, gate(comparison, metrics, max_regression)
+
+
 def check_metric_ops(comparison: Comparison, metrics: list[Metric]) -> None:
     """A metric whose op is not in the runs is bad input (UsageError), as in check."""
     for metric in metrics:
@@ -90,7 +82,7 @@ def gate(comparison: Comparison, metrics: list[Metric], max_regression: float) -
         outcome, reason = gate_metric(metric.stat, change, op.stats[comparison.baseline],
                                       op.stats[candidate], comparison.problems, max_regression)
         results.append(GateResult(metric, change, outcome, reason,
-                                  -max_regression if stat_named(metric.stat).higher_is_better
+                                  -max_regression if metric.statistic.higher_is_better
                                   else max_regression))
     return results
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ..analysis.intervals import DECIDED, Verdict
 from ..compare.comparison import build_comparison
-from ..compare.gate import Metric, metric_change, metric_percents, parse_metric
+from ..compare.gate import metric_change, metric_percents
+from ..compare.metrics import Metric, parse_metric
 from ..compare.model import CompareOptions
 from ..core.errors import UsageError
 from ..results.runselect import Resolved, complete_runs
