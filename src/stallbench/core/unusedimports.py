@@ -9,18 +9,19 @@ where nothing here is called.
 
 from __future__ import annotations
 
-import importlib.abc
 import sys
 
 NEVER_IMPORTED = ("pandas",)
 
 
-class _NotImported(importlib.abc.MetaPathFinder):
+class _NotImported:
     """`import pandas` fails with ModuleNotFoundError, which pyarrow takes as "not installed".
     (A None entry in sys.modules is not enough: Cython's import, pyarrow's, takes the None for
-    the module.)"""
+    the module.) A meta path finder is any object with find_spec; not importlib.abc's class,
+    whose import (importlib.resources with it) costs every process 20 ms here and a guest run
+    under QEMU TCG 0.4 s."""
 
-    def find_spec(self, name, path, target=None):  # type: ignore[override]
+    def find_spec(self, name: str, path: object, target: object = None) -> None:
         if name.partition(".")[0] in NEVER_IMPORTED:
             raise ModuleNotFoundError(f"stallbench does not use {name}", name=name)
         return None
