@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from stallbench.results import store
+from stallbench.results.oprecorder import READ_CHUNK_RECORDS
 from stallbench.results.opsfile import ops_batch
-from stallbench.results.record import READ_CHUNK_RECORDS
 
 OPS_PER_RUN = 3_000_000
 DURATION_S = 60.0

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from stallbench.analysis import bands, histogram
-from stallbench.report.common import band_label, band_range_label, shift_sentence
+from stallbench.report.wording import band_label, band_range_label, shift_sentence
 
 pytestmark = pytest.mark.pure
 

@@ -15,7 +15,7 @@ import pytest
 from compare_fixtures import lognormal_ns, ops_span_s, write_run
 
 from stallbench.cli import main
-from stallbench.report.common import JSON_KEYS
+from stallbench.report.wording import JSON_KEYS
 
 pytestmark = pytest.mark.pure
 

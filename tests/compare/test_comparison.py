@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from compare_fixtures import lognormal_ns, ops_span_s, write_run
 
-from stallbench.cli.common import parse_percentiles
+from stallbench.cli.flags import parse_percentiles
 from stallbench.compare.comparison import build_comparison
 from stallbench.compare.model import CompareOptions
 from stallbench.core.errors import UsageError

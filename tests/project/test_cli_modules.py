@@ -1,5 +1,5 @@
 """docs/architecture.md's word on cli/, checked against the code: one module per command, none
-importing another command's module (what two commands share is in cli/common.py; completion
+importing another command's module (what two commands share is in cli/flags.py; completion
 reads docs.py's tables, run --hosts is fleet.py's, and `series --bisect` runs the bisect command
 through the face)."""
 

@@ -76,7 +76,7 @@ def test_analysis_reads_no_files_and_prints_nothing():
 
 def test_report_reads_no_runs_and_changes_nothing():
     forbidden = ("stallbench.env", "stallbench.monitors", "stallbench.workloads",
-                 "stallbench.core.journal", "stallbench.run", "stallbench.results.record",
+                 "stallbench.core.journal", "stallbench.run", "stallbench.results.oprecorder",
                  "stallbench.results.store", "stallbench.results.opsfile",
                  "stallbench.results.runselect", "stallbench.results.summaryfile",
                  "stallbench.cli")

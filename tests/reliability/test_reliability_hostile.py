@@ -25,7 +25,7 @@ from stallbench.cli import main
 from stallbench.core.errors import UsageError
 from stallbench.core.names import check_name
 from stallbench.importers import IMPORTERS, parse_log
-from stallbench.importers.common import write_run
+from stallbench.importers.imported import write_run
 
 pytestmark = pytest.mark.oracle
 

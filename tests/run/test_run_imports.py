@@ -43,7 +43,7 @@ def test_a_workers_flush_imports_nothing_new(tmp_path):
     code = f"""
 import sys
 from array import array
-from stallbench.results.record import WorkerRecorder
+from stallbench.results.oprecorder import WorkerRecorder
 recorder = WorkerRecorder({str(tmp_path)!r}, 0, ["wal", "commit"], "osli", capacity=8)
 before = set(sys.modules)
 for k, record in enumerate([(0, 100, 7, 90), (1, 100, 30, 90), (0, 200, 8, 190)]):

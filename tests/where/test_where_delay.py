@@ -10,8 +10,8 @@ import pytest
 
 from stallbench.analysis.montables import task_delays
 from stallbench.analysis.where.delays import delays_in_ops, op_time_before, sleep_time_before
+from stallbench.analysis.where.explanations import explanations
 from stallbench.analysis.where.growth import NEW_OP, TailChange, growth
-from stallbench.analysis.where.lines import explanations
 from stallbench.analysis.where.section import DelayShare, Facts, RoleDelays
 
 pytestmark = pytest.mark.quiet
@@ -217,7 +217,7 @@ def test_block_io_waits_beyond_the_time_off_a_cpu_are_cut_to_it():
 
 def test_the_where_section_says_when_block_io_was_cut_to_the_time_off_a_cpu():
     from stallbench.analysis.where.delays import RunDelays, role_delays
-    from stallbench.analysis.where.lines import off_cpu_warnings
+    from stallbench.analysis.where.explanations import off_cpu_warnings
     # one checkpointer task (pid 5): 3 s, in ops 99%, on a CPU half the time, 0.98 s of
     # block I/O accounted per second: 2.91 s inside its ops against 1.5 s off a CPU
     t_ns = np.array([1, 2, 3]) * S

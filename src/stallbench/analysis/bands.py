@@ -1,7 +1,7 @@
 """Log2 latency bands (as bcc's histograms) and the distribution shift between two variants.
 
 Band k holds latencies in [2**k, 2**(k+1)) ns; band 0 also holds 0. The words for bands and
-shifts are report/common.py's (band_label, shift_sentence).
+shifts are report/wording.py's (band_label, shift_sentence).
 """
 
 from __future__ import annotations

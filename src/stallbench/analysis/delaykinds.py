@@ -2,7 +2,7 @@
 kind's count and total in struct taskstats, the first version that has it, and the words the
 reports use for it. monitors/taskstats.py decodes and monitors/delay.py names the `delay`
 table's columns from this table; analysis/where/ takes their words from it (delays.py,
-longest.py) and their groups (delays.py, causes.py, mechanism.py, lines.py), montables.py the
+longest.py) and their groups (delays.py, causes.py, mechanism.py, explanations.py), montables.py the
 groups of its totals."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class DelayKind:
     reclaim: bool = False   # a stall of memory reclaim: the memory limit or low system memory
     #                         is its mechanism (analysis/where/mechanism.py)
     blocks: bool = False    # the task waited for the device or for memory, not for a CPU: what
-    #                         makes an op's change a blocking one (analysis/where/lines.py)
+    #                         makes an op's change a blocking one (analysis/where/explanations.py)
 
 
 # in struct taskstats order: v16+ keeps {kind}_delay_max, {kind}_delay_min pairs at its end in

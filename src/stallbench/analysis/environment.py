@@ -1,6 +1,6 @@
 """What differed between the variants' machines besides the settings the plan changed.
 
-Input: per variant label, the run.json `environment` of each of its runs (env/inventory.py fills
+Input: per variant label, the run.json `environment` of each of its runs (env/machinestate.py fills
 `environment.inventory`; env/sysctl.py, env/scheduler.py and env/loopfs.py record what the plan
 set). Output: a JSON-able dict (see `environment_diff`). Pure: no I/O.
 """

@@ -14,7 +14,7 @@ from ..bisect import DEFAULT_BOUND
 from ..core import verbosity
 from ..core.errors import ExitCode, UndecidedError, UsageError
 from ..plan.plan import DEFAULT_MAX_ITERATIONS
-from .common import add_metric_argument, add_results_argument
+from .flags import add_metric_argument, add_results_argument
 
 
 def register(subparsers) -> None:
@@ -72,7 +72,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bisect import lines as bisect_lines
+    from ..bisect import answerlines
     from ..bisect.search import NOT_BAD
     from ..bisect.state import Settings
     from ..bisect.steps import run_bisect
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     steps_to = sys.stderr if args.format == "email" else sys.stdout
 
     def on_step(step, names) -> None:
-        print(bisect_lines.step_line(step), end="", flush=True, file=steps_to)
+        print(answerlines.step_line(step), end="", flush=True, file=steps_to)
 
     try:
         result = run_bisect(plan, given, args.resume, on_step, verbosity.info,
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
             described = gitcommits.describe_answer(args.git, builder.commits,
                                                   result.answer.last_good,
                                                   result.answer.first_bad)
-    answer = bisect_lines.answer_lines(result, described)
+    answer = answerlines.answer_lines(result, described)
     if args.format == "email" and result.comparison is not None:
         from ..report.email import render as email
         last = answer.splitlines()[-1]
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
             print(render(result.comparison, "text"), end="")
         print(answer, end="")
     if result.answer.first_bad is None:
-        line = bisect_lines.no_answer(result.answer, result.names,
+        line = answerlines.no_answer(result.answer, result.names,
                                        result.settings.bound_text or "")
         if result.answer.kind == NOT_BAD:
             print(f"stallbench: {line}", file=sys.stderr)

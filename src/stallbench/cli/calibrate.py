@@ -10,7 +10,7 @@ import dataclasses
 from pathlib import Path
 
 from ..core.errors import ExitCode, UsageError
-from .common import add_results_argument
+from .flags import add_results_argument
 
 DEFAULT_RUNS = 8
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..analysis.quantiles import row_stats
 from ..core.errors import ExitCode, UndecidedError, UsageError
-from .common import (
+from .flags import (
     BASELINE_HELP,
     ExamplesFormatter,
     add_common,

@@ -10,16 +10,16 @@ from ..analysis.quantiles import DEFAULT_PERCENTS
 from ..core.errors import ExitCode, UsageError
 from ..core.terminal import COLOR_HELP, COLOR_MODES
 from ..report import BRIEF, FORMATS, SECTIONS
-from .common import (
+from .flags import (
     BASELINE_HELP,
     ExamplesFormatter,
     add_common,
     add_metric_argument,
     bundle_opened,
     parse_sections,
-    print_summary,
     resolve_all,
 )
+from .printing import print_summary
 
 EXAMPLES = """examples:
   stallbench compare vanilla patched                 # the headline first, then every table
@@ -90,7 +90,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..compare.model import CompareOptions
     from ..core.units import parse_percent
     from ..report import render
-    from .common import parse_percentiles
+    from .flags import parse_percentiles
 
     options = CompareOptions(noise=parse_percent(args.noise, "--noise"),
                              percentiles=parse_percentiles(args.percentiles)

@@ -8,7 +8,8 @@ import sys
 from ..core import verbosity
 from ..core.errors import ExitCode
 from ..plan.demo import DEMO_DATA_SIZE, DEMO_DURATION_S, DEMO_MEMORY_LIMIT, demo_plan
-from .common import add_results_argument, print_comparison, results_dir
+from .flags import add_results_argument, results_dir
+from .printing import print_comparison
 
 
 def register(subparsers) -> None:

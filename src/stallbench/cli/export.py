@@ -13,7 +13,7 @@ from ..core.errors import ExitCode, UsageError
 from ..core.units import parse_duration
 from ..exporters import DEFAULT_MAX_EVENTS, FOLDED_STACKS, FORMATS
 from ..results.runselect import resolve_runs
-from .common import add_source_arguments
+from .flags import add_source_arguments
 
 
 def register(subparsers) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..core.errors import ExitCode
 from ..importers import IMPORTERS
-from .common import add_results_argument
+from .flags import add_results_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import add_results_argument, results_dir
+from .flags import add_results_argument, results_dir
 
 
 def register(subparsers) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..core import verbosity
 from ..core.errors import ExitCode, UndecidedError
-from .common import BUNDLE_HELP, ExamplesFormatter, add_workload_argument
+from .flags import BUNDLE_HELP, ExamplesFormatter, add_workload_argument
 
 EXAMPLES = """examples:
   stallbench reproduce results                        # again here, into results.reproduced

@@ -14,7 +14,8 @@ from ..results.rundirs import RESULTS_HELP
 from ..results.runmeta import Status
 from ..settings.variant import VARIANT_FIELDS, flag_of, variant_from_flags
 from ..workloads import available_workloads, get_workload
-from .common import add_metric_argument, add_results_argument, print_comparison, results_dir
+from .flags import add_metric_argument, add_results_argument, results_dir
+from .printing import print_comparison
 
 
 def register(subparsers) -> None:

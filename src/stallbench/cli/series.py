@@ -10,7 +10,7 @@ from pathlib import Path
 from ..analysis.quantiles import row_stats
 from ..compare import DEFAULT_NOISE
 from ..core.errors import ExitCode, UndecidedError, UsageError
-from .common import add_metric_argument, add_source_arguments, bundle_opened
+from .flags import add_metric_argument, add_source_arguments, bundle_opened
 
 FORMATS = ("text", "json", "csv", "markdown", "html", "email")
 AXES_HELP = "order (as given), kernel (uname -r as versions), date (the runs' UTC day) or KEY"

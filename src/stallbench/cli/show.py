@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from ..core.errors import ExitCode
-from .common import add_source_arguments, print_summary, results_dir
+from .flags import add_source_arguments, results_dir
+from .printing import print_summary
 
 
 def register(subparsers) -> None:

@@ -1,6 +1,6 @@
 """The metrics asked for (`--metric OP:STAT` of check, compare, series, run and bisect; a plan's
 `metrics`; bisect.json's): which op and which of its statistics a text names. The command line
-parses each --metric here once, as it reads its arguments (cli/common.py); what a plan or
+parses each --metric here once, as it reads its arguments (cli/flags.py); what a plan or
 bisect.json keeps as text is parsed by the same parse_metric. The comparison a metric is judged
 in is compare/gate.py's."""
 

@@ -28,8 +28,8 @@ from . import (
 from .blockdev import devices_under, mount_of
 from .checks import check_dir_safe, check_settings
 from .dropcaches import drop_caches
-from .inventory import collect as collect_inventory
 from .loopfs import default_size, loop_filesystem
+from .machinestate import collect as collect_inventory
 from .memcg import find_memory_controller, memory_cgroup
 from .scheduler import check_offered, scheduler
 from .sysctl import sysctls

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..analysis import series
+from ..analysis import ratetracks
 from ..core.errors import RunDataError
 from ..monitors.counters import is_cumulative
 from ..results.rundirs import MONITOR_DIR
@@ -210,8 +210,8 @@ def write_counters(w: Writer, pid: int, run: Run, lo: int, hi: int, op_names: li
             entry[0].append(t)
             entry[1].append(total)
         for name, (t, total) in sorted(series_of.items()):
-            ts, rate = series.rate_per_s(np.array(t), np.array(total))
-            if series.changed(rate) or rate.any():
+            ts, rate = ratetracks.rate_per_s(np.array(t), np.array(total))
+            if ratetracks.changed(rate) or rate.any():
                 _counter(w, pid, name, ts, rate / 1e7, summary, lo, hi)  # ns/s -> %
     counters = read_table(run.path / MONITOR_DIR / "counters.parquet")
     if counters is not None and counters.num_rows > 1:
@@ -220,10 +220,10 @@ def write_counters(w: Writer, pid: int, run: Run, lo: int, hi: int, op_names: li
             if column == "t_ns":
                 continue
             values = counters[column].to_numpy(zero_copy_only=False).astype(np.float64)
-            if np.isnan(values).any() or not series.changed(values):
+            if np.isnan(values).any() or not ratetracks.changed(values):
                 continue
             if is_cumulative(column):
-                ts, rate = series.rate_per_s(t, values)
+                ts, rate = ratetracks.rate_per_s(t, values)
                 _counter(w, pid, f"{column} /s", ts, rate, summary, lo, hi)
             else:
                 _counter(w, pid, column, t, values, summary, lo, hi)
@@ -234,11 +234,11 @@ def write_counters(w: Writer, pid: int, run: Run, lo: int, hi: int, op_names: li
             t = part["t_ns"].to_numpy()
             for column in DISK_RATES:
                 if column in part.column_names:
-                    ts, rate = series.rate_per_s(t, part[column].to_numpy())
-                    if series.changed(rate):
+                    ts, rate = ratetracks.rate_per_s(t, part[column].to_numpy())
+                    if ratetracks.changed(rate):
                         _counter(w, pid, f"{device} {column} /s", ts, rate, summary, lo, hi)
     for code, name in enumerate(op_names):
         if not (codes == code).any():
             continue
-        ts, rate = series.ops_per_s(end[codes == code], lo, hi, RATE_BIN_NS)
+        ts, rate = ratetracks.ops_per_s(end[codes == code], lo, hi, RATE_BIN_NS)
         _counter(w, pid, f"{name} ops/s", ts, rate, summary, lo, hi)

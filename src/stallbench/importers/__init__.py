@@ -1,6 +1,6 @@
 """Foreign logs -> runs: `stallbench import KIND PATH --variant NAME`.
 
-Each importer parses a log into `common.Imported`; `import_log` writes it as a normal run
+Each importer parses a log into `imported.Imported`; `import_log` writes it as a normal run
 directory through store.RunWriter.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..core.errors import UsageError
-from ..logformats.lines import LogError
-from .common import Imported, write_run
+from ..logformats.loglines import LogError
+from .imported import Imported, write_run
 
 
 def _lazy(module: str, function: str) -> Callable[[Path], Imported]:

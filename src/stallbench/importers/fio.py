@@ -27,9 +27,9 @@ from ..logformats.fio import (
     parse_lat_log,
     rate_limited,
 )
-from ..logformats.lines import LogError
+from ..logformats.loglines import LogError
 from ..logformats.samples import Samples
-from .common import Imported
+from .imported import Imported
 
 
 def _json_beside(directory: Path) -> dict[str, Any] | None:

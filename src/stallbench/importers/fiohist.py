@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..logformats.fio import DDIR_OPS
-from ..logformats.lines import MAX_LATENCY_NS, LogError, line_error, parse_int, read_lines
+from ..logformats.loglines import MAX_LATENCY_NS, LogError, line_error, parse_int, read_lines
 from ..logformats.samples import Samples
 
 PLAT_BITS = 6

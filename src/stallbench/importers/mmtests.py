@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ..logformats.lines import line_error, parse_number, read_lines
+from ..logformats.loglines import line_error, parse_number, read_lines
 from ..logformats.samples import Samples
-from .common import Imported
+from .imported import Imported
 
 _LINE_RE = re.compile(
     r"^\s*(?P<op>[A-Za-z][\w-]*)\[(?P<pid>\d+)\]:\s*avg:\s*(?P<avg>\S+)\s*msec;\s*"

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.errors import UsageError
-from ..logformats.lines import LogError
+from ..logformats.loglines import LogError
 from ..logformats.pgbench import find_logs, parse_logs, stats_summary
-from .common import Imported
+from .imported import Imported
 
 
 def parse_pgbench(path: Path) -> Imported:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..logformats.lines import LogError, read_lines
+from ..logformats.loglines import LogError, read_lines
 from ..logformats.strace import StraceParser
-from .common import Imported
+from .imported import Imported
 
 
 def parse_strace(path: Path, syscalls: set[str] | None = None) -> Imported:

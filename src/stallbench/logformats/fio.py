@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import UsageError
-from .lines import MAX_LATENCY_NS, line_error, parse_int, read_lines
+from .loglines import MAX_LATENCY_NS, line_error, parse_int, read_lines
 from .samples import Samples
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .lines import MAX_LATENCY_NS, line_error, parse_int, read_lines
+from .loglines import MAX_LATENCY_NS, line_error, parse_int, read_lines
 from .samples import Samples
 
 _LOG_NAME_RE = re.compile(r"^(?!\.).*_log\.\d+(?:\.\d+)?$")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .lines import MAX_LATENCY_NS, line_error
+from .loglines import MAX_LATENCY_NS, line_error
 from .samples import Samples
 
 _PREFIX_RE = re.compile(

@@ -11,7 +11,7 @@ from ..compare.gate import GateResult
 from ..compare.model import Comparison
 from ..compare.verdicts import GateOutcome
 from ..core.version import __version__
-from .common import format_interval, format_percent, json_number
+from .wording import format_interval, format_percent, json_number
 
 SCHEMA_VERSION = 1   # of the check JSON (schemas/check.schema.json)
 # in JUnit a regression fails its testcase, an undecided one is skipped (as `git bisect run`

@@ -22,10 +22,10 @@ from ..analysis.intervals import DIRECTED, Change, Verdict
 from ..compare.provenance import KernelIdentity, Provenance, RecordedPlan, provenance_of
 from ..core import tomlwrite
 from ..core.version import __version__
-from .common import format_interval, format_percent, stat_cell
 from .environment import render_lines as environment_lines
 from .headline import Call, calls, headline_sections
 from .tables import RIGHT, Cell, Column, Section, Table, op_sections, variants_section
+from .wording import format_interval, format_percent, stat_cell
 
 if TYPE_CHECKING:
     from ..compare.model import Comparison

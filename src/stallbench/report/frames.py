@@ -12,9 +12,9 @@ from typing import Any
 from ..analysis.quantiles import RATE
 from ..compare.model import Comparison
 from ..compare.seriesmodel import Series
-from .common import json_number, verdict_word
 from .headline import calls, causes
 from .seriesdata import series_rows
+from .wording import json_number, verdict_word
 
 _SAMPLES = "samples"
 

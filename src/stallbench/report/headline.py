@@ -18,8 +18,8 @@ from ..analysis.intervals import DIRECTED, Change, Verdict
 from ..analysis.quantiles import RATE, Stat
 from ..compare.model import Comparison, OpComparison, OpStats
 from ..compare.verdicts import why
-from .common import change_cell, format_rate, rate_flag, stat_cell
 from .tables import LEFT, RIGHT, Cell, Column, Section, Table, cells
+from .wording import change_cell, format_rate, rate_flag, stat_cell
 
 # the order of the calls: regressions first, then rates flagged but undecided, then the better
 _ORDER = {Verdict.WORSE: 0, Verdict.BETTER: 2}

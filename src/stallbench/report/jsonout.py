@@ -12,8 +12,8 @@ from ..analysis.quantiles import Stat, latency_stats, needed_samples, stat_named
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..compare.model import Comparison, OpComparison, OpStats
 from ..core.version import __version__
-from .common import json_number, shift_sentence, verdict_word
 from .headline import headline_sections
+from .wording import json_number, shift_sentence, verdict_word
 
 SCHEMA_VERSION = 1  # of this JSON document (schemas/comparison.schema.json)
 

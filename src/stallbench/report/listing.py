@@ -9,8 +9,8 @@ import json
 from typing import Any
 
 from ..results.catalog import Entry
-from .common import json_number
 from .tables import LEFT, RIGHT, Cell, Column, Section, Table
+from .wording import json_number
 
 
 def _dates(entry: Entry) -> str:

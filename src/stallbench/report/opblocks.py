@@ -8,8 +8,8 @@ from ..analysis.display import format_ns
 from ..analysis.summary import RESPONSE_SUFFIX
 from ..compare.model import Comparison, OpComparison
 from ..compare.stalltimeline import StallSummary
-from .common import band_label, shift_sentence
 from .tables import LEFT, Cell, Column, Section, Table, cells
+from .wording import band_label, shift_sentence
 
 MAX_EPISODES = 5
 _BAND_NAME_WIDTH = 20   # "512 µs – 1 ms" and the like

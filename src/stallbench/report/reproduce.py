@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..analysis.change import Change
 from ..compare.agreement import Agreement, Outcome
-from .common import format_interval, format_percent
+from .wording import format_interval, format_percent
 
 
 def _change(change: Change | None, verdict: bool) -> str:

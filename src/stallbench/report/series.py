@@ -13,8 +13,8 @@ import shlex
 from ..analysis.change import excludes_zero
 from ..analysis.display import TimeUnit, choose_time_unit
 from ..compare.seriesmodel import Series, SeriesChange, SeriesOp
-from .common import format_count, format_interval, format_percent, stat_cell
 from .tables import LEFT, RIGHT, Cell, Column, Section, Table, cells
+from .wording import format_count, format_interval, format_percent, stat_cell
 
 WIDTH = 100
 LABEL_WIDTH = 9          # the statistic's column

@@ -15,8 +15,8 @@ from ..analysis.change import Change, excludes_zero
 from ..analysis.quantiles import RATE
 from ..compare.seriesmodel import Series, SeriesOp
 from ..core.version import __version__
-from .common import json_number
 from .series import bisect_argv
+from .wording import json_number
 
 SCHEMA_VERSION = 1
 

@@ -9,10 +9,10 @@ from typing import Any
 from ..analysis.display import TimeUnit, choose_time_unit, format_size
 from ..analysis.quantiles import latency_stats
 from ..compare.show import RunsSummary
-from .common import JSON_KEYS, format_count, format_rate, format_seconds, warmup_phrase
 from .jsonout import stats_dict
 from .tables import RIGHT, Cell, Column, Table, cells
 from .text import table_lines
+from .wording import JSON_KEYS, format_count, format_rate, format_seconds, warmup_phrase
 
 _STATS = tuple(s.key for s in latency_stats())
 _HEAD = tuple(s.label for s in latency_stats())

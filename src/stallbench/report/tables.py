@@ -5,7 +5,8 @@ htmlout.py) without deciding any content.
 
 As in hyperfine's MarkupExporter, the builder decides every cell's words once; an emitter only
 turns rows into its syntax. Nothing is computed here: every number is a field of the Comparison,
-formatted with common.py; the unit of an op's table is chosen from its values (analysis/display.py).
+formatted with wording.py; the unit of an op's table is chosen from its values
+(analysis/display.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from ..analysis.quantiles import MIN_TAIL_SAMPLES, RATE
 from ..compare.model import Comparison, CpuRow, OpComparison
 from ..compare.verdicts import TOO_WIDE
-from .common import (
+from .wording import (
     change_cell,
     decide_advice,
     format_count,

@@ -9,7 +9,6 @@ from ..analysis.intervals import Verdict
 from ..analysis.quantiles import MIN_TAIL_SAMPLES
 from ..compare.model import Comparison
 from . import SECTIONS
-from .common import duet_lines, level_shift_notes, method_line, run_count_notes
 from .environment import render_lines as environment_lines  # fidelity
 from .headline import headline_sections
 from .opblocks import distribution_sections, stalls_sections
@@ -24,6 +23,7 @@ from .tables import (
     variants_section,
 )
 from .where import where_chapter
+from .wording import duet_lines, level_shift_notes, method_line, run_count_notes
 
 _SHARE_WIDTH = len("100.0%")  # a bar's share, right-aligned before it
 

@@ -14,8 +14,8 @@ from typing import Any
 from ..core.hostfacts import utc_now
 from ..core.journal import register_undo
 from . import summaryfile
+from .oprecorder import read_spools
 from .opsfile import write_ops_file
-from .record import read_spools
 from .rundirs import OPS_FILE, RUN_FILE
 from .runmeta import Status, read_meta, write_meta
 

@@ -23,7 +23,7 @@ from ..core.context import RunContext
 from ..core.errors import UsageError
 from ..core.options import REMAINDER, option
 from ..core.tracefs import find_tracefs
-from ..logformats.lines import LineTail
+from ..logformats.loglines import LineTail
 from ..logformats.samples import Samples, clock_offset_ns
 from ..logformats.strace import StraceParser
 from . import supervisor

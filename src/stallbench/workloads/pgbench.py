@@ -38,7 +38,7 @@ from ..core.context import RunContext
 from ..core.errors import UsageError
 from ..core.options import APPEND, SWITCH, option
 from ..core.units import parse_size
-from ..logformats.lines import LineTail
+from ..logformats.loglines import LineTail
 from ..logformats.pgbench import (
     PgbenchLogStats,
     parse_pgbench_line,

@@ -29,7 +29,7 @@ from typing import Any
 import numpy.random  # noqa: F401
 
 from ..core.context import RunContext
-from ..results.record import (
+from ..results.oprecorder import (
     ProgressBoard,
     SpoolChannel,
     WorkerRecorder,
@@ -61,7 +61,7 @@ class WorkerSpec:
 
     role: str                                   # e.g. "reader", "wal", "checkpointer"
     ops: list[str]
-    layout: str                                 # record layout, see record.py
+    layout: str                                 # record layout, see results/oprecorder.py
     target: Callable[..., dict[str, Any]]       # target(worker_ctx) -> {"late": n, ...}
     args: dict[str, Any]
 
@@ -95,7 +95,7 @@ def run_workers(ctx: RunContext, specs: list[WorkerSpec], progress: ProgressFn,
     ops_done = mp.RawArray("b", len(specs))     # a worker's last op has ended
     ready = mp.RawArray("b", len(specs))        # a worker is set up and waits at the gate
     processes = []
-    # made here, outside the workload's cgroups: see record.py SpoolChannel
+    # made here, outside the workload's cgroups: see results/oprecorder.py SpoolChannel
     channels = [SpoolChannel(spool_dir, index, spec.layout) for index, spec in enumerate(specs)]
     for index, spec in enumerate(specs):
         write_spool_meta(spool_dir, index, spec.ops, spec.layout)

@@ -23,7 +23,7 @@ stacks      what the blocked stacks waited on, the top ones, where the candidate
             baseline's
 histograms  how long the traced waits lasted (log2 histograms)
 slowops     where the slow ops' time went (trace intervals or stack samples)
-lines       the one-line explanations ("read p99 +310%: ...") and the section's warnings
+explanations the one-line explanations ("read p99 +310%: ...") and the section's warnings
 hotspots    where the cycles went: the function whose share of a role's on-CPU samples grew
             most, with its caller, in a line after the op's lines (compare/where/profiles.py)
 perfstat    perf stat's counts per worker role and per op (IPC where there is a PMU)

@@ -14,11 +14,11 @@ together as at most the step's op time.
 
 A paced worker sleeps until each op's planned start: a plain sleep (clock_nanosleep), in which no
 block I/O or run-queue wait can accrue. Between its ops a worker otherwise only keeps its records
-in memory (the spool channel, record.py), so the time outside the ops in which a wait can have
-fallen is `wall - busy - asleep`: the pacing sleeps are read back from ops.parquet (each op's
-planned start against the end of the worker's previous op), and a paced worker's block I/O
-waits inside its fsyncs are then its ops' own, while its run-queue waits after each wake-up
-(between the planned start and the op's start) still are not.
+in memory (the spool channel, results/oprecorder.py), so the time outside the ops in which a
+wait can have fallen is `wall - busy - asleep`: the pacing sleeps are read back from
+ops.parquet (each op's planned start against the end of the worker's previous op), and a paced
+worker's block I/O waits inside its fsyncs are then its ops' own, while its run-queue waits
+after each wake-up (between the planned start and the op's start) still are not.
 
 A task waiting for the device is asleep, off a CPU, and not in a pacing sleep: over a task's
 steps its block I/O waits inside the ops cannot exceed its wall time less its time on a CPU

@@ -107,7 +107,7 @@ def hotspot_line(op: str, roles: Sequence[str], spot: Hotspot) -> str:
 def profile_lines(label: str, tail_changes: Mapping[str, Sequence],
                   roles_of_op: Mapping[str, Sequence[str]],
                   profiles: Mapping[str, RoleProfile]) -> list[Explanation]:
-    """The hotspot line of each op whose change (tail_changes[op][1], as lines.py reads a
+    """The hotspot line of each op whose change (tail_changes[op][1], as explanations.py reads a
     TailChange) grew by more than MIN_GROWTH, where the role that runs it has a hotspot;
     marked "(not decided): if real," where the comparison did not decide the change."""
     out = []

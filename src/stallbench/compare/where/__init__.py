@@ -3,11 +3,11 @@ variant's runs left (tables, run.json, the slow ops read back from ops.parquet),
 steps of analysis/where/. I/O only; the analysis is analysis/where/'s.
 
 Its entry points are `build` (the typed WhereSection, the comparison's `where`) and `explain`
-(its JSON form), in steps.py; variantdata.py loads a variant's monitor tables and totals,
+(its JSON form), in assembly.py; variantdata.py loads a variant's monitor tables and totals,
 facts.py its conditions and workers, stalldata.py its traced stalls matched to its ops and
 slowopdata.py its slow ops; report/where.py builds the report's tables from the typed section.
 """
 
-from .steps import build, explain
+from .assembly import build, explain
 
 __all__ = ["build", "explain"]

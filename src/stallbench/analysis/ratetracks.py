@@ -1,4 +1,5 @@
-"""Time series for counter tracks: rates of cumulative counters and ops per time bin."""
+"""Rates over time for counter tracks (the Perfetto export's): a cumulative counter's rate
+between its samples, the ops completed per second in time bins."""
 
 from __future__ import annotations
 

@@ -14,14 +14,14 @@ from ...analysis.where.counters import counter_rows
 from ...analysis.where.delays import role_delays, role_io
 from ...analysis.where.device import device_vs_above
 from ...analysis.where.disk import disk_summaries
-from ...analysis.where.growth import TailChange
-from ...analysis.where.histograms import histograms
-from ...analysis.where.lines import (
+from ...analysis.where.explanations import (
     explanations,
     impossible_warnings,
     off_cpu_warnings,
     variant_lines,
 )
+from ...analysis.where.growth import TailChange
+from ...analysis.where.histograms import histograms
 from ...analysis.where.longest import longest_per_kind, merge_runs
 from ...analysis.where.mechanism import limit_warning
 from ...analysis.where.oncpu import RoleSteps, cpu_changes, cpu_steps, role_cpu

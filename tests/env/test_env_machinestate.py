@@ -1,4 +1,4 @@
-"""Environment record (env/inventory.py) and the diff between variants (analysis/environment.py):
+"""Environment record (env/machinestate.py) and the diff between variants (analysis/environment.py):
 real runs with a THP mode (and, where the machine has one, the CPU governor) changed between
 them; the oracle is the sysfs file itself, read by the test."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from conftest import run_stallbench
 from stallbench.analysis.environment import environment_diff
-from stallbench.env import inventory
+from stallbench.env import machinestate
 from stallbench.report.environment import render_lines
 
 pytestmark = pytest.mark.machine
@@ -82,11 +82,11 @@ def test_a_governor_change_between_two_real_runs_warns():
         pytest.skip(f"only one governor offered ({original})")
     paths = sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor"))
     before = {p: p.read_text().strip() for p in paths}
-    first = inventory.collect(Path("/"), [])
+    first = machinestate.collect(Path("/"), [])
     try:
         for p in paths:
             p.write_text(other)
-        second = inventory.collect(Path("/"), [])
+        second = machinestate.collect(Path("/"), [])
     finally:
         for p, value in before.items():
             p.write_text(value)
@@ -96,8 +96,8 @@ def test_a_governor_change_between_two_real_runs_warns():
 
 
 def test_missing_files_are_unavailable(tmp_path):
-    facts = inventory.block_device("no-such-device")
-    assert {v for k, v in facts.items() if k != "name"} == {inventory.UNAVAILABLE}
+    facts = machinestate.block_device("no-such-device")
+    assert {v for k, v in facts.items() if k != "name"} == {machinestate.UNAVAILABLE}
     (tmp_path / "vm").mkdir()
     (tmp_path / "kernel").mkdir()
     (tmp_path / "vm" / "swappiness").write_text("60\n")
@@ -107,11 +107,11 @@ def test_missing_files_are_unavailable(tmp_path):
     (tmp_path / "vm" / "stat_refresh").chmod(0o600)            # root only: not read
     (tmp_path / "kernel" / "sched_child_runs_first").write_text("0\n")
     (tmp_path / "kernel" / "hostname").write_text("x\n")         # not vm.* or kernel.sched*
-    assert inventory.sysctls(tmp_path) == {"vm.swappiness": "60",
+    assert machinestate.sysctls(tmp_path) == {"vm.swappiness": "60",
                                            "kernel.sched_child_runs_first": "0"}
     # a whole record is built even where this machine lacks a fact
-    record = inventory.collect(tmp_path, [])
-    assert record["device"] == {"name": inventory.UNAVAILABLE}
+    record = machinestate.collect(tmp_path, [])
+    assert record["device"] == {"name": machinestate.UNAVAILABLE}
     json.dumps(record)
 
 

@@ -1,4 +1,7 @@
-"""Argument helpers shared by several commands."""
+"""The flags several commands share, declared once (--results, --workload, --metric, compare's
+and check's sources, --sections/--brief, --percentiles), and what they name read back: the
+results tree, a bundle opened, BASELINE and the CANDIDATEs resolved. What several commands print
+the same way is printing.py's."""
 
 from __future__ import annotations
 
@@ -92,30 +95,6 @@ def results_dir(args: argparse.Namespace) -> Path:
     return args.results if getattr(args, "results", None) else default_results_dir()
 
 
-def print_comparison(baseline: str, candidates: list[str], results: Path,
-                     workload: str | None = None, metrics: list[str] | None = None,
-                     decide_hint: str | None = None) -> None:
-    """Print the text comparison of variants just run (after `run --plan` and `demo`), with
-    the verdicts of the metrics asked for (`--iterations auto --metric`) and, where one run a
-    side decides little, the line saying what would (run/duet.py decide_hint)."""
-    import dataclasses
-
-    from ..compare.comparison import build_comparison
-    from ..compare.gate import metric_options
-    from ..compare.model import CompareOptions
-    from ..core.terminal import use_color
-    from ..report import render
-    from ..results.runselect import resolve_runs
-
-    base = resolve_runs(baseline, results, workload)
-    others = [resolve_runs(name, results, workload) for name in candidates]
-    options = metric_options([parse_metric(m) for m in metrics]) if metrics \
-        else CompareOptions()
-    comparison = dataclasses.replace(build_comparison(base, others, options),
-                                     decide_hint=decide_hint)
-    print(render(comparison, "text", color=use_color("auto", sys.stdout)), end="")
-
-
 def parse_percentiles(text: str) -> tuple[float, ...]:
     """--percentiles '50,99,99.99' -> (50.0, 99.0, 99.99)."""
     from ..analysis.quantiles import parse_percents
@@ -156,16 +135,3 @@ def resolve_all(args: argparse.Namespace, allow_incomplete: bool, split: bool = 
     for note in notes:
         print(f"stallbench: {note}", file=sys.stderr)
     return resolved[0], resolved[1:]
-
-
-def print_summary(target: str, results, workload: str | None, fmt: str = "text") -> None:
-    """The summary of one run or variant (also `compare X` with one variant)."""
-    from ..compare.show import summarize_runs
-    from ..report.show import render_json, render_text
-    from ..results.runselect import resolve_runs
-
-    resolved = resolve_runs(target, results, workload, allow_incomplete=True)
-    for problem in resolved.problems:
-        print(f"stallbench: {problem}", file=sys.stderr)
-    summary = summarize_runs(resolved)
-    sys.stdout.write(render_json(summary) if fmt == "json" else render_text(summary))

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from stallbench.results.record import WorkerRecorder, read_spools
+from stallbench.results.oprecorder import WorkerRecorder, read_spools
 from stallbench.results.store import RunWriter, load_run
 
 pytestmark = pytest.mark.pure

@@ -1,11 +1,11 @@
-"""What `stallbench bisect` prints: a line per decided step, the answer (report/common.py's
+"""What `stallbench bisect` prints: a line per decided step, the answer (report/wording.py's
 number formats)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..report.common import format_percent
+from ..report.wording import format_percent
 from .search import FOUND, NOT_BAD, RANGE, Answer
 from .state import Step
 from .steps import Result
