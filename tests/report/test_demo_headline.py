@@ -1,5 +1,5 @@
 """`make demo`'s answer on one screen (issue 35, "Must show"): a real demo-like run — the demo's
-own plan (plan/demo.py writes it as demo.toml), shortened to 8 s with the data file and the
+own plan (plan/demo.py writes it as demo.toml), shortened to 5 s with the data file and the
 memory limit halved in proportion — then its comparison as `run --plan` and `demo` print it.
 The first 20 lines name the read regression with its interval, FEWER OPS (or STARVED) and its
 first cause; the headline's numbers are those of the comparison JSON; its last line says what
@@ -24,10 +24,10 @@ def demo(tmp_path_factory):
     _, _ = demo_plan(root, as_root=True)
     (plan,) = root.glob("demo-*/demo.toml")
     text = plan.read_text()
-    short = (text.replace('duration = "20s"', 'duration = "8s"')
+    short = (text.replace('duration = "20s"', 'duration = "5s"')
              .replace('data_size = "384M"', 'data_size = "192M"')
              .replace('memory = "96M"', 'memory = "48M"').replace("memcg-96M", "memcg-48M"))
-    assert short.count("48M") == 2 and 'duration = "8s"' in short
+    assert short.count("48M") == 2 and 'duration = "5s"' in short
     plan.write_text(short)
     done = run_stallbench("run", "--plan", str(plan), "--no-progress", timeout=600)
     assert done.returncode == 0, done.stderr
