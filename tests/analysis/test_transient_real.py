@@ -94,11 +94,12 @@ def test_the_cold_start_is_left_out_and_the_ops_kept_are_warm(recorded, name, op
     cold, warm, settled = raw_step(start, latency)
     assert cold > 5 * warm, f"not a cold start: {cold:.0f} ns then {warm:.0f} ns"
     ends = summary.warmup_ns
-    # pgioperf's own warm-up (the stated minimum) may outlast a short cold start: then what
-    # follows it is steady, and the raw step must lie within that minimum (seen in the suite:
-    # steady after 10 blocks)
+    # pgioperf's own warm-up (the stated minimum, 1 s) may outlast a short cold start: then
+    # nothing more is found (steady), or only a level that moved late in the run (unsettled:
+    # the p99 of reads beside the WAL's fsyncs), and the raw step must lie within that minimum
+    # (both seen in the suite: after 10 blocks, the raw step at 0.79 s); randread states none
     assert summary.transient is not None and (summary.transient.outcome == "settled" or (
-        summary.transient.outcome == "steady" and settled <= ends)), \
+        summary.transient.outcome in ("steady", "unsettled") and settled <= ends)), \
         (summary.transient, settled, ends)
     assert settled <= ends <= summary.start_ns + (summary.end_ns - summary.start_ns) / 2, \
         (settled, ends, summary.transient)
