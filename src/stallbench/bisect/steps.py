@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..compare.comparison import build_comparison
-from ..compare.gate import GateResult, gate, gate_outcome, metric_options, metric_percents
+from ..compare.gate import GateResult, gate, gate_outcome, metric_options
 from ..compare.metrics import Metric, parse_metric
 from ..compare.model import CompareOptions, Comparison
 from ..compare.verdicts import EXIT_CODE, GateOutcome
@@ -92,9 +92,8 @@ def judge(state: State, baseline: str, candidate: str, metrics: list[Metric], bo
     missing = [side.label for side in sides if not side.runs]
     if missing:
         return GateOutcome.UNDECIDED, None, counts, f"no complete run of {', '.join(missing)}"
-    comparison = build_comparison(sides[0], sides[1:], CompareOptions(
-        explain=False, percentiles=metric_percents(metrics),
-        metrics=tuple((m.op, m.stat) for m in metrics)))
+    comparison = build_comparison(sides[0], sides[1:],
+                                  metric_options(metrics, CompareOptions(explain=False)))
     results = gate(comparison, metrics, bound)
     return gate_outcome(results), results, counts, None
 
@@ -104,7 +103,7 @@ def _verdicts(results: list[GateResult] | None, reason: str | None) -> list[Metr
         return [MetricVerdict("-", GateOutcome.UNDECIDED, reason or "no comparison", 0.0)]
     verdicts = []
     for r in results:
-        verdict = MetricVerdict(f"{r.metric.op}:{r.metric.stat}", r.outcome, r.reason, r.bound)
+        verdict = MetricVerdict(str(r.metric), r.outcome, r.reason, r.bound)
         if r.change is not None:
             verdict.change = r.change.change
             if r.change.interval_shown:

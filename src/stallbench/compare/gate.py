@@ -93,7 +93,7 @@ def metric_change(comparison: Comparison, metric: Metric, candidate: str
     by_name = {op.op: op for op in comparison.ops}
     op = by_name.get(metric.op)
     if op is None:
-        raise UsageError(f"--metric {metric.op}:{metric.stat}: no op {metric.op!r} in these "
+        raise UsageError(f"--metric {metric}: no op {metric.op!r} in these "
                          f"runs (ops: {', '.join(by_name) or 'none'})")
     return op, op.changes[candidate].get(metric.stat)
 

@@ -20,7 +20,7 @@ _FAILED, _SKIPPED = GateOutcome.REGRESSION, GateOutcome.UNDECIDED
 
 
 def _name(result: GateResult) -> str:
-    return f"{result.metric.op}:{result.metric.stat}"
+    return str(result.metric)
 
 
 def _shown(result: GateResult) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..analysis.intervals import DECIDED, Verdict
 from ..compare.comparison import build_comparison
-from ..compare.gate import metric_change, metric_percents
+from ..compare.gate import metric_change, metric_options
 from ..compare.metrics import Metric, parse_metric
 from ..compare.model import CompareOptions
 from ..core.errors import UsageError
@@ -52,13 +52,12 @@ def decide(paths_by_variant: dict[str, list[Path]], metrics: list[Metric],
         if not runs:
             return Decision(False, rounds, {f"{name}": "no complete run"})
         resolved.append(Resolved(name, runs, []))
-    comparison = build_comparison(resolved[0], resolved[1:], CompareOptions(
-        explain=False, percentiles=metric_percents(metrics),
-        metrics=tuple((m.op, m.stat) for m in metrics)))
+    comparison = build_comparison(resolved[0], resolved[1:],
+                                  metric_options(metrics, CompareOptions(explain=False)))
     verdicts: dict[str, str] = {}
     for candidate in comparison.candidates:
         for metric in metrics:
             _, change = metric_change(comparison, metric, candidate)
-            verdicts[f"{candidate} {metric.op}:{metric.stat}"] = \
+            verdicts[f"{candidate} {metric}"] = \
                 change.verdict if change is not None else Verdict.NA
     return Decision(all(v in DECIDED for v in verdicts.values()), rounds, verdicts)
